@@ -1,0 +1,26 @@
+import type { Command } from "commander";
+
+/** Finds or creates the sub-command group `name` (e.g. `lever data …`), so several files can add to it. */
+export function group(program: Command, name: string, description: string): Command {
+  const existing = program.commands.find((c) => c.name() === name);
+  return existing ?? program.command(name).description(description);
+}
+
+/** The workspace directory: --workspace, then $LEVER_WORKSPACE, then ./lever-workspace. */
+export function workspaceDir(command: Command): string {
+  const root = command.optsWithGlobals() as { workspace?: string };
+  return root.workspace ?? process.env.LEVER_WORKSPACE ?? "lever-workspace";
+}
+
+/** Parses "1,2,3" → [1, 2, 3]; rejects anything that is not a list of positive integers. */
+export function parseIntList(value: string): number[] {
+  const parts = value.split(",").map((s) => s.trim());
+  const out = parts.map((s) => Number(s));
+  if (out.some((n) => !Number.isInteger(n) || n < 0))
+    throw new Error(`expected a comma-separated list of integers, got "${value}"`);
+  return out;
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

@@ -1,0 +1,32 @@
+/**
+ * The one error type users see. It names where the problem is (file, record, field) so a
+ * one-line message is enough to fix the input. The CLI prints `error: <message>` and exits 2.
+ */
+export interface ErrorLocation {
+  file?: string;
+  record?: string | number;
+  field?: string;
+}
+
+export class LeverError extends Error {
+  readonly location: ErrorLocation;
+  constructor(message: string, location: ErrorLocation = {}) {
+    super(formatMessage(message, location));
+    this.name = "LeverError";
+    this.location = location;
+  }
+}
+
+function formatMessage(message: string, { file, record, field }: ErrorLocation): string {
+  const where = [
+    file !== undefined ? file : null,
+    record !== undefined ? `record ${JSON.stringify(String(record))}` : null,
+    field !== undefined ? `field "${field}"` : null,
+  ].filter((part) => part !== null);
+  return where.length > 0 ? `${where.join(", ")}: ${message}` : message;
+}
+
+/** Throws a LeverError unless `condition` holds. */
+export function check(condition: unknown, message: string, location?: ErrorLocation): asserts condition {
+  if (!condition) throw new LeverError(message, location);
+}
