@@ -1,6 +1,18 @@
 import type { Command } from "commander";
+import * as cache from "./cache.js";
+import * as data from "./data.js";
+import * as doctor from "./doctor.js";
+import * as evaluation from "./eval.js";
+import * as formats from "./formats.js";
+import * as metric from "./metric.js";
+import * as pools from "./pools.js";
+import * as selector from "./selector.js";
+import * as synth from "./synth.js";
+import * as train from "./train.js";
 
 /** Every command group registers itself here; one file per group under src/cli/. */
 export function registerCommands(program: Command): void {
-  void program;
+  for (const module of [data, synth, formats, metric, pools, selector, train, evaluation, cache, doctor]) {
+    module.register(program);
+  }
 }

@@ -1,0 +1,6 @@
+import type { Command } from "commander";
+
+/** Registers the `train` commands. (Filled in by the module that owns them.) */
+export function register(program: Command): void {
+  void program;
+}
