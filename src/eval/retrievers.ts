@@ -1,0 +1,236 @@
+/**
+ * Test-time demonstration retrievers. Each maps (query, shots) to demonstration ids in SELECTION
+ * order (first selected first). Every retriever that draws from the index goes through the pool
+ * contract (design §2.2), so the query and its same-image items are excluded the same way
+ * everywhere, and choices are deterministic per query (no dependence on the batch).
+ */
+import type { VqaItem } from "../data/item.js";
+import { LeverError } from "../util/errors.js";
+
+export type EmbeddingKind = "image" | "text" | "joint";
+
+export type RetrieverSpec =
+  | { kind: "zero" }
+  | { kind: "random" }
+  | { kind: "topk"; embedding: EmbeddingKind }
+  | { kind: "oracle" }
+  | { kind: "selector"; checkpoint: string };
+
+/** Pool samplers the evaluation asks the pool contract for. `joint-sim` = cosine top-K on the joint embedding. */
+export type PoolSampler = "random" | "image-sim" | "text-sim" | "joint-sim" | "mix";
+
+export const POOL_SAMPLERS: readonly PoolSampler[] = ["random", "image-sim", "text-sim", "joint-sim", "mix"];
+
+/**
+ * The pool contract as the evaluation sees it: for each query (in input order) its K candidate ids,
+ * ordered as the sampler ranks them (most similar first for similarity samplers). Implementations
+ * must exclude the query and every same-image item and be deterministic per query.
+ */
+export type PoolProvider = (queries: readonly VqaItem[], sampler: PoolSampler, k: number) => Promise<string[][]>;
+
+/** The simulator's oracle: the best ordered trajectory (SELECTION order) for a query within its pool. */
+export type OracleFn = (query: VqaItem, pool: readonly string[], shots: number) => string[];
+
+/** A loaded pointer selector, ready to choose from each query's own pool. */
+export interface SelectorHandle {
+  /** Label stored with predictions: names the checkpoint and its content hash (never ambiguous). */
+  readonly label: string;
+  /** Pool sampler and K this selector chooses from (checkpoint metadata or flags). */
+  readonly sampler: PoolSampler;
+  readonly k: number;
+  /** Greedy decode: for each query, `shots` distinct positions into its pool, in selection order. */
+  choose(queries: readonly VqaItem[], pools: readonly string[][], shots: number): Promise<number[][]>;
+}
+
+export interface Retriever {
+  /** Name stored with predictions and shown in tables. */
+  readonly name: string;
+  /** The shot counts at which this retriever is evaluated, given the requested ones (zero-shot: only 0). */
+  shots(requested: readonly number[]): number[];
+  /** Demonstration ids per query (input order), in selection order, exactly `shots` each. */
+  select(queries: readonly VqaItem[], shots: number): Promise<string[][]>;
+}
+
+export interface RetrieverContext {
+  pools: PoolProvider;
+  /** Sampler and K of "the query's pool" for the oracle (the `--pool-sampler`, `--k` flags). */
+  poolSampler: PoolSampler;
+  k: number;
+  /** Largest shot count of the evaluation: similarity pools are fetched once with this K and sliced. */
+  maxShots: number;
+  /** Present only with the simulated VLM. */
+  oracle?: OracleFn;
+  /** Loads `selector:CKPT`; absent when selectors are not available. */
+  loadSelector?: (checkpoint: string) => Promise<SelectorHandle>;
+}
+
+const TOPK_EMBEDDINGS: Record<string, EmbeddingKind> = {
+  "topk-image": "image",
+  "topk-text": "text",
+  "topk-mix": "joint",
+};
+
+export const RETRIEVER_NAMES = ["zero", "random", ...Object.keys(TOPK_EMBEDDINGS), "oracle", "selector:CKPT"];
+
+/** Parses one retriever name (`zero`, `random`, `topk-image|text|mix`, `oracle`, `selector:CKPT`). */
+export function parseRetrieverSpec(text: string): RetrieverSpec {
+  const name = text.trim();
+  if (name === "zero") return { kind: "zero" };
+  if (name === "random") return { kind: "random" };
+  if (name === "oracle") return { kind: "oracle" };
+  if (name in TOPK_EMBEDDINGS) return { kind: "topk", embedding: TOPK_EMBEDDINGS[name] };
+  if (name.startsWith("selector:")) {
+    const checkpoint = name.slice("selector:".length);
+    if (checkpoint.length === 0)
+      throw new LeverError("selector needs a checkpoint path: selector:CKPT", { field: "--retriever" });
+    return { kind: "selector", checkpoint };
+  }
+  throw new LeverError(`unknown retriever "${name}" (expected one of ${RETRIEVER_NAMES.join(", ")})`, {
+    field: "--retriever",
+  });
+}
+
+/** Parses a comma-separated retriever list; duplicates are an error. */
+export function parseRetrieverList(text: string): RetrieverSpec[] {
+  const names = text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (names.length === 0) throw new LeverError("no retriever given", { field: "--retriever" });
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name)) throw new LeverError(`retriever "${name}" is listed twice`, { field: "--retriever" });
+    seen.add(name);
+  }
+  return names.map(parseRetrieverSpec);
+}
+
+/** Remembers pools per (sampler, K, query) so retrievers sharing "the query's pool" fetch it once. */
+export function memoizePools(pools: PoolProvider): PoolProvider {
+  const cache = new Map<string, string[]>();
+  return async (queries, sampler, k) => {
+    const key = (q: VqaItem) => `${sampler}\u0000${k}\u0000${q.questionId}`;
+    const missing = queries.filter((q) => !cache.has(key(q)));
+    if (missing.length > 0) {
+      const fresh = await pools(missing, sampler, k);
+      checkPoolShape(missing, fresh, sampler, k);
+      missing.forEach((q, i) => {
+        cache.set(key(q), fresh[i]);
+      });
+    }
+    return queries.map((q) => cache.get(key(q)) as string[]);
+  };
+}
+
+function checkPoolShape(queries: readonly VqaItem[], pools: string[][], sampler: string, k: number): void {
+  if (pools.length !== queries.length)
+    throw new Error(`pool provider returned ${pools.length} pools for ${queries.length} queries (${sampler})`);
+  pools.forEach((pool, i) => {
+    if (pool.length !== k)
+      throw new LeverError(`the ${sampler} pool has ${pool.length} candidates, expected ${k}`, {
+        record: queries[i].questionId,
+        field: "pool",
+      });
+  });
+}
+
+/** Builds the retriever for a spec. Selector checkpoints are loaded here (once). */
+export async function createRetriever(spec: RetrieverSpec, context: RetrieverContext): Promise<Retriever> {
+  switch (spec.kind) {
+    case "zero":
+      return {
+        name: "zero",
+        shots: () => [0],
+        select: async (queries) => queries.map(() => []),
+      };
+    case "random":
+      // The random sampler of the pool contract with K = shots: uniform without replacement,
+      // seeded per query, exclusions applied.
+      return {
+        name: "random",
+        shots: positiveShots,
+        select: (queries, shots) => context.pools(queries, "random", shots),
+      };
+    case "topk": {
+      const sampler: PoolSampler = `${spec.embedding}-sim` as PoolSampler;
+      const name = spec.embedding === "joint" ? "topk-mix" : `topk-${spec.embedding}`;
+      return {
+        name,
+        shots: positiveShots,
+        // Most similar first: the first `shots` of the similarity pool over the whole index.
+        select: async (queries, shots) =>
+          (await context.pools(queries, sampler, context.maxShots)).map((pool) => pool.slice(0, shots)),
+      };
+    }
+    case "oracle": {
+      const oracle = context.oracle;
+      if (!oracle)
+        throw new LeverError("the oracle retriever needs the simulated VLM (--vlm sim)", { field: "--retriever" });
+      return {
+        name: "oracle",
+        shots: positiveShots,
+        select: async (queries, shots) => {
+          const pools = await context.pools(queries, context.poolSampler, context.k);
+          return queries.map((query, i) => oracle(query, pools[i], shots));
+        },
+      };
+    }
+    case "selector": {
+      if (!context.loadSelector)
+        throw new LeverError("selectors are not available in this build", { field: "--retriever" });
+      const selector = await context.loadSelector(spec.checkpoint);
+      return {
+        name: selector.label,
+        shots: positiveShots,
+        select: async (queries, shots) => {
+          // The selector chooses from ITS OWN QUERY'S POOL (spec P1: never a fixed set of rows).
+          const pools = await context.pools(queries, selector.sampler, selector.k);
+          const positions = await selector.choose(queries, pools, shots);
+          return positions.map((chosen, i) => positionsToIds(queries[i], pools[i], chosen, selector.label));
+        },
+      };
+    }
+  }
+}
+
+function positiveShots(requested: readonly number[]): number[] {
+  return requested.filter((s) => s > 0);
+}
+
+function positionsToIds(query: VqaItem, pool: readonly string[], positions: number[], label: string): string[] {
+  return positions.map((p) => {
+    if (!Number.isInteger(p) || p < 0 || p >= pool.length)
+      throw new LeverError(`${label} chose position ${p}, outside the pool of ${pool.length}`, {
+        record: query.questionId,
+        field: "positions",
+      });
+    return pool[p];
+  });
+}
+
+/**
+ * The invariant every retriever must keep, checked by the runner on every selection so a bug in a
+ * sampler or selector cannot reach the VLM: exactly `shots` distinct index items, never the query,
+ * never an item sharing the query's image.
+ */
+export function checkDemonstrations(
+  retriever: string,
+  query: VqaItem,
+  shots: number,
+  ids: readonly string[],
+  index: ReadonlyMap<string, VqaItem>,
+): void {
+  const where = { record: query.questionId, field: `${retriever}@${shots}` };
+  if (ids.length !== shots)
+    throw new LeverError(`retriever returned ${ids.length} demonstrations, expected ${shots}`, where);
+  const seen = new Set<string>();
+  for (const id of ids) {
+    const item = index.get(id);
+    if (!item) throw new LeverError(`demonstration ${id} is not in the index dataset`, where);
+    if (seen.has(id)) throw new LeverError(`demonstration ${id} is chosen twice`, where);
+    seen.add(id);
+    if (id === query.questionId) throw new LeverError("the query was chosen as its own demonstration", where);
+    if (item.imageId === query.imageId)
+      throw new LeverError(`demonstration ${id} shares the query's image ${query.imageId}`, where);
+  }
+}

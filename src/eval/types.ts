@@ -1,0 +1,67 @@
+/**
+ * Shared types of the ICL evaluation: what a retriever returns, what one stored prediction holds,
+ * and the small interfaces through which the runner reaches storage.
+ */
+
+/**
+ * How selection order maps to prompt order (design §2.3). `nearest`: the first-selected demonstration
+ * sits next to the query (last in the prompt), as RICES places the most similar one; `farthest`: the
+ * first-selected demonstration is rendered first.
+ */
+export type PromptOrder = "nearest" | "farthest";
+
+export const PROMPT_ORDERS: readonly PromptOrder[] = ["nearest", "farthest"];
+
+/** Selection order (first selected first) → prompt order (index 0 rendered first). */
+export function toPromptOrder<T>(selection: readonly T[], order: PromptOrder): T[] {
+  return order === "nearest" ? [...selection].reverse() : [...selection];
+}
+
+/** Prompt order → selection order; the inverse of `toPromptOrder` for the same setting. */
+export function toSelectionOrder<T>(prompt: readonly T[], order: PromptOrder): T[] {
+  return order === "nearest" ? [...prompt].reverse() : [...prompt];
+}
+
+/** One evaluated (retriever, shot, question). Failed VLM calls keep `failure` and have no accuracy. */
+export interface EvalPrediction {
+  retriever: string;
+  shot: number;
+  questionId: string;
+  /** Demonstration question ids in SELECTION order (first selected first); see the run's `order`. */
+  demonstrations: string[];
+  /** hashValue of the VLM id and the prompt (demonstrations in prompt order + query). */
+  promptHash: string;
+  rawAnswer: string | null;
+  answer: string | null;
+  /** Official VQA accuracy in [0, 1]; null when the VLM call failed. */
+  accuracy: number | null;
+  failure: string | null;
+}
+
+/** Where predictions of one run live: the workspace in production, memory in tests. */
+export interface PredictionStore {
+  /** Every stored prediction of the run. */
+  list(runId: string): EvalPrediction[];
+  /** Inserts or replaces rows (keyed by run, retriever, shot, question) in one transaction. */
+  put(runId: string, rows: EvalPrediction[]): void;
+}
+
+/** Key of a prediction inside one run. */
+export function predictionKey(retriever: string, shot: number, questionId: string): string {
+  return `${retriever}\u0000${shot}\u0000${questionId}`;
+}
+
+/** An in-memory PredictionStore (tests, dry runs). */
+export class MemoryPredictionStore implements PredictionStore {
+  private readonly runs = new Map<string, Map<string, EvalPrediction>>();
+
+  list(runId: string): EvalPrediction[] {
+    return [...(this.runs.get(runId)?.values() ?? [])].map((row) => ({ ...row }));
+  }
+
+  put(runId: string, rows: EvalPrediction[]): void {
+    let run = this.runs.get(runId);
+    if (!run) this.runs.set(runId, (run = new Map()));
+    for (const row of rows) run.set(predictionKey(row.retriever, row.shot, row.questionId), { ...row });
+  }
+}
