@@ -1,0 +1,56 @@
+import { createHash } from "node:crypto";
+import { closeSync, openSync, readSync } from "node:fs";
+import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
+import { LeverError } from "../util/errors.js";
+
+/**
+ * Resolves a path relative to the artifacts folder, refusing anything that would escape it
+ * (absolute paths, ".." segments), so artefact records stay portable with the workspace.
+ */
+export function resolveInside(root: string, relativePath: string): string {
+  if (relativePath.length === 0 || isAbsolute(relativePath)) {
+    throw new LeverError(`artefact path must be relative to the artifacts folder, got "${relativePath}"`, {
+      field: "path",
+    });
+  }
+  const full = resolve(root, normalize(relativePath));
+  const rel = relative(root, full);
+  if (rel.length === 0 || rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
+    throw new LeverError(`artefact path "${relativePath}" leaves the artifacts folder`, { field: "path" });
+  }
+  return full;
+}
+
+/** The stored form of an artefact path: relative with "/" separators when under root, else absolute. */
+export function portablePath(root: string, path: string): string {
+  const full = isAbsolute(path) ? path : join(root, path);
+  const rel = relative(root, full);
+  if (rel.length > 0 && !rel.startsWith("..") && !isAbsolute(rel)) return rel.split(sep).join("/");
+  return full;
+}
+
+/** sha256 and size of a file, read in chunks (synchronous: used inside stage bookkeeping). */
+export function hashFileSync(path: string): { sha256: string; bytes: number } {
+  const hash = createHash("sha256");
+  const fd = openSync(path, "r");
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  let bytes = 0;
+  try {
+    for (;;) {
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      hash.update(chunk.subarray(0, n));
+      bytes += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { sha256: hash.digest("hex"), bytes };
+}
+
+/** sha256 of in-memory data in the shapes `writeFileAtomic` accepts. */
+export function hashData(data: string | Uint8Array | Uint8Array[]): string {
+  const hash = createHash("sha256");
+  for (const part of Array.isArray(data) ? data : [data]) hash.update(part);
+  return hash.digest("hex");
+}

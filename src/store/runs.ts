@@ -1,0 +1,255 @@
+import type { Database } from "better-sqlite3";
+import { z } from "zod";
+import { check, LeverError } from "../util/errors.js";
+import { canonicalJson, hashValue } from "../util/hash.js";
+import { NAME_PATTERN } from "./datasets.js";
+import type { ArtifactRef, MetricRecord, MetricRow, RunInput, RunRecord, RunStatus, StageRecord } from "./types.js";
+
+const ArtifactsSchema = z.array(z.object({ path: z.string(), sha256: z.string() }));
+
+interface RunRow {
+  id: string;
+  kind: string;
+  name: string | null;
+  config: string;
+  config_hash: string;
+  seed: number;
+  status: RunStatus;
+  parent_run: string | null;
+  created_at: string;
+  finished_at: string | null;
+  error: string | null;
+}
+
+function toRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    kind: row.kind,
+    name: row.name,
+    config: JSON.parse(row.config),
+    configHash: row.config_hash,
+    seed: row.seed,
+    status: row.status,
+    parentRunId: row.parent_run,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+    error: row.error,
+  };
+}
+
+/**
+ * Starts a run record with its resolved config (canonical JSON) and config hash. Ids are
+ * `<kind>-<NNNN>` from a never-reused sequence: readable, unique, and free of randomness.
+ */
+export function createRun(db: Database, input: RunInput): string {
+  check(NAME_PATTERN.test(input.kind), `run kind "${input.kind}" must match ${NAME_PATTERN}`, { field: "kind" });
+  check(Number.isSafeInteger(input.seed), `seed must be an integer, got ${input.seed}`, { field: "seed" });
+  const config = canonicalJson(input.config);
+  const configHash = hashValue(input.config);
+  return db
+    .transaction(() => {
+      if (input.parentRunId !== undefined) requireRun(db, input.parentRunId);
+      const last = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'runs'").get() as
+        | { seq: number }
+        | undefined;
+      const seq = (last?.seq ?? 0) + 1;
+      const id = `${input.kind}-${String(seq).padStart(4, "0")}`;
+      db.prepare(
+        `INSERT INTO runs (seq, id, kind, name, config, config_hash, seed, status, parent_run, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)`,
+      ).run(
+        seq,
+        id,
+        input.kind,
+        input.name ?? null,
+        config,
+        configHash,
+        input.seed,
+        input.parentRunId ?? null,
+        new Date().toISOString(),
+      );
+      return id;
+    })
+    .immediate();
+}
+
+export function getRun(db: Database, id: string): RunRecord | undefined {
+  const row = db.prepare("SELECT * FROM runs WHERE id = ?").get(id) as RunRow | undefined;
+  return row === undefined ? undefined : toRun(row);
+}
+
+export function requireRun(db: Database, id: string): RunRecord {
+  const run = getRun(db, id);
+  if (run === undefined) throw new LeverError(`no run "${id}" in this workspace`, { field: "run" });
+  return run;
+}
+
+/** Runs in creation order, optionally only those of one kind / config hash / status. */
+export function listRuns(
+  db: Database,
+  filter: { kind?: string; configHash?: string; status?: RunStatus } = {},
+): RunRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT * FROM runs
+       WHERE (@kind IS NULL OR kind = @kind) AND (@hash IS NULL OR config_hash = @hash) AND (@status IS NULL OR status = @status)
+       ORDER BY seq`,
+    )
+    .all({ kind: filter.kind ?? null, hash: filter.configHash ?? null, status: filter.status ?? null }) as RunRow[];
+  return rows.map(toRun);
+}
+
+export function finishRun(db: Database, id: string, status: "done" | "failed", error?: string): void {
+  const changes = db
+    .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?")
+    .run(status, new Date().toISOString(), error ?? null, id).changes;
+  if (changes === 0) throw new LeverError(`no run "${id}" in this workspace`, { field: "run" });
+}
+
+interface StageRow {
+  run: string;
+  name: string;
+  status: RunStatus;
+  progress_done: number;
+  progress_total: number;
+  artifacts: string;
+  started_at: string;
+  finished_at: string | null;
+  error: string | null;
+}
+
+function toStage(row: StageRow): StageRecord {
+  return {
+    runId: row.run,
+    name: row.name,
+    status: row.status,
+    progressDone: row.progress_done,
+    progressTotal: row.progress_total,
+    artifacts: ArtifactsSchema.parse(JSON.parse(row.artifacts)),
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    error: row.error,
+  };
+}
+
+export function getStage(db: Database, runId: string, name: string): StageRecord | undefined {
+  const row = db.prepare("SELECT * FROM stages WHERE run = ? AND name = ?").get(runId, name) as StageRow | undefined;
+  return row === undefined ? undefined : toStage(row);
+}
+
+export function listStages(db: Database, runId: string): StageRecord[] {
+  const rows = db.prepare("SELECT * FROM stages WHERE run = ? ORDER BY started_at, name").all(runId) as StageRow[];
+  return rows.map(toStage);
+}
+
+/**
+ * Marks a stage as running. A stage that was interrupted (still "running") or failed is simply
+ * restarted; a finished one is only restarted with `restart: true`, so finished work is never
+ * silently redone or overwritten.
+ */
+export function beginStage(db: Database, runId: string, name: string, options: { restart?: boolean } = {}): void {
+  db.transaction(() => {
+    requireRun(db, runId);
+    const existing = getStage(db, runId, name);
+    if (existing?.status === "done" && !options.restart) {
+      throw new LeverError(`stage "${name}" of run ${runId} is already done`, { record: runId, field: name });
+    }
+    db.prepare(
+      `INSERT OR REPLACE INTO stages (run, name, status, progress_done, progress_total, artifacts, started_at, finished_at, error)
+       VALUES (?, ?, 'running', 0, 0, '[]', ?, NULL, NULL)`,
+    ).run(runId, name, new Date().toISOString());
+  })();
+}
+
+function requireRunningStage(db: Database, runId: string, name: string): StageRecord {
+  const stage = getStage(db, runId, name);
+  if (stage === undefined || stage.status !== "running") {
+    throw new LeverError(`stage "${name}" of run ${runId} is not running (${stage?.status ?? "not started"})`, {
+      record: runId,
+      field: name,
+    });
+  }
+  return stage;
+}
+
+export function updateStageProgress(db: Database, runId: string, name: string, done: number, total: number): void {
+  db.transaction(() => {
+    requireRunningStage(db, runId, name);
+    db.prepare("UPDATE stages SET progress_done = ?, progress_total = ? WHERE run = ? AND name = ?").run(
+      done,
+      total,
+      runId,
+      name,
+    );
+  })();
+}
+
+/**
+ * Marks a stage done with the artefacts it produced. Call only after the files are durably
+ * written; Workspace.completeStage re-hashes each file before calling this.
+ */
+export function completeStage(db: Database, runId: string, name: string, artifacts: ArtifactRef[]): void {
+  db.transaction(() => {
+    const stage = requireRunningStage(db, runId, name);
+    db.prepare(
+      `UPDATE stages SET status = 'done', artifacts = ?, progress_done = MAX(progress_done, progress_total),
+       finished_at = ?, error = NULL WHERE run = ? AND name = ?`,
+    ).run(JSON.stringify(artifacts), new Date().toISOString(), stage.runId, stage.name);
+  })();
+}
+
+export function failStage(db: Database, runId: string, name: string, error: string): void {
+  db.prepare("UPDATE stages SET status = 'failed', finished_at = ?, error = ? WHERE run = ? AND name = ?").run(
+    new Date().toISOString(),
+    error,
+    runId,
+    name,
+  );
+}
+
+interface MetricDbRow {
+  run: string;
+  stage: string;
+  step: number | null;
+  epoch: number | null;
+  name: string;
+  /** NULL stands for NaN (SQLite has no NaN); a diverged loss stays visible as NaN. */
+  value: number | null;
+  created_at: string;
+}
+
+export function logMetrics(db: Database, rows: readonly MetricRow[]): void {
+  const insert = db.prepare(
+    "INSERT INTO metrics (run, stage, step, epoch, name, value, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+  );
+  const now = new Date().toISOString();
+  db.transaction(() => {
+    for (const [i, row] of rows.entries()) {
+      check(typeof row.value === "number", "metric value must be a number", { record: i, field: row.name });
+      insert.run(row.runId, row.stage, row.step ?? null, row.epoch ?? null, row.name, row.value, now);
+    }
+  })();
+}
+
+/** Metrics of a run in logging order, optionally of one stage and/or name. */
+export function getMetrics(
+  db: Database,
+  runId: string,
+  filter: { stage?: string; name?: string } = {},
+): MetricRecord[] {
+  const rows = db
+    .prepare(
+      `SELECT run, stage, step, epoch, name, value, created_at FROM metrics
+       WHERE run = @run AND (@stage IS NULL OR stage = @stage) AND (@name IS NULL OR name = @name) ORDER BY id`,
+    )
+    .all({ run: runId, stage: filter.stage ?? null, name: filter.name ?? null }) as MetricDbRow[];
+  return rows.map((r) => ({
+    runId: r.run,
+    stage: r.stage,
+    step: r.step,
+    epoch: r.epoch,
+    name: r.name,
+    value: r.value ?? Number.NaN,
+    createdAt: r.created_at,
+  }));
+}

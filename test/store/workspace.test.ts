@@ -1,0 +1,329 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import BetterSqlite3 from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { VqaItem } from "../../src/data/item.js";
+import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { Workspace } from "../../src/store/workspace.js";
+import { LeverError } from "../../src/util/errors.js";
+import { sha256 } from "../../src/util/hash.js";
+
+function item(id: number, overrides: Partial<VqaItem> = {}): VqaItem {
+  return {
+    questionId: String(id),
+    imageId: String(1000 + id),
+    question: `What is ${id}?`,
+    answers: Array.from({ length: 10 }, (_, i) => ({ answer: i < 6 ? `a${id}` : "other", confidence: "yes" })),
+    answer: `a${id}`,
+    questionType: "what is",
+    answerType: "other",
+    imagePath: null,
+    ...overrides,
+  };
+}
+
+const dataset = { name: "okvqa-train", split: "train", source: "vqa", files: [] };
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "lever-ws-"));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("Workspace.open", () => {
+  it("creates lever.db in WAL mode with foreign keys on and an artifacts folder", () => {
+    const ws = Workspace.open(join(dir, "ws"));
+    expect(existsSync(join(dir, "ws", "lever.db"))).toBe(true);
+    expect(existsSync(join(dir, "ws", "artifacts"))).toBe(true);
+    expect(ws.db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(ws.db.pragma("foreign_keys", { simple: true })).toBe(1);
+    ws.close();
+  });
+
+  it("creates the vlm_cache table with exactly the agreed columns", () => {
+    const ws = Workspace.open(dir);
+    const cols = ws.db.prepare("PRAGMA table_info(vlm_cache)").all() as {
+      name: string;
+      type: string;
+      notnull: number;
+      pk: number;
+    }[];
+    expect(cols.map((c) => [c.name, c.type, c.notnull, c.pk])).toEqual([
+      ["key", "TEXT", 0, 1],
+      ["model", "TEXT", 1, 0],
+      ["kind", "TEXT", 1, 0],
+      ["response", "TEXT", 1, 0],
+      ["created_at", "TEXT", 1, 0],
+    ]);
+    ws.close();
+  });
+
+  it("records every migration once and re-opening applies nothing new", () => {
+    Workspace.open(dir).close();
+    const ws = Workspace.open(dir);
+    const rows = ws.db.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all();
+    expect(rows).toEqual(MIGRATIONS.map((m) => m.version));
+    expect(rows[rows.length - 1]).toBe(SCHEMA_VERSION);
+    ws.close();
+  });
+
+  it("refuses a database whose schema is newer than the code and leaves it untouched", () => {
+    Workspace.open(dir).close();
+    const raw = new BetterSqlite3(join(dir, "lever.db"));
+    raw
+      .prepare("INSERT INTO schema_version (version, description, applied_at) VALUES (?, 'future', 'now')")
+      .run(SCHEMA_VERSION + 1);
+    raw.close();
+    expect(() => Workspace.open(dir)).toThrow(/schema version 2 is newer than this lever supports \(1\)/);
+    const check = new BetterSqlite3(join(dir, "lever.db"));
+    expect(check.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(SCHEMA_VERSION + 1);
+    check.close();
+  });
+
+  it("refuses to create a workspace when create is false, naming the database file", () => {
+    expect(() => Workspace.open(join(dir, "none"), { create: false })).toThrow(/none\/lever\.db: no lever workspace/);
+    expect(existsSync(join(dir, "none"))).toBe(false);
+  });
+
+  it("reports a file that is not a SQLite database as a LeverError", () => {
+    writeFileSync(join(dir, "lever.db"), "this is not sqlite, just text that is long enough to have a header....");
+    expect(() => Workspace.open(dir)).toThrow(LeverError);
+  });
+});
+
+describe("datasets and items", () => {
+  it("round-trips items in question-id order (numeric, not lexical)", () => {
+    const ws = Workspace.open(dir);
+    const items = [item(10), item(9), item(100, { imagePath: "/x.jpg" }), item(2)];
+    const record = ws.putDataset(dataset, items);
+    expect(record.itemCount).toBe(4);
+    const loaded = ws.loadItems("okvqa-train");
+    expect(loaded.map((i) => i.questionId)).toEqual(["2", "9", "10", "100"]);
+    expect(loaded[3]).toEqual(items[2]);
+    expect(ws.getDataset("okvqa-train")).toEqual(record);
+    expect(ws.listDatasets().map((d) => d.name)).toEqual(["okvqa-train"]);
+    ws.close();
+  });
+
+  it("gives the same items hash whatever the input order and a different one for different content", () => {
+    const ws = Workspace.open(dir);
+    const a = ws.putDataset({ ...dataset, name: "a" }, [item(1), item(2)]);
+    const b = ws.putDataset({ ...dataset, name: "b" }, [item(2), item(1)]);
+    const c = ws.putDataset({ ...dataset, name: "c" }, [item(1), item(2, { answer: "changed" })]);
+    expect(a.itemsHash).toBe(b.itemsHash);
+    expect(c.itemsHash).not.toBe(a.itemsHash);
+    ws.close();
+  });
+
+  it("refuses an existing name unless replace, and replacing swaps the items", () => {
+    const ws = Workspace.open(dir);
+    ws.putDataset(dataset, [item(1), item(2)]);
+    expect(() => ws.putDataset(dataset, [item(3)])).toThrow(/already exists \(use --replace/);
+    expect(ws.loadItems("okvqa-train")).toHaveLength(2);
+    ws.putDataset(dataset, [item(3)], { replace: true });
+    expect(ws.loadItems("okvqa-train").map((i) => i.questionId)).toEqual(["3"]);
+    ws.close();
+  });
+
+  it("writes nothing when an item is invalid (duplicate question id)", () => {
+    const ws = Workspace.open(dir);
+    expect(() => ws.putDataset(dataset, [item(1), item(2), item(1)])).toThrow(
+      /record "1", field "questionId": duplicated/,
+    );
+    expect(ws.listDatasets()).toEqual([]);
+    expect(ws.db.prepare("SELECT COUNT(*) FROM items").pluck().get()).toBe(0);
+    ws.close();
+  });
+
+  it("rolls back the dataset row when an insert fails midway", () => {
+    const ws = Workspace.open(dir);
+    const bad = item(5);
+    (bad as unknown as { question: null }).question = null; // violates NOT NULL on the 2nd insert
+    expect(() => ws.putDataset(dataset, [item(1), bad])).toThrow();
+    expect(ws.getDataset("okvqa-train")).toBeUndefined();
+    expect(ws.db.prepare("SELECT COUNT(*) FROM items").pluck().get()).toBe(0);
+    ws.close();
+  });
+
+  it("rejects dataset names that are unsafe in paths", () => {
+    const ws = Workspace.open(dir);
+    expect(() => ws.putDataset({ ...dataset, name: "../x" }, [])).toThrow(/field "name"/);
+    ws.close();
+  });
+
+  it("names the missing dataset when loading unknown items", () => {
+    const ws = Workspace.open(dir);
+    expect(() => ws.loadItems("nope")).toThrow(/no dataset named "nope"/);
+    ws.close();
+  });
+
+  it("stores embedding records per (dataset, kind) and drops them when the dataset is replaced", () => {
+    const ws = Workspace.open(dir);
+    ws.putDataset(dataset, [item(1)]);
+    const e = {
+      dataset: "okvqa-train",
+      kind: "clip-b32",
+      path: "emb/a.npy",
+      sha256: "ab",
+      rows: 1,
+      dim: 4,
+      dtype: "f32",
+    };
+    ws.putEmbedding(e);
+    expect(ws.getEmbedding("okvqa-train", "clip-b32")).toMatchObject({ ...e, idsPath: null, details: {} });
+    expect(() => ws.putEmbedding({ ...e, dataset: "missing" })).toThrow(/no dataset named "missing"/);
+    ws.putDataset(dataset, [item(2)], { replace: true });
+    expect(ws.getEmbedding("okvqa-train", "clip-b32")).toBeUndefined();
+    ws.close();
+  });
+});
+
+describe("artefacts", () => {
+  it("writes artefacts atomically under artifacts/ and returns a relative path and the content sha256", () => {
+    const ws = Workspace.open(dir);
+    const ref = ws.writeArtifact("runs/r1/pools.json", [Buffer.from("ab"), Buffer.from("c")]);
+    expect(ref).toEqual({ path: "runs/r1/pools.json", sha256: sha256("abc") });
+    expect(readFileSync(ws.artifactPath(ref.path), "utf8")).toBe("abc");
+    ws.close();
+  });
+
+  it("refuses artefact paths that leave the artifacts folder", () => {
+    const ws = Workspace.open(dir);
+    expect(() => ws.artifactPath("../lever.db")).toThrow(/leaves the artifacts folder/);
+    expect(() => ws.artifactPath("/etc/passwd")).toThrow(/must be relative/);
+    ws.close();
+  });
+});
+
+describe("runs, stages, metrics", () => {
+  it("creates runs with sequential readable ids, canonical config and its hash", () => {
+    const ws = Workspace.open(dir);
+    const a = ws.createRun({ kind: "eval", config: { b: 1, a: [1, 2] }, seed: 7 });
+    const b = ws.createRun({ kind: "sft", config: { a: [1, 2], b: 1 }, seed: 7, parentRunId: a, name: "x" });
+    expect([a, b]).toEqual(["eval-0001", "sft-0002"]);
+    const ra = ws.getRun(a)!;
+    const rb = ws.getRun(b)!;
+    expect(ra.configHash).toBe(rb.configHash);
+    expect(rb).toMatchObject({ parentRunId: a, name: "x", status: "running", seed: 7, config: { a: [1, 2], b: 1 } });
+    expect(ws.listRuns({ configHash: ra.configHash }).map((r) => r.id)).toEqual([a, b]);
+    ws.finishRun(a, "failed", "boom");
+    expect(ws.getRun(a)).toMatchObject({ status: "failed", error: "boom" });
+    expect(ws.listRuns({ status: "running" }).map((r) => r.id)).toEqual([b]);
+    expect(() => ws.createRun({ kind: "x", config: {}, seed: 1, parentRunId: "nope" })).toThrow(/no run "nope"/);
+    ws.close();
+  });
+
+  it("does not mark a stage done when the process dies between artefact write and completeStage; a rerun redoes it", async () => {
+    let ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "beams", config: {}, seed: 1 });
+    let produced = 0;
+    const produce = () => {
+      produced++;
+      return [ws.writeArtifact("beams.json", `{"n":${produced}}`)];
+    };
+    // First attempt: the artefact is written, then the process "crashes" before completeStage.
+    ws.beginStage(run, "beams");
+    produce();
+    ws.close();
+
+    ws = Workspace.open(dir);
+    expect(ws.getStage(run, "beams")?.status).toBe("running");
+    const first = await ws.runStage(run, "beams", produce);
+    expect(first.skipped).toBe(false);
+    expect(produced).toBe(2);
+    expect(ws.getStage(run, "beams")).toMatchObject({ status: "done", artifacts: [{ path: "beams.json" }] });
+    const again = await ws.runStage(run, "beams", produce);
+    expect(again).toEqual({ skipped: true, artifacts: first.artifacts });
+    expect(produced).toBe(2);
+    ws.close();
+  });
+
+  it("refuses to complete a stage whose artefact is missing or differs from its recorded hash", () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+    ws.beginStage(run, "train");
+    const ref = ws.writeArtifact("ckpt.safetensors", "weights");
+    writeFileSync(ws.artifactPath("ckpt.safetensors"), "weig"); // truncated by a crash
+    expect(() => ws.completeStage(run, "train", [ref])).toThrow(/artefact sha256 is/);
+    expect(() => ws.completeStage(run, "train", [{ path: "gone.bin", sha256: "x" }])).toThrow(/artefact is missing/);
+    expect(ws.getStage(run, "train")?.status).toBe("running");
+    ws.close();
+  });
+
+  it("marks a stage failed when its producer throws, and restarts it on the next run", async () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+    await expect(
+      ws.runStage(run, "train", () => {
+        throw new Error("out of memory");
+      }),
+    ).rejects.toThrow("out of memory");
+    expect(ws.getStage(run, "train")).toMatchObject({ status: "failed", error: "out of memory" });
+    const ok = await ws.runStage(run, "train", () => []);
+    expect(ok.skipped).toBe(false);
+    expect(ws.getStage(run, "train")?.status).toBe("done");
+    expect(() => ws.beginStage(run, "train")).toThrow(/already done/);
+    ws.beginStage(run, "train", { restart: true });
+    expect(ws.getStage(run, "train")?.status).toBe("running");
+    ws.close();
+  });
+
+  it("tracks stage progress and logs metrics in order, keeping NaN visible", () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+    ws.beginStage(run, "train");
+    ws.updateStageProgress(run, "train", 3, 10);
+    expect(ws.getStage(run, "train")).toMatchObject({ progressDone: 3, progressTotal: 10 });
+    ws.logMetrics([
+      { runId: run, stage: "train", step: 1, name: "loss", value: 2.5 },
+      { runId: run, stage: "train", step: 2, name: "loss", value: Number.NaN },
+      { runId: run, stage: "val", epoch: 0, name: "loss", value: 1.25 },
+    ]);
+    const train = ws.getMetrics(run, { stage: "train" });
+    expect(train.map((m) => [m.step, m.value])).toEqual([
+      [1, 2.5],
+      [2, Number.NaN],
+    ]);
+    expect(ws.getMetrics(run, { name: "loss" })).toHaveLength(3);
+    expect(() => ws.updateStageProgress(run, "other", 1, 2)).toThrow(/not running/);
+    ws.close();
+  });
+});
+
+describe("predictions", () => {
+  it("upserts per (run, retriever, shot, question) and treats failures as not yet predicted", () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "eval", config: {}, seed: 1 });
+    const base = {
+      runId: run,
+      retriever: "random",
+      shot: 2,
+      demonstrations: ["5", "7"],
+      promptHash: "h",
+      rawAnswer: "Dog",
+      answer: "dog",
+      accuracy: 0.6,
+      failure: null,
+    };
+    ws.putPredictions([
+      { ...base, questionId: "10" },
+      { ...base, questionId: "9", accuracy: null, answer: null, rawAnswer: null, failure: "timeout" },
+    ]);
+    expect(ws.hasPrediction(run, "random", 2, "10")).toBe(true);
+    expect(ws.hasPrediction(run, "random", 2, "9")).toBe(false);
+    expect([...ws.predictedQuestionIds(run, "random", 2)]).toEqual(["10"]);
+    ws.putPredictions([{ ...base, questionId: "9", accuracy: 1 }]);
+    const rows = ws.getPredictions(run, { retriever: "random", shot: 2 });
+    expect(rows.map((r) => [r.questionId, r.accuracy, r.failure])).toEqual([
+      ["9", 1, null],
+      ["10", 0.6, null],
+    ]);
+    expect(rows[0].demonstrations).toEqual(["5", "7"]);
+    expect(() => ws.putPredictions([{ ...base, questionId: "1", accuracy: 1.5 }])).toThrow(/accuracy must be in/);
+    expect(ws.getPredictions(run)).toHaveLength(2);
+    ws.close();
+  });
+});
