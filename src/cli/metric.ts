@@ -1,6 +1,61 @@
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
+import { evaluateVqa, VQA_VARIANTS, type VqaEvaluation, type VqaVariant } from "../metrics/vqa.js";
+import {
+  readJsonFile,
+  VqaAnnotationsFileSchema,
+  VqaQuestionsFileSchema,
+  VqaResultsFileSchema,
+} from "../metrics/vqa-files.js";
+import { group, printJson } from "./common.js";
 
-/** Registers the `metric` commands. (Filled in by the module that owns them.) */
+const VARIANT_DESCRIPTIONS: Record<VqaVariant, string> = {
+  official: "official (GT-Vision-Lab/VQA vqaEval.py a013f00: answers normalised only when the 10 GT answers disagree)",
+  "always-normalize": "always-normalize (OpenFlamingo / Lever-Plus copy: GT and prediction always normalised)",
+};
+
+/** Registers `lever metric vqa`. */
 export function register(program: Command): void {
-  void program;
+  group(program, "metric", "score predictions with the official metrics")
+    .command("vqa")
+    .description("VQA accuracy of an official-format results file ([{question_id, answer}])")
+    .requiredOption("--results <file>", "results JSON: [{question_id, answer}]")
+    .requiredOption("--questions <file>", "official questions JSON ({questions: [...]})")
+    .requiredOption("--annotations <file>", "official annotations JSON ({annotations: [...]})")
+    .addOption(new Option("--variant <name>", "normalisation rule").choices(VQA_VARIANTS).default("official"))
+    .option("--json", "print one JSON object (percent, 2 decimals, as the official tool)")
+    .action(
+      (opts: { results: string; questions: string; annotations: string; variant: VqaVariant; json?: boolean }) => {
+        const results = readJsonFile(opts.results, VqaResultsFileSchema);
+        const questions = readJsonFile(opts.questions, VqaQuestionsFileSchema, "questions");
+        const annotations = readJsonFile(opts.annotations, VqaAnnotationsFileSchema, "annotations");
+        const evaluation = evaluateVqa(results, questions, annotations, {
+          variant: opts.variant,
+          files: { results: opts.results, questions: opts.questions, annotations: opts.annotations },
+        });
+        if (opts.json) {
+          const { variant, overall, perAnswerType, perQuestionType, perQuestion } = evaluation;
+          printJson({ variant, overall, perAnswerType, perQuestionType, perQuestion });
+        } else {
+          process.stdout.write(formatVqaReport(evaluation));
+        }
+      },
+    );
+}
+
+/** The official demo's report layout (vqaEvalDemo.py), preceded by the variant and the question count. */
+export function formatVqaReport(evaluation: VqaEvaluation): string {
+  const lines = [
+    `Variant: ${VARIANT_DESCRIPTIONS[evaluation.variant]}`,
+    `Questions evaluated: ${Object.keys(evaluation.perQuestion).length}`,
+    "",
+    `Overall Accuracy is: ${evaluation.overall.toFixed(2)}`,
+    "",
+    "Per Question Type Accuracy is the following:",
+    ...Object.entries(evaluation.perQuestionType).map(([type, acc]) => `${type} : ${acc.toFixed(2)}`),
+    "",
+    "Per Answer Type Accuracy is the following:",
+    ...Object.entries(evaluation.perAnswerType).map(([type, acc]) => `${type} : ${acc.toFixed(2)}`),
+    "",
+  ];
+  return lines.join("\n");
 }
