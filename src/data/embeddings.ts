@@ -1,0 +1,398 @@
+/**
+ * Embedding matrices: one float32 row per item, keyed by question id (design §2.1 — row numbers
+ * exist only inside the matrix and are mapped through the id list stored beside it).
+ *
+ * Accepted inputs: `.npy` (+ an ids file) and `.safetensors` (tensor `embeddings` or the only
+ * tensor; ids in `__metadata__.ids` as a JSON string). Our canonical stored form is
+ * `<kind>.npy` (float32, rows × dim) + `<kind>.ids.json` (JSON array of question-id strings).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { basename } from "node:path";
+import { z } from "zod";
+import { hashFileSync } from "../store/files.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { encodeNpy, type NpyData, readNpy } from "./npy.js";
+import { readSafetensors, type TensorData } from "./safetensors.js";
+
+export interface EmbeddingMatrix {
+  ids: string[];
+  dim: number;
+  /** Row-major, ids.length × dim. */
+  data: Float32Array;
+}
+
+export const EMBEDDING_KINDS = ["image", "text", "joint"] as const;
+export type EmbeddingKind = (typeof EMBEDDING_KINDS)[number];
+
+/** Norm statistics of the rows, so a user sees at once whether vectors are unit length. */
+export interface NormStats {
+  min: number;
+  max: number;
+  mean: number;
+}
+
+export interface EmbeddingFile {
+  matrix: EmbeddingMatrix;
+  /** The element type in the file, before conversion to float32 (e.g. "<f4", "F16"). */
+  sourceDtype: string;
+  /** Where the ids came from: a file path, "safetensors metadata" or "dataset order". */
+  idsSource: string;
+}
+
+/** How to find the row ids of a matrix file that does not carry them itself. */
+export interface IdsOption {
+  /** A JSON file with the ids (overrides any other source). */
+  idsFile?: string;
+  /** Rows are the dataset's items in question-id order (how Lever-Plus exports are laid out). */
+  datasetOrder?: readonly string[];
+}
+
+const FLOAT_DTYPES = new Set(["<f4", "<f8", "<f2", "F32", "F64", "F16", "BF16"]);
+
+const IdsSchema = z.array(z.union([z.string().min(1), z.number().int().nonnegative()]));
+
+/** Reads an embedding file and its ids, converting to float32. Structural checks only (see validateEmbedding). */
+export function readEmbeddingFile(path: string, ids: IdsOption = {}): EmbeddingFile {
+  if (!existsSync(path)) throw new LeverError("file not found", { file: path });
+  const lower = path.toLowerCase();
+  let shape: number[];
+  let data: NpyData | TensorData;
+  let sourceDtype: string;
+  let metadataIds: string | undefined;
+  if (lower.endsWith(".npy")) {
+    ({ shape, data, dtype: sourceDtype } = readNpy(path));
+  } else if (lower.endsWith(".safetensors")) {
+    const file = readSafetensors(path);
+    const names = [...file.tensors.keys()];
+    const name = file.tensors.has("embeddings") ? "embeddings" : names.length === 1 ? names[0] : undefined;
+    if (name === undefined)
+      throw new LeverError(
+        `expected a tensor named "embeddings" or exactly one tensor, found ${names.length}: ${names.slice(0, 5).join(", ")}`,
+        { file: path },
+      );
+    ({ shape, data, dtype: sourceDtype } = file.tensors.get(name)!);
+    metadataIds = file.metadata.ids;
+  } else {
+    throw new LeverError("unsupported embedding file type (expected .npy or .safetensors)", { file: path });
+  }
+  if (!FLOAT_DTYPES.has(sourceDtype))
+    throw new LeverError(`embeddings must be floating point (f2, f4, f8), got ${sourceDtype}`, {
+      file: path,
+      field: "dtype",
+    });
+  if (shape.length !== 2)
+    throw new LeverError(`must be 2-D (rows × dim), got shape [${shape.join(", ")}]`, { file: path, field: "shape" });
+  const [rows, dim] = shape;
+  if (rows === 0) throw new LeverError("has zero rows", { file: path, field: "shape" });
+  if (dim === 0) throw new LeverError("has zero columns", { file: path, field: "shape" });
+  const floats = data instanceof Float32Array ? data : Float32Array.from(data as Float64Array);
+
+  let rowIds: string[];
+  let idsSource: string;
+  if (ids.idsFile !== undefined) {
+    rowIds = readIdsFile(ids.idsFile);
+    idsSource = ids.idsFile;
+  } else if (metadataIds !== undefined) {
+    rowIds = parseIds(metadataIds, path, "__metadata__.ids");
+    idsSource = "safetensors metadata";
+  } else if (ids.datasetOrder !== undefined) {
+    if (ids.datasetOrder.length !== rows)
+      throw new LeverError(
+        `has ${rows} rows but the dataset has ${ids.datasetOrder.length} items, so rows cannot be its items in order`,
+        { file: path, field: "shape" },
+      );
+    rowIds = [...ids.datasetOrder];
+    idsSource = "dataset order";
+  } else {
+    const sidecar = sidecarIdsPath(path);
+    if (sidecar === undefined)
+      throw new LeverError(
+        `no row ids: put them in ${idsPathFor(path)} (a JSON array of question ids), pass --ids FILE, or --dataset-order if row r is the r-th item in question-id order`,
+        { file: path },
+      );
+    rowIds = readIdsFile(sidecar);
+    idsSource = sidecar;
+  }
+  if (rowIds.length !== rows)
+    throw new LeverError(`has ${rows} rows but ${rowIds.length} ids (from ${idsSource})`, {
+      file: path,
+      field: "shape",
+    });
+  return { matrix: { ids: rowIds, dim, data: floats }, sourceDtype, idsSource };
+}
+
+/** `<stem>.ids.json` for `<stem>.npy`: our canonical ids file name. */
+export function idsPathFor(matrixPath: string): string {
+  return `${matrixPath.replace(/\.(npy|safetensors)$/i, "")}.ids.json`;
+}
+
+/** The ids file beside a matrix: `<stem>.ids.json`, else `<file>.ids.json`. */
+function sidecarIdsPath(matrixPath: string): string | undefined {
+  return [idsPathFor(matrixPath), `${matrixPath}.ids.json`].find((p) => existsSync(p));
+}
+
+export function readIdsFile(path: string): string[] {
+  if (!existsSync(path)) throw new LeverError("ids file not found", { file: path });
+  return parseIds(readFileSync(path, "utf8"), path);
+}
+
+/** A JSON array of question ids; numbers become their decimal string. */
+function parseIds(text: string, file: string, field?: string): string[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new LeverError(`ids are not valid JSON (${(error as Error).message})`, { file, field });
+  }
+  const parsed = IdsSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const at = issue.path.length > 0 ? `[${issue.path.join("][")}]` : "";
+    throw new LeverError(
+      `ids must be a JSON array of question ids (strings or non-negative integers): ${at} ${issue.message}`.trim(),
+      {
+        file,
+        field,
+      },
+    );
+  }
+  return parsed.data.map((id) => String(id));
+}
+
+export interface ValidationReport {
+  rows: number;
+  dim: number;
+  norms: NormStats;
+  /** Dataset items without a row (only when a dataset was given). */
+  missingFromMatrix?: number;
+  datasetItems?: number;
+}
+
+/**
+ * Checks everything that would silently corrupt later stages: duplicate ids, ids outside the
+ * dataset, NaN/Inf values, all-zero rows. Throws on the first problem, naming the file, the row id
+ * and the column. Returns norm statistics and dataset coverage.
+ */
+export function validateEmbedding(
+  matrix: EmbeddingMatrix,
+  file: string,
+  datasetIds?: readonly string[],
+): ValidationReport {
+  const { ids, dim, data } = matrix;
+  if (data.length !== ids.length * dim)
+    throw new LeverError(`data holds ${data.length} values, not ${ids.length} rows × ${dim}`, { file });
+  const seen = new Map<string, number>();
+  ids.forEach((id, row) => {
+    const first = seen.get(id);
+    if (first !== undefined)
+      throw new LeverError(`id "${id}" appears at rows ${first} and ${row}`, { file, record: id, field: "ids" });
+    seen.set(id, row);
+  });
+  let missingFromMatrix: number | undefined;
+  if (datasetIds !== undefined) {
+    const known = new Set(datasetIds);
+    const unknown = ids.filter((id) => !known.has(id));
+    if (unknown.length > 0)
+      throw new LeverError(
+        `${unknown.length} of ${ids.length} ids are not in the dataset (first: ${unknown
+          .slice(0, 5)
+          .map((id) => JSON.stringify(id))
+          .join(", ")})`,
+        { file, field: "ids" },
+      );
+    missingFromMatrix = datasetIds.length - ids.length;
+  }
+  const bad = firstNonFinite(data);
+  if (bad >= 0) {
+    const row = Math.floor(bad / dim);
+    throw new LeverError(`value ${data[bad]} at column ${bad % dim} is not finite`, {
+      file,
+      record: ids[row],
+      field: `row ${row}`,
+    });
+  }
+  const norms = rowNorms(data, dim);
+  const zero = norms.indexOf(0);
+  if (zero >= 0)
+    throw new LeverError("row is all zeros (cosine similarity is undefined)", {
+      file,
+      record: ids[zero],
+      field: `row ${zero}`,
+    });
+  return {
+    rows: ids.length,
+    dim,
+    norms: normStats(norms),
+    ...(datasetIds !== undefined ? { missingFromMatrix, datasetItems: datasetIds.length } : {}),
+  };
+}
+
+/** Index of the first NaN/±Inf value, or -1. */
+export function firstNonFinite(data: Float32Array): number {
+  for (let i = 0; i < data.length; i++) {
+    // x - x is NaN exactly when x is NaN or ±Inf; cheaper than Number.isFinite in this hot loop.
+    if (data[i] - data[i] !== 0) return i;
+  }
+  return -1;
+}
+
+/** Euclidean norm of each row, accumulated in float64. */
+export function rowNorms(data: Float32Array, dim: number): Float64Array {
+  const rows = data.length / dim;
+  const norms = new Float64Array(rows);
+  for (let r = 0, offset = 0; r < rows; r++, offset += dim) {
+    let sum = 0;
+    for (let c = 0; c < dim; c++) sum += data[offset + c] * data[offset + c];
+    norms[r] = Math.sqrt(sum);
+  }
+  return norms;
+}
+
+export function normStats(norms: Float64Array): NormStats {
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  let sum = 0;
+  for (const n of norms) {
+    if (n < min) min = n;
+    if (n > max) max = n;
+    sum += n;
+  }
+  return { min, max, mean: norms.length > 0 ? sum / norms.length : Number.NaN };
+}
+
+/** Scales every row to unit L2 norm, in place. Rows must be non-zero (validateEmbedding checks). */
+export function normalizeRows(data: Float32Array, dim: number): void {
+  const norms = rowNorms(data, dim);
+  for (let r = 0, offset = 0; r < norms.length; r++, offset += dim) {
+    const scale = 1 / norms[r];
+    for (let c = 0; c < dim; c++) data[offset + c] *= scale;
+  }
+}
+
+/** Row number of each id. */
+export function rowIndex(matrix: EmbeddingMatrix): Map<string, number> {
+  return new Map(matrix.ids.map((id, row) => [id, row]));
+}
+
+/** Artefact paths (relative to artifacts/) of a dataset's embedding of one kind. */
+export function embeddingArtifactPaths(dataset: string, kind: string): { matrix: string; ids: string } {
+  return { matrix: `embeddings/${dataset}/${kind}.npy`, ids: `embeddings/${dataset}/${kind}.ids.json` };
+}
+
+export interface ImportEmbeddingOptions {
+  file: string;
+  dataset: string;
+  kind: EmbeddingKind;
+  idsFile?: string;
+  /** Rows are the dataset's items in question-id order (Lever-Plus `*_embeddings.pt` exports). */
+  datasetOrder?: boolean;
+  normalize?: boolean;
+}
+
+export interface ImportEmbeddingResult extends ValidationReport {
+  dataset: string;
+  kind: EmbeddingKind;
+  path: string;
+  idsPath: string;
+  sha256: string;
+  sourceDtype: string;
+  idsSource: string;
+  normalized: boolean;
+  /** Row norms after normalisation (all ≈ 1) when `normalized`. */
+  normsAfter?: NormStats;
+}
+
+/**
+ * Copies an embedding file into the workspace in canonical form and registers it. Nothing is
+ * registered unless the file passed every check; both files are written atomically before the record.
+ */
+export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions): ImportEmbeddingResult {
+  const { file, dataset, kind } = options;
+  if (!EMBEDDING_KINDS.includes(kind))
+    throw new LeverError(`kind must be one of ${EMBEDDING_KINDS.join(", ")}, got "${kind}"`, { field: "--kind" });
+  ws.requireDataset(dataset);
+  const datasetIds = ws.loadItems(dataset).map((item) => item.questionId);
+  const loaded = readEmbeddingFile(file, {
+    idsFile: options.idsFile,
+    datasetOrder: options.datasetOrder ? datasetIds : undefined,
+  });
+  const report = validateEmbedding(loaded.matrix, file, datasetIds);
+  const { matrix } = loaded;
+  let normsAfter: NormStats | undefined;
+  if (options.normalize) {
+    normalizeRows(matrix.data, matrix.dim);
+    normsAfter = normStats(rowNorms(matrix.data, matrix.dim));
+  }
+  const paths = embeddingArtifactPaths(dataset, kind);
+  const written = ws.writeArtifact(paths.matrix, encodeNpy(matrix.data, [matrix.ids.length, matrix.dim]));
+  const idsRef = ws.writeArtifact(paths.ids, `${JSON.stringify(matrix.ids)}\n`);
+  const source = hashFileSync(file);
+  ws.putEmbedding({
+    dataset,
+    kind,
+    path: written.path,
+    sha256: written.sha256,
+    rows: matrix.ids.length,
+    dim: matrix.dim,
+    dtype: "float32",
+    idsPath: idsRef.path,
+    details: {
+      source: { file: basename(file), sha256: source.sha256, bytes: source.bytes, dtype: loaded.sourceDtype },
+      idsSource:
+        loaded.idsSource === "dataset order" || loaded.idsSource === "safetensors metadata"
+          ? loaded.idsSource
+          : basename(loaded.idsSource),
+      idsSha256: idsRef.sha256,
+      normalized: options.normalize === true,
+      norms: report.norms,
+      ...(normsAfter !== undefined ? { normsAfter } : {}),
+      missingFromMatrix: report.missingFromMatrix,
+    },
+  });
+  return {
+    ...report,
+    dataset,
+    kind,
+    path: written.path,
+    idsPath: idsRef.path,
+    sha256: written.sha256,
+    sourceDtype: loaded.sourceDtype,
+    idsSource: loaded.idsSource,
+    normalized: options.normalize === true,
+    ...(normsAfter !== undefined ? { normsAfter } : {}),
+  };
+}
+
+/**
+ * The registered embedding of `kind` for `dataset`. Rows map through the stored ids file (or the
+ * dataset's question-id order when the record has none). Shape and ids are checked against the record.
+ */
+export function loadDatasetEmbedding(ws: Workspace, dataset: string, kind: string): EmbeddingMatrix {
+  const record = ws.getEmbedding(dataset, kind);
+  if (record === undefined)
+    throw new LeverError(
+      `dataset "${dataset}" has no "${kind}" embedding (import one with: lever embed import FILE --dataset ${dataset} --kind ${kind})`,
+      { field: "kind" },
+    );
+  const path = ws.resolveArtifact(record.path);
+  if (!existsSync(path)) throw new LeverError("embedding file registered in the workspace is missing", { file: path });
+  const array = readNpy(path);
+  if (
+    array.dtype !== "<f4" ||
+    array.shape.length !== 2 ||
+    array.shape[0] !== record.rows ||
+    array.shape[1] !== record.dim
+  )
+    throw new LeverError(
+      `file holds ${array.dtype} [${array.shape.join(", ")}] but the workspace recorded float32 [${record.rows}, ${record.dim}]`,
+      { file: path },
+    );
+  const ids =
+    record.idsPath != null
+      ? readIdsFile(ws.resolveArtifact(record.idsPath))
+      : ws.loadItems(dataset).map((item) => item.questionId);
+  if (ids.length !== record.rows)
+    throw new LeverError(`${ids.length} ids for ${record.rows} rows`, { file: record.idsPath ?? path, field: "ids" });
+  return { ids, dim: record.dim, data: array.data as Float32Array };
+}
