@@ -1,0 +1,157 @@
+/** AdamW (PyTorch semantics: decoupled weight decay, bias correction) and global grad-norm clipping. */
+import type { Tensor } from "./tensor.js";
+
+export interface ParamGroup {
+  params: Tensor[];
+  lr: number;
+  /** Decoupled weight decay (PyTorch AdamW default 0.01). */
+  weightDecay?: number;
+  /** A frozen group is never updated (its params keep their values and optimiser state). */
+  frozen?: boolean;
+}
+
+export interface AdamWOptions {
+  betas?: [number, number];
+  eps?: number;
+}
+
+/** Serializable optimiser state: per group its settings, per parameter (in group order) step, m and v. */
+export interface AdamWState {
+  betas: [number, number];
+  eps: number;
+  groups: { lr: number; weightDecay: number; frozen: boolean; params: { step: number; m: number[]; v: number[] }[] }[];
+}
+
+interface Slot {
+  step: number;
+  m: Float64Array;
+  v: Float64Array;
+}
+
+export class AdamW {
+  readonly groups: Required<ParamGroup>[];
+  readonly betas: [number, number];
+  readonly eps: number;
+  private readonly slots: Slot[][];
+
+  constructor(groups: ParamGroup[], opts: AdamWOptions = {}) {
+    this.betas = opts.betas ?? [0.9, 0.999];
+    this.eps = opts.eps ?? 1e-8;
+    const [b1, b2] = this.betas;
+    if (!(b1 >= 0 && b1 < 1 && b2 >= 0 && b2 < 1)) throw new RangeError(`AdamW: betas ${this.betas} not in [0, 1)`);
+    const seen = new Set<Tensor>();
+    this.groups = groups.map((g, gi) => {
+      if (!(g.lr >= 0)) throw new RangeError(`AdamW: group ${gi} has invalid lr ${g.lr}`);
+      for (const p of g.params) {
+        if (seen.has(p)) throw new RangeError(`AdamW: a parameter appears twice (group ${gi})`);
+        seen.add(p);
+      }
+      return { params: g.params, lr: g.lr, weightDecay: g.weightDecay ?? 0.01, frozen: g.frozen ?? false };
+    });
+    this.slots = this.groups.map((g) =>
+      g.params.map((p) => ({ step: 0, m: new Float64Array(p.size), v: new Float64Array(p.size) })),
+    );
+  }
+
+  /** One update of every non-frozen parameter that has a gradient (parameters without .grad are skipped). */
+  step(): void {
+    const [b1, b2] = this.betas;
+    this.groups.forEach((group, gi) => {
+      if (group.frozen) return;
+      const { lr, weightDecay } = group;
+      group.params.forEach((p, pi) => {
+        const grad = p.grad;
+        if (grad === null) return;
+        const slot = this.slots[gi][pi];
+        slot.step++;
+        const bc1 = 1 - b1 ** slot.step;
+        const bc2 = 1 - b2 ** slot.step;
+        const stepSize = lr / bc1;
+        const sqrtBc2 = Math.sqrt(bc2);
+        const decay = 1 - lr * weightDecay;
+        const { m, v } = slot;
+        const w = p.data;
+        for (let i = 0; i < w.length; i++) {
+          const gi2 = grad[i];
+          m[i] = b1 * m[i] + (1 - b1) * gi2;
+          v[i] = b2 * v[i] + (1 - b2) * gi2 * gi2;
+          const denom = Math.sqrt(v[i]) / sqrtBc2 + this.eps;
+          w[i] = w[i] * decay - (stepSize * m[i]) / denom;
+        }
+      });
+    });
+  }
+
+  /** Drops every parameter's gradient (PyTorch set_to_none). */
+  zeroGrad(): void {
+    for (const g of this.groups) for (const p of g.params) p.grad = null;
+  }
+
+  setLr(groupIndex: number, lr: number): void {
+    if (!this.groups[groupIndex]) throw new RangeError(`AdamW.setLr: no group ${groupIndex}`);
+    if (!(lr >= 0)) throw new RangeError(`AdamW.setLr: invalid lr ${lr}`);
+    this.groups[groupIndex].lr = lr;
+  }
+
+  stateDict(): AdamWState {
+    return {
+      betas: [...this.betas],
+      eps: this.eps,
+      groups: this.groups.map((g, gi) => ({
+        lr: g.lr,
+        weightDecay: g.weightDecay,
+        frozen: g.frozen,
+        params: this.slots[gi].map((s) => ({ step: s.step, m: Array.from(s.m), v: Array.from(s.v) })),
+      })),
+    };
+  }
+
+  /** Restores a stateDict() taken from an optimiser over the same parameter layout (checked). */
+  loadStateDict(state: AdamWState): void {
+    if (state.groups.length !== this.groups.length)
+      throw new RangeError(`AdamW.loadStateDict: ${state.groups.length} groups, expected ${this.groups.length}`);
+    state.groups.forEach((g, gi) => {
+      const slots = this.slots[gi];
+      if (g.params.length !== slots.length)
+        throw new RangeError(
+          `AdamW.loadStateDict: group ${gi} has ${g.params.length} params, expected ${slots.length}`,
+        );
+      g.params.forEach((p, pi) => {
+        if (p.m.length !== slots[pi].m.length || p.v.length !== slots[pi].v.length)
+          throw new RangeError(`AdamW.loadStateDict: group ${gi} param ${pi} has the wrong size`);
+      });
+    });
+    state.groups.forEach((g, gi) => {
+      Object.assign(this.groups[gi], { lr: g.lr, weightDecay: g.weightDecay, frozen: g.frozen });
+      g.params.forEach((p, pi) => {
+        const slot = this.slots[gi][pi];
+        slot.step = p.step;
+        slot.m.set(p.m);
+        slot.v.set(p.v);
+      });
+    });
+  }
+}
+
+/**
+ * torch.nn.utils.clip_grad_norm_: scales all gradients by maxNorm / (total + 1e-6) when the global
+ * L2 norm exceeds maxNorm. Returns the norm before clipping (NaN/∞ are returned, grads left as is).
+ */
+export function clipGradNorm(params: Tensor[], maxNorm: number): number {
+  let sq = 0;
+  for (const p of params) {
+    const g = p.grad;
+    if (g === null) continue;
+    for (let i = 0; i < g.length; i++) sq += g[i] * g[i];
+  }
+  const total = Math.sqrt(sq);
+  const coef = maxNorm / (total + 1e-6);
+  if (coef < 1) {
+    for (const p of params) {
+      const g = p.grad;
+      if (g === null) continue;
+      for (let i = 0; i < g.length; i++) g[i] *= coef;
+    }
+  }
+  return total;
+}
