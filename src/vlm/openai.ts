@@ -1,0 +1,369 @@
+/**
+ * The `openai` backend: a vLLM (or other OpenAI-compatible) chat-completions server, one or many
+ * replica base URLs. `generate` asks for the answer with the reference settings (greedy, 5 tokens);
+ * `scoreAnswer` sends the answer as the final, open assistant message with `prompt_logprobs: 0` and
+ * sums the log-probabilities of the answer tokens only (spec §12-3, fixing P8).
+ *
+ * The answer span: by default the answer's token ids come from vLLM `/tokenize` on a minimal
+ * two-message probe (same chat template, same `assistant\n` boundary as the real prompt; one pair of
+ * calls per distinct answer, memoised), and the last prompt positions of the scored request must
+ * carry exactly those ids — so a template or tokenizer surprise fails loudly instead of scoring the
+ * wrong tokens. The probe avoids sending the images twice and does not depend on whether `/tokenize`
+ * expands image placeholders the way the engine does. `answerSpan: "decoded"` needs no `/tokenize`
+ * and instead joins `decoded_token`s back from the end until they spell the answer.
+ */
+import { z } from "zod";
+import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
+import { Rng } from "../util/rng.js";
+import { EndpointPool, type EndpointSnapshot } from "./endpoints.js";
+import { type PostContext, postJson } from "./http.js";
+import { ImageError, ImageStore } from "./images.js";
+import {
+  type ChatMessage,
+  DEFAULT_SYSTEM_PROMPT,
+  DEFAULT_ZERO_SHOT_SYSTEM_PROMPT,
+  LAYOUT_NAMES,
+  type LayoutSpec,
+  promptImages,
+  renderMessages,
+  renderScoringMessages,
+} from "./layouts.js";
+import { type PromptLogprobsEntry, spanFromDecodedTokens, spanFromTokenIds } from "./span.js";
+import { StatsRecorder, type VlmRunStats } from "./stats.js";
+import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "./types.js";
+
+/** Request fields the client sets itself; `extraBody` may not override them. */
+const RESERVED_FIELDS = [
+  "model",
+  "messages",
+  "max_tokens",
+  "max_completion_tokens",
+  "temperature",
+  "n",
+  "stream",
+  "prompt_logprobs",
+  "add_generation_prompt",
+  "continue_final_message",
+];
+
+export const openAiVlmConfigSchema = z
+  .object({
+    backend: z.literal("openai").default("openai"),
+    /** Replica servers of the same model; with or without a trailing `/v1`. */
+    baseUrls: z.array(z.string().regex(/^https?:\/\/[^\s]+$/, "expected an http(s) URL")).min(1),
+    model: z.string().min(1),
+    /** Name of the environment variable holding the API key (keys never live in config files). */
+    apiKeyEnv: z.string().optional(),
+    layout: z.enum(LAYOUT_NAMES).default("lever-plus"),
+    systemPrompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT),
+    zeroShotSystemPrompt: z.string().nullable().default(DEFAULT_ZERO_SHOT_SYSTEM_PROMPT),
+    imageUrl: z.enum(["data", "file"]).default("data"),
+    imageCacheBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(512 * 1024 * 1024),
+    maxTokens: z.number().int().positive().default(5),
+    temperature: z.number().min(0).default(0),
+    /** Extra request fields for both operations, e.g. `mm_processor_kwargs`. */
+    extraBody: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .refine((body) => RESERVED_FIELDS.every((key) => !(key in body)), {
+        message: `extraBody may not set ${RESERVED_FIELDS.join(", ")}`,
+      }),
+    answerSpan: z.enum(["tokenize", "decoded"]).default("tokenize"),
+    /** Also score the end-of-turn token after the answer (Lever-LM scored label + EOS). */
+    includeEndOfTurn: z.boolean().default(false),
+    endOfTurnToken: z.string().min(1).default("<|im_end|>"),
+    concurrencyPerEndpoint: z.number().int().positive().default(8),
+    timeoutMs: z.number().int().positive().default(120_000),
+    maxRetries: z.number().int().nonnegative().default(4),
+    backoffBaseMs: z.number().nonnegative().default(500),
+    backoffMaxMs: z.number().nonnegative().default(20_000),
+    maxRetryAfterMs: z.number().nonnegative().default(60_000),
+    cooldownAfterFailures: z.number().int().positive().default(3),
+    cooldownMs: z.number().nonnegative().default(30_000),
+    seed: z.number().int().default(0),
+  })
+  .strict();
+
+export type OpenAiVlmConfig = z.output<typeof openAiVlmConfigSchema>;
+export type OpenAiVlmOptions = z.input<typeof openAiVlmConfigSchema>;
+
+/** The server root: trailing slashes and a trailing `/v1` removed (chat is under /v1, /tokenize is not). */
+export function normalizeBaseUrl(url: string): string {
+  let root = url.trim().replace(/\/+$/, "");
+  if (root.endsWith("/v1")) root = root.slice(0, -3).replace(/\/+$/, "");
+  return root;
+}
+
+/** Parses a config value (from an experiment file) into options, naming the offending field. */
+export function parseOpenAiVlmConfig(value: unknown, file?: string): OpenAiVlmConfig {
+  const parsed = openAiVlmConfigSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new LeverError(issue.message, { file, field: issue.path.join(".") || undefined });
+  }
+  return parsed.data;
+}
+
+const usageSchema = z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number() });
+const logprobSchema = z.looseObject({
+  logprob: z.number(),
+  rank: z.number().nullish(),
+  decoded_token: z.string().nullish(),
+});
+const chatResponseSchema = z.looseObject({
+  choices: z.array(z.looseObject({ message: z.looseObject({ content: z.string().nullish() }) })).min(1),
+  usage: usageSchema,
+  prompt_logprobs: z.array(z.record(z.string(), logprobSchema).nullable()).nullish(),
+});
+const tokenizeResponseSchema = z.looseObject({ tokens: z.array(z.number().int()), count: z.number().int() });
+
+type ChatResponse = z.output<typeof chatResponseSchema>;
+
+/** The minimal conversation the answer is tokenized after (see the module comment). */
+const PROBE_MESSAGES: ChatMessage[] = [{ role: "user", content: [{ type: "text", text: "?" }] }];
+
+export class OpenAiVlm implements Vlm {
+  readonly id: string;
+  readonly config: OpenAiVlmConfig;
+  private readonly layout: LayoutSpec;
+  private readonly images: ImageStore;
+  private readonly pool: EndpointPool;
+  private readonly stats = new StatsRecorder();
+  private readonly post: PostContext;
+  private probePrefix: Promise<number[] | string> | null = null;
+  private readonly answerIds = new Map<string, Promise<number[] | string>>();
+
+  constructor(options: OpenAiVlmOptions, deps: { fetch?: typeof fetch; env?: NodeJS.ProcessEnv } = {}) {
+    this.config = parseOpenAiVlmConfig(options);
+    const c = this.config;
+    this.layout = { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt };
+    this.images = new ImageStore(c.imageUrl, c.imageCacheBytes);
+    this.pool = new EndpointPool(c.baseUrls.map(normalizeBaseUrl), {
+      concurrency: c.concurrencyPerEndpoint,
+      cooldownAfter: c.cooldownAfterFailures,
+      cooldownMs: c.cooldownMs,
+    });
+    const headers: Record<string, string> = {};
+    if (c.apiKeyEnv !== undefined) {
+      const key = (deps.env ?? process.env)[c.apiKeyEnv];
+      if (key === undefined || key === "")
+        throw new LeverError(`environment variable ${c.apiKeyEnv} is not set`, { field: "apiKeyEnv" });
+      headers.authorization = `Bearer ${key}`;
+    }
+    this.post = {
+      pool: this.pool,
+      policy: {
+        maxRetries: c.maxRetries,
+        timeoutMs: c.timeoutMs,
+        backoffBaseMs: c.backoffBaseMs,
+        backoffMaxMs: c.backoffMaxMs,
+        maxRetryAfterMs: c.maxRetryAfterMs,
+      },
+      rng: new Rng(c.seed).child("vlm-retry-jitter"),
+      stats: this.stats,
+      headers,
+      fetch: deps.fetch ?? globalThis.fetch,
+    };
+    this.id = openAiVlmId(c);
+  }
+
+  async generate(prompts: VlmPrompt[], options: CallOptions = {}): Promise<Outcome<GenerateResult>[]> {
+    return this.runBatch(prompts, (prompt) => this.timed(() => this.generateOne(prompt, options.signal)), options);
+  }
+
+  async scoreAnswer(
+    requests: { prompt: VlmPrompt; answer: string }[],
+    options: CallOptions = {},
+  ): Promise<Outcome<ScoreResult>[]> {
+    return this.runBatch(requests, (r) => this.timed(() => this.scoreOne(r.prompt, r.answer, options.signal)), options);
+  }
+
+  getStats(): VlmRunStats {
+    return this.stats.summary();
+  }
+
+  endpointHealth(): EndpointSnapshot[] {
+    return this.pool.snapshot();
+  }
+
+  /** Runs every item concurrently, bounded by the total endpoint capacity; results in input order. */
+  private async runBatch<T, R>(items: T[], run: (item: T) => Promise<R>, options: CallOptions): Promise<R[]> {
+    const results = new Array<R>(items.length);
+    const width = Math.min(items.length, this.config.concurrencyPerEndpoint * this.config.baseUrls.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < items.length) {
+        options.signal?.throwIfAborted();
+        const index = next++;
+        results[index] = await run(items[index]);
+      }
+    };
+    await Promise.all(Array.from({ length: width }, worker));
+    return results;
+  }
+
+  private async timed<T>(call: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
+    const start = performance.now();
+    const outcome = await call();
+    const error = typeof outcome === "object" && outcome !== null && "error" in outcome ? outcome.error : undefined;
+    this.stats.recordCall(performance.now() - start, error);
+    return outcome;
+  }
+
+  private async generateOne(prompt: VlmPrompt, signal?: AbortSignal): Promise<Outcome<GenerateResult>> {
+    const urls = await this.resolveImages(prompt);
+    if (typeof urls === "string") return { error: urls };
+    const messages = renderMessages(prompt, this.layout, (ref) => urls.get(ref.path)!);
+    const body = {
+      ...this.config.extraBody,
+      model: this.config.model,
+      messages,
+      max_tokens: this.config.maxTokens,
+      temperature: this.config.temperature,
+      n: 1,
+    };
+    const reply = await this.chat(body, signal);
+    if (!reply.ok) return { error: reply.error };
+    return { text: reply.response.choices[0].message.content ?? "", tokens: reply.response.usage.completion_tokens };
+  }
+
+  private async scoreOne(prompt: VlmPrompt, answer: string, signal?: AbortSignal): Promise<Outcome<ScoreResult>> {
+    const answerText = answer.trim();
+    if (answerText === "") return { error: "invalid-request: empty answer" };
+    const content = this.config.includeEndOfTurn ? answerText + this.config.endOfTurnToken : answerText;
+    const urls = await this.resolveImages(prompt);
+    if (typeof urls === "string") return { error: urls };
+    const messages = renderScoringMessages(prompt, content, this.layout, (ref) => urls.get(ref.path)!);
+    const body = {
+      ...this.config.extraBody,
+      model: this.config.model,
+      messages,
+      max_tokens: 1,
+      temperature: 0,
+      prompt_logprobs: 0,
+      add_generation_prompt: false,
+      continue_final_message: true,
+    };
+    const [reply, ids] = await Promise.all([
+      this.chat(body, signal),
+      this.config.answerSpan === "tokenize" ? this.tokenizeAnswer(content, signal) : Promise.resolve(null),
+    ]);
+    if (!reply.ok) return { error: reply.error };
+    if (typeof ids === "string") return { error: ids };
+    const entries = reply.response.prompt_logprobs as PromptLogprobsEntry[] | null | undefined;
+    if (!Array.isArray(entries))
+      return { error: "malformed-response: no prompt_logprobs in the response (does the server support them?)" };
+    const span = ids === null ? spanFromDecodedTokens(entries, content) : spanFromTokenIds(entries, ids, content);
+    if (!span.ok) return { error: `answer-span: ${span.reason}` };
+    const sum = span.score.logprobs.reduce((a, b) => a + b, 0);
+    return { logprobSum: sum, logprobMean: sum / span.score.logprobs.length, tokens: span.score.logprobs.length };
+  }
+
+  /** Image URLs by path, or the failure text when an image is missing. */
+  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, string> | string> {
+    const urls = new Map<string, string>();
+    try {
+      for (const ref of promptImages(prompt)) {
+        if (!urls.has(ref.path)) urls.set(ref.path, await this.images.url(ref));
+      }
+    } catch (error) {
+      if (error instanceof ImageError) return `missing-image: ${error.message}`;
+      throw error;
+    }
+    return urls;
+  }
+
+  private async chat(
+    body: object,
+    signal?: AbortSignal,
+  ): Promise<{ ok: true; response: ChatResponse } | { ok: false; error: string }> {
+    const result = await postJson(this.post, "/v1/chat/completions", JSON.stringify(body), signal);
+    if (!result.ok) return { ok: false, error: `${result.reason}: ${result.message}` };
+    const parsed = chatResponseSchema.safeParse(result.json);
+    if (!parsed.success)
+      return {
+        ok: false,
+        error: `malformed-response: unexpected chat response shape (${describeIssue(parsed.error)})`,
+      };
+    this.stats.promptTokens += parsed.data.usage.prompt_tokens;
+    this.stats.completionTokens += parsed.data.usage.completion_tokens;
+    return { ok: true, response: parsed.data };
+  }
+
+  private async tokenize(body: object, signal?: AbortSignal): Promise<number[] | string> {
+    const result = await postJson(this.post, "/tokenize", JSON.stringify(body), signal);
+    if (!result.ok) return `${result.reason}: /tokenize ${result.message}`;
+    const parsed = tokenizeResponseSchema.safeParse(result.json);
+    if (!parsed.success) return `malformed-response: unexpected /tokenize response (${describeIssue(parsed.error)})`;
+    return parsed.data.tokens;
+  }
+
+  /** Token ids of `content` as the final assistant message; memoised per content, failures are not. */
+  private tokenizeAnswer(content: string, signal?: AbortSignal): Promise<number[] | string> {
+    let ids = this.answerIds.get(content);
+    if (ids === undefined) {
+      ids = this.computeAnswerIds(content, signal);
+      this.answerIds.set(content, ids);
+      ids.then(
+        (value) => typeof value === "string" && this.answerIds.delete(content),
+        () => this.answerIds.delete(content),
+      );
+    }
+    return ids;
+  }
+
+  private async computeAnswerIds(content: string, signal?: AbortSignal): Promise<number[] | string> {
+    if (this.probePrefix === null) {
+      const prefix = this.tokenize(
+        { model: this.config.model, messages: PROBE_MESSAGES, add_generation_prompt: true },
+        signal,
+      );
+      this.probePrefix = prefix;
+      prefix.then(
+        (value) => typeof value === "string" && (this.probePrefix = null),
+        () => (this.probePrefix = null),
+      );
+    }
+    const [prefix, full] = await Promise.all([
+      this.probePrefix,
+      this.tokenize(
+        {
+          model: this.config.model,
+          messages: [...PROBE_MESSAGES, { role: "assistant", content }],
+          add_generation_prompt: false,
+          continue_final_message: true,
+        },
+        signal,
+      ),
+    ]);
+    if (typeof prefix === "string") return prefix;
+    if (typeof full === "string") return full;
+    const extendsPrefix = full.length > prefix.length && prefix.every((id, i) => full[i] === id);
+    if (!extendsPrefix)
+      return `answer-span: /tokenize of the answer ${JSON.stringify(content)} does not extend the generation prompt's tokens`;
+    return full.slice(prefix.length);
+  }
+}
+
+/** Identity of the backend + settings that change responses (part of every cache key). Replica URLs are not part of it. */
+export function openAiVlmId(c: OpenAiVlmConfig): string {
+  const hash = hashValue({
+    backend: "openai",
+    model: c.model,
+    layout: { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt },
+    generation: { maxTokens: c.maxTokens, temperature: c.temperature, extraBody: c.extraBody },
+    scoring: { includeEndOfTurn: c.includeEndOfTurn, endOfTurnToken: c.includeEndOfTurn ? c.endOfTurnToken : null },
+    imageUrl: c.imageUrl,
+  });
+  return `openai:${c.model}:${hash.slice(0, 16)}`;
+}
+
+function describeIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return `${issue.path.join(".") || "<root>"}: ${issue.message}`;
+}
