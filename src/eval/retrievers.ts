@@ -17,9 +17,9 @@ export type RetrieverSpec =
   | { kind: "selector"; checkpoint: string };
 
 /** Pool samplers the evaluation asks the pool contract for. `joint-sim` = cosine top-K on the joint embedding. */
-export type PoolSampler = "random" | "image-sim" | "text-sim" | "joint-sim" | "mix";
+export const POOL_SAMPLERS = ["random", "image-sim", "text-sim", "joint-sim", "mix"] as const;
 
-export const POOL_SAMPLERS: readonly PoolSampler[] = ["random", "image-sim", "text-sim", "joint-sim", "mix"];
+export type PoolSampler = (typeof POOL_SAMPLERS)[number];
 
 /**
  * The pool contract as the evaluation sees it: for each query (in input order) its K candidate ids,

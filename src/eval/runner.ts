@@ -143,7 +143,7 @@ async function evaluateUnit(
       retriever: retriever.name,
       shot,
       questionId: query.questionId,
-      demonstrations: selections[i],
+      demonstrations: prompts[i].demonstrations.map((d) => d.questionId),
       promptHash: hashValue(prompts[i]),
     };
     if (isFailure(outcome))

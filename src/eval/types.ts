@@ -8,9 +8,9 @@
  * sits next to the query (last in the prompt), as RICES places the most similar one; `farthest`: the
  * first-selected demonstration is rendered first.
  */
-export type PromptOrder = "nearest" | "farthest";
+export const PROMPT_ORDERS = ["nearest", "farthest"] as const;
 
-export const PROMPT_ORDERS: readonly PromptOrder[] = ["nearest", "farthest"];
+export type PromptOrder = (typeof PROMPT_ORDERS)[number];
 
 /** Selection order (first selected first) → prompt order (index 0 rendered first). */
 export function toPromptOrder<T>(selection: readonly T[], order: PromptOrder): T[] {
@@ -27,7 +27,10 @@ export interface EvalPrediction {
   retriever: string;
   shot: number;
   questionId: string;
-  /** Demonstration question ids in SELECTION order (first selected first); see the run's `order`. */
+  /**
+   * Demonstration question ids in PROMPT order (index 0 rendered first), as the store documents;
+   * selection order is recovered with `toSelectionOrder(demonstrations, run order)`.
+   */
   demonstrations: string[];
   /** hashValue of the VLM id and the prompt (demonstrations in prompt order + query). */
   promptHash: string;

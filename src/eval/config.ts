@@ -1,0 +1,93 @@
+/**
+ * The evaluation's settings (validated with zod) and the run identity. A run is identified by
+ * everything that changes what a stored prediction means — data, query subset, seed, VLM, prompt
+ * order, pools, metric — but NOT by the retriever list or shot counts: later invocations with other
+ * retrievers add rows to the same run, so every retriever is compared on the same questions under
+ * the same settings (and stored rows are reused).
+ */
+import { z } from "zod";
+import { LeverError } from "../util/errors.js";
+import { canonicalJson, hashValue } from "../util/hash.js";
+import { POOL_SAMPLERS } from "./retrievers.js";
+import { PROMPT_ORDERS } from "./types.js";
+
+export const METRIC_VARIANTS = ["official", "always-normalize"] as const;
+export const LAYOUTS = ["lever-plus", "chat-turns"] as const;
+
+export const EvalOptionsSchema = z.object({
+  dataset: z.string().min(1),
+  index: z.string().min(1),
+  /** `first:N`, `random:N` (seeded) or `all`. */
+  queries: z.string().regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all"),
+  shots: z.array(z.number().int().min(0).max(32)).min(1),
+  retrievers: z.array(z.string().min(1)).min(1),
+  vlm: z.enum(["sim", "openai"]),
+  world: z.string().min(1).optional(),
+  baseUrls: z.array(z.string().min(1)).default([]),
+  model: z.string().min(1).optional(),
+  layout: z.enum(LAYOUTS).default("lever-plus"),
+  k: z.number().int().positive().default(64),
+  poolSampler: z.enum(POOL_SAMPLERS).default("mix"),
+  seed: z.number().int().min(0).max(0xffffffff).default(0),
+  run: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
+    .optional(),
+  cache: z.boolean().default(true),
+  metricVariant: z.enum(METRIC_VARIANTS).default("official"),
+  order: z.enum(PROMPT_ORDERS).default("nearest"),
+  batchSize: z.number().int().positive().default(64),
+  concurrency: z.number().int().positive().default(4),
+  /** Bootstrap resamples for the report's confidence intervals. */
+  resamples: z.number().int().min(100).default(10_000),
+});
+
+export type EvalOptions = z.infer<typeof EvalOptionsSchema>;
+
+/** Parses CLI-shaped options; the first problem becomes a one-line error naming the flag. */
+export function parseEvalOptions(raw: unknown): EvalOptions {
+  const result = EvalOptionsSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const flag = `--${String(issue.path[0] ?? "options").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    throw new LeverError(issue.message, { field: flag });
+  }
+  return result.data;
+}
+
+/** Content identities the run depends on, resolved from the workspace and the VLM. */
+export interface EvalInputs {
+  datasetItemsHash: string;
+  indexItemsHash: string;
+  vlmId: string;
+  /** "dataset/kind" → sha256 of every embedding the pools may read. */
+  embeddings: Record<string, string>;
+}
+
+/** The stored, hashed identity of an evaluation run. */
+export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
+  return {
+    format: "lever.eval/1",
+    dataset: { name: options.dataset, items: inputs.datasetItemsHash },
+    index: { name: options.index, items: inputs.indexItemsHash },
+    queries: options.queries,
+    seed: options.seed,
+    vlm: inputs.vlmId,
+    order: options.order,
+    pool: { sampler: options.poolSampler, k: options.k },
+    embeddings: inputs.embeddings,
+    metric: { name: "vqa-accuracy", variant: options.metricVariant, postprocess: "lever-plus" },
+  };
+}
+
+export type EvalRunConfig = ReturnType<typeof evalRunConfig>;
+
+/** Top-level keys whose values differ between two configs (for "this run has other settings" errors). */
+export function configDifferences(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+  return keys.filter((key) => canonicalJson(a[key]) !== canonicalJson(b[key]));
+}
+
+export function evalConfigHash(config: EvalRunConfig): string {
+  return hashValue(config);
+}
