@@ -1,0 +1,270 @@
+import { resolve } from "node:path";
+import { z } from "zod";
+import type { SourceFile, SubsetRecord } from "../store/types.js";
+import { LeverError } from "../util/errors.js";
+import { compileImageTemplate, findMissingImages, type ImageSource, imageTemplate } from "./images.js";
+import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "./item.js";
+import { streamJsonArrayField } from "./json-stream.js";
+import { parseSubsetSpec, type SubsetSpec, selectSubset, subsetRecord } from "./splits.js";
+
+/**
+ * Reader of the official VQA files (OKVQA `OpenEnded_mscoco_<split>2014_questions.json` +
+ * `mscoco_<split>2014_annotations.json`, VQAv2 the same with a `v2_` prefix), joined by question
+ * id into `VqaItem`s. Both files are streamed element by element (see json-stream.ts) and every
+ * element is checked against the schemas below; any inconsistency between the two files is an
+ * error naming the file, record and field.
+ */
+
+const Id = z.union([z.number().int().nonnegative(), z.string().min(1)], {
+  error: (issue) => (issue.input === undefined ? "missing" : "expected a non-negative integer or a non-empty string"),
+});
+
+export const VqaQuestionSchema = z.object({
+  image_id: Id,
+  question: z.string(),
+  question_id: Id,
+});
+
+export const VqaAnswerSchema = z.object({
+  answer: z.string(),
+  answer_confidence: z.string().optional(),
+  raw_answer: z.string().optional(),
+});
+
+export const VqaAnnotationSchema = z.object({
+  question_id: Id,
+  image_id: Id,
+  question_type: z.string(),
+  answer_type: z.string(),
+  answers: z.array(VqaAnswerSchema),
+  multiple_choice_answer: z.string().optional(),
+});
+
+/**
+ * OKVQA and VQAv2 always have ten annotator answers, and the VQA accuracy (leave-one-annotator-out
+ * over ten) is defined for ten, so another count means a wrong or damaged file: an error.
+ */
+export const ANSWERS_PER_QUESTION = 10;
+
+/** The most frequent answer; ties go to the one seen first (Python `Counter.most_common(1)`). */
+export function majorityAnswer(answers: readonly string[]): string {
+  const counts = new Map<string, number>(); // insertion order = order of first occurrence
+  for (const a of answers) counts.set(a, (counts.get(a) ?? 0) + 1);
+  let best = "";
+  let bestCount = 0;
+  for (const [a, c] of counts) {
+    if (c > bestCount) {
+      best = a;
+      bestCount = c;
+    }
+  }
+  return best;
+}
+
+function schemaError(file: string, record: string, error: z.ZodError): LeverError {
+  const issue = error.issues[0];
+  const field = issue.path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`));
+  const message = issue.message.replace(/^Invalid input: expected (\w+), received undefined$/, "missing (expected $1)");
+  return new LeverError(message, { file, record, field: field.join("") || undefined });
+}
+
+function recordName(list: string, index: number, raw: unknown): string {
+  const id = (raw as { question_id?: unknown } | null)?.question_id;
+  return typeof id === "number" || typeof id === "string" ? `${list}[${index}] question_id ${id}` : `${list}[${index}]`;
+}
+
+interface QuestionEntry {
+  imageId: string;
+  question: string;
+  index: number;
+}
+
+export interface VqaQuestionsFile {
+  /** question id → question, in file order. */
+  questions: Map<string, QuestionEntry>;
+  header: Record<string, unknown>;
+  file: SourceFile;
+}
+
+export function readVqaQuestions(path: string): VqaQuestionsFile {
+  const questions = new Map<string, QuestionEntry>();
+  const streamed = streamJsonArrayField(path, "questions", (raw, index) => {
+    const parsed = VqaQuestionSchema.safeParse(raw);
+    if (!parsed.success) throw schemaError(path, recordName("questions", index, raw), parsed.error);
+    const q = parsed.data;
+    const id = String(q.question_id);
+    const earlier = questions.get(id);
+    if (earlier !== undefined) {
+      throw new LeverError(`duplicated question id (also questions[${earlier.index}])`, {
+        file: path,
+        record: `questions[${index}] question_id ${id}`,
+        field: "question_id",
+      });
+    }
+    questions.set(id, { imageId: String(q.image_id), question: q.question, index });
+  });
+  return {
+    questions,
+    header: primitiveFields(streamed.others),
+    file: { role: "questions", path: resolve(path), sha256: streamed.sha256, bytes: streamed.bytes },
+  };
+}
+
+/** The small descriptive fields of a file header (data_type, data_subtype, task_type, …). */
+function primitiveFields(others: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(others)) {
+    if (typeof v === "string" || typeof v === "number" || typeof v === "boolean") out[k] = v;
+  }
+  return out;
+}
+
+export interface VqaReadOptions {
+  questionsFile: string;
+  annotationsFile: string;
+  /** "train" or "val": names the COCO image folder and is recorded on the dataset. */
+  split: string;
+  images?: ImageSource;
+  /** Which items to keep (default all), chosen on question ids before the items are built. */
+  subset?: SubsetSpec | string;
+  seed?: number;
+}
+
+export interface VqaDataset {
+  /** The kept items, in question-id order. */
+  items: VqaItem[];
+  /** Questions in the files (before the subset). */
+  totalQuestions: number;
+  files: SourceFile[];
+  /** Absolute image path template, or null without images. */
+  imageTemplate: string | null;
+  subset: SubsetRecord | null;
+  /** Images that are not on disk (not fatal: embeddings may come from files). */
+  missingImages: { checked: number; count: number; examples: string[] };
+  /** How many items took `answer` from multiple_choice_answer (VQAv2) vs the majority of the ten (OKVQA). */
+  answerFrom: { multipleChoice: number; majority: number };
+  /** Non-fatal oddities, e.g. a file whose data_subtype does not match --split. */
+  warnings: string[];
+  headers: { questions: Record<string, unknown>; annotations: Record<string, unknown> };
+}
+
+/** Reads, validates and joins the questions and annotations files. Touches no workspace. */
+export function readVqaDataset(options: VqaReadOptions): VqaDataset {
+  const { questionsFile, annotationsFile, split } = options;
+  const template = imageTemplate(options.images, split);
+  const renderImage = template === null ? null : compileImageTemplate(template);
+  const spec =
+    typeof options.subset === "string" ? parseSubsetSpec(options.subset) : (options.subset ?? { kind: "all" });
+  const seed = options.seed ?? 0;
+
+  const { questions, header: questionsHeader, file: questionsSource } = readVqaQuestions(questionsFile);
+  const keep =
+    spec.kind === "all"
+      ? null
+      : new Set(
+          selectSubset(
+            [...questions.keys()].map((questionId) => ({ questionId })),
+            spec,
+            seed,
+          ).map((q) => q.questionId),
+        );
+
+  const items: VqaItem[] = [];
+  const annotated = new Set<string>();
+  const answerFrom = { multipleChoice: 0, majority: 0 };
+  const streamed = streamJsonArrayField(annotationsFile, "annotations", (raw, index) => {
+    const record = recordName("annotations", index, raw);
+    const parsed = VqaAnnotationSchema.safeParse(raw);
+    if (!parsed.success) throw schemaError(annotationsFile, record, parsed.error);
+    const a = parsed.data;
+    const id = String(a.question_id);
+    const where = { file: annotationsFile, record };
+    if (annotated.has(id)) throw new LeverError("duplicated question id", { ...where, field: "question_id" });
+    annotated.add(id);
+    const q = questions.get(id);
+    if (q === undefined) {
+      throw new LeverError(`no question with this id in ${questionsFile}`, { ...where, field: "question_id" });
+    }
+    const imageId = String(a.image_id);
+    if (imageId !== q.imageId) {
+      throw new LeverError(`image_id ${imageId} differs from image_id ${q.imageId} in ${questionsFile}`, {
+        ...where,
+        field: "image_id",
+      });
+    }
+    if (a.answers.length !== ANSWERS_PER_QUESTION) {
+      throw new LeverError(`expected ${ANSWERS_PER_QUESTION} answers, found ${a.answers.length}`, {
+        ...where,
+        field: "answers",
+      });
+    }
+    if (keep !== null && !keep.has(id)) return;
+    const answers = a.answers.map((x): AnnotatorAnswer => {
+      const out: AnnotatorAnswer = { answer: x.answer };
+      if (x.answer_confidence !== undefined) out.confidence = x.answer_confidence;
+      if (x.raw_answer !== undefined) out.raw = x.raw_answer;
+      return out;
+    });
+    let answer: string;
+    if (a.multiple_choice_answer !== undefined) {
+      answer = a.multiple_choice_answer;
+      answerFrom.multipleChoice++;
+    } else {
+      answer = majorityAnswer(answers.map((x) => x.answer));
+      answerFrom.majority++;
+    }
+    items.push({
+      questionId: id,
+      imageId,
+      question: q.question,
+      answers,
+      answer,
+      questionType: a.question_type,
+      answerType: a.answer_type,
+      imagePath: renderImage === null ? null : renderImage({ split, imageId, questionId: id }),
+    });
+  });
+
+  if (annotated.size !== questions.size) {
+    let first: string | undefined;
+    for (const id of questions.keys()) {
+      if (!annotated.has(id)) {
+        first = id;
+        break;
+      }
+    }
+    const q = questions.get(first!)!;
+    throw new LeverError(
+      `question has no annotation in ${annotationsFile} (${questions.size - annotated.size} questions lack one)`,
+      { file: questionsFile, record: `questions[${q.index}] question_id ${first}`, field: "question_id" },
+    );
+  }
+
+  const annotationsHeader = primitiveFields(streamed.others);
+  items.sort((x, y) => compareQuestionIds(x.questionId, y.questionId));
+  return {
+    items,
+    totalQuestions: questions.size,
+    files: [
+      questionsSource,
+      { role: "annotations", path: resolve(annotationsFile), sha256: streamed.sha256, bytes: streamed.bytes },
+    ],
+    imageTemplate: template,
+    subset: subsetRecord(spec, seed, questions.size),
+    missingImages:
+      template === null ? { checked: 0, count: 0, examples: [] } : findMissingImages(items.map((i) => i.imagePath)),
+    answerFrom,
+    warnings: [
+      ...subtypeWarnings(questionsFile, questionsHeader, split),
+      ...subtypeWarnings(annotationsFile, annotationsHeader, split),
+    ],
+    headers: { questions: questionsHeader, annotations: annotationsHeader },
+  };
+}
+
+/** Official files say which split they are ("train2014"); a mismatch with --split is likely a mistake. */
+function subtypeWarnings(file: string, header: Record<string, unknown>, split: string): string[] {
+  const subtype = header.data_subtype;
+  if (typeof subtype !== "string" || subtype.startsWith(split)) return [];
+  return [`${file}: data_subtype is "${subtype}" but --split is "${split}"`];
+}

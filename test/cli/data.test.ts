@@ -1,0 +1,146 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Command, CommanderError } from "commander";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { register } from "../../src/cli/data.js";
+import { LeverError } from "../../src/util/errors.js";
+
+const FIXTURES = resolve("test/fixtures/vqa");
+const OK_Q = join(FIXTURES, "okvqa/OpenEnded_mscoco_train2014_questions.json");
+const OK_A = join(FIXTURES, "okvqa/mscoco_train2014_annotations.json");
+
+/** Runs `lever <args>` in-process the way main() does: LeverError → one line on stderr, exit 2. */
+async function lever(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const program = new Command().option("-w, --workspace <dir>").exitOverride();
+  program.configureOutput({ writeErr: (s) => void (stderr += s), writeOut: (s) => void (stdout += s) });
+  register(program);
+  for (const c of program.commands) c.exitOverride().configureOutput(program.configureOutput());
+  let stdout = "";
+  let stderr = "";
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
+    stdout += String(s);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
+    stderr += String(s);
+    return true;
+  });
+  let code = 0;
+  try {
+    await program.parseAsync(["node", "lever", "--workspace", wsDir, ...args]);
+  } catch (error) {
+    if (error instanceof LeverError) {
+      stderr += `error: ${error.message}\n`;
+      code = 2;
+    } else if (error instanceof CommanderError) code = error.exitCode;
+    else throw error;
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+  return { code, stdout, stderr };
+}
+
+let dir: string;
+let wsDir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "lever-cli-data-"));
+  wsDir = join(dir, "ws");
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const importArgs = [
+  "data",
+  "import",
+  "--format",
+  "vqa",
+  "--questions",
+  OK_Q,
+  "--annotations",
+  OK_A,
+  "--split",
+  "train",
+];
+
+describe("lever data import / list / inspect", () => {
+  it("imports a dataset, lists it and inspects it as text and JSON", async () => {
+    const imported = await lever(...importArgs, "--name", "ok", "--subset", "first:5");
+    expect(imported.code).toBe(0);
+    expect(imported.stdout).toContain('imported "ok": 5 items (split train; 6 questions in the files, subset first:5)');
+    expect(imported.stdout).toContain("images: none given");
+
+    const list = await lever("data", "list");
+    expect(list.stdout).toMatch(
+      /^name\s+split\s+source\s+items\s+subset\s+created\nok\s+train\s+vqa\s+5\s+first:5 of 6/,
+    );
+
+    const text = await lever("data", "inspect", "ok");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain("items 5, images 4, subset first:5 of 6");
+    expect(text.stdout).toContain("annotators giving the item's answer: mean 5.20"); // (4+4+10+5+3)/5
+    expect(text.stdout).toContain("[57045] image 5704: Which country is this food from?");
+    expect(text.stdout).toContain("answer: china   (annotators: china ×4, japan ×3, korea, thailand, vietnam)");
+
+    const json = JSON.parse((await lever("data", "inspect", "ok", "--json")).stdout);
+    expect(json.agreement.histogram).toEqual([0, 0, 0, 1, 2, 1, 0, 0, 0, 0, 1]);
+    expect(json.examples).toHaveLength(3);
+  });
+
+  it("prints an empty list for a directory without a workspace and does not create one", async () => {
+    const list = await lever("data", "list", "--json");
+    expect(JSON.parse(list.stdout)).toEqual([]);
+    expect((await lever("data", "inspect", "x")).stderr).toMatch(/^error: .*lever\.db: no lever workspace here/);
+  });
+
+  it("fails with exit code 2 and one line naming file, record and field on a bad file", async () => {
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify({ annotations: [{ question_id: 57045 }] }));
+    const result = await lever(
+      "data",
+      "import",
+      "--questions",
+      OK_Q,
+      "--annotations",
+      bad,
+      "--split",
+      "train",
+      "--name",
+      "x",
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(`error: ${bad}, record "annotations[0] question_id 57045", field "image_id": missing\n`);
+    expect((await lever("data", "list", "--json")).stdout.trim()).toBe("[]");
+  });
+
+  it("refuses an existing name without --replace and replaces with it", async () => {
+    await lever(...importArgs, "--name", "ok");
+    const again = await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--seed", "4");
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('dataset "ok" already exists (use --replace');
+    const replaced = await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--seed", "4", "--replace");
+    expect(replaced.code).toBe(0);
+    const [record] = JSON.parse((await lever("data", "list", "--json")).stdout);
+    expect(record).toMatchObject({ itemCount: 2, subset: { spec: "random:2", seed: 4, of: 6 } });
+  });
+
+  it("validates options: format, split, subset, seed, and images vs image template", async () => {
+    const cases: [string[], RegExp][] = [
+      [["--format", "coco", "--name", "a"], /field "--format": unknown format "coco"/],
+      [["--split", "test", "--name", "a"], /field "--split": split must be one of train, val/],
+      [["--name", "a", "--subset", "first:x"], /field "--subset": expected "first:N"/],
+      [["--name", "a", "--seed", "1.5"], /field "--seed": seed must be an integer/],
+      [["--name", "a", "--images", dir, "--image-template", "{image_id}"], /either --images or --image-template/],
+      [["--name", "../a"], /field "name": dataset name/],
+    ];
+    for (const [extra, pattern] of cases) {
+      const result = await lever(...importArgs, ...extra);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(pattern);
+      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    const missing = await lever("data", "import", "--questions", OK_Q);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("required option");
+  });
+});
