@@ -209,7 +209,10 @@ describe("malformed files: one error naming file, record and field", () => {
     const at = text.indexOf('"question_id": 2971475') + '"question_id"'.length; // annotations[3]
     const broken = `${text.slice(0, at)}${text.slice(at + 1)}`; // drop the ":"
     const err = errorOf(() => okvqa({ annotations: write(broken) }));
-    expect(err.message).toContain(`invalid JSON at byte ${at + 1} (line 1, column ${at + 2}): Unexpected number`);
+    const offset = at + 1; // the number where ":" was expected (fixture is ASCII: chars = bytes)
+    const line = broken.slice(0, offset).split("\n").length;
+    const column = offset - broken.lastIndexOf("\n", offset - 1);
+    expect(err.message).toContain(`invalid JSON at byte ${offset} (line ${line}, column ${column}): Unexpected number`);
     expect(err.location.record).toBe("annotations[3]");
   });
 
