@@ -1,0 +1,148 @@
+// Instantiates native/gemm_kernel.inc for float and double, once portable (SSE2 on x86-64) and,
+// on x86-64 with GCC, once more under an AVX2+FMA target pragma chosen at run time by CPUID.
+// The whole file is built with portable flags (-O3), so it loads on any x86-64 / arm64 CPU.
+#include "gemm.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace lever {
+namespace generic_f32 {
+#define REAL float
+#define VEC 4
+#define MR 4
+#define NV 2
+#include "gemm_kernel.inc"
+#undef REAL
+#undef VEC
+#undef MR
+#undef NV
+}  // namespace generic_f32
+namespace generic_f64 {
+#define REAL double
+#define VEC 2
+#define MR 4
+#define NV 2
+#include "gemm_kernel.inc"
+#undef REAL
+#undef VEC
+#undef MR
+#undef NV
+}  // namespace generic_f64
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LEVER_HAVE_AVX2_KERNELS 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2_f32 {
+#define REAL float
+#define VEC 8
+#define MR 6
+#define NV 2
+#include "gemm_kernel.inc"
+#undef REAL
+#undef VEC
+#undef MR
+#undef NV
+}  // namespace avx2_f32
+namespace avx2_f64 {
+#define REAL double
+#define VEC 4
+#define MR 6
+#define NV 2
+#include "gemm_kernel.inc"
+#undef REAL
+#undef VEC
+#undef MR
+#undef NV
+}  // namespace avx2_f64
+#pragma GCC pop_options
+#endif
+
+namespace {
+
+bool use_avx2() {
+#ifdef LEVER_HAVE_AVX2_KERNELS
+  static const bool ok = [] {
+    const char* env = std::getenv("LEVER_SIMD");
+    if (env != nullptr && std::strcmp(env, "generic") == 0) return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+/** Thread-local packing buffers, grown on demand, 64-byte aligned. */
+struct Scratch {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  ~Scratch() { std::free(ptr); }
+  void* get(size_t want) {
+    if (want > bytes) {
+      std::free(ptr);
+      ptr = std::aligned_alloc(64, (want + 63) / 64 * 64);
+      bytes = ptr != nullptr ? want : 0;
+    }
+    return ptr;
+  }
+};
+
+template <typename T>
+void scale_c(long M, long N, T beta, T* C, long ldc) {
+  if (beta == T(1)) return;
+  for (long i = 0; i < M; i++) {
+    T* row = C + i * ldc;
+    if (beta == T(0))
+      for (long j = 0; j < N; j++) row[j] = 0;
+    else
+      for (long j = 0; j < N; j++) row[j] *= beta;
+  }
+}
+
+// Runs one instantiation's gemm with scratch buffers for its packing sizes.
+#define LEVER_RUN(NS, T)                                                                               \
+  do {                                                                                                 \
+    long a_elems, b_elems;                                                                             \
+    NS::buffer_sizes(&a_elems, &b_elems);                                                              \
+    thread_local Scratch scratch;                                                                      \
+    T* base = static_cast<T*>(scratch.get(sizeof(T) * (a_elems + b_elems) + 64));                      \
+    if (base == nullptr) std::abort();                                                                 \
+    NS::gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc, base, base + a_elems + 64 / sizeof(T)); \
+  } while (0)
+
+}  // namespace
+
+void sgemm(bool transA, bool transB, long M, long N, long K, float alpha, const float* A, long lda, const float* B,
+           long ldb, float beta, float* C, long ldc) {
+  if (M <= 0 || N <= 0) return;
+  scale_c(M, N, beta, C, ldc);
+  if (K <= 0 || alpha == 0.0f) return;
+#ifdef LEVER_HAVE_AVX2_KERNELS
+  if (use_avx2()) {
+    LEVER_RUN(avx2_f32, float);
+    return;
+  }
+#endif
+  LEVER_RUN(generic_f32, float);
+}
+
+void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const double* A, long lda,
+           const double* B, long ldb, double beta, double* C, long ldc) {
+  if (M <= 0 || N <= 0) return;
+  scale_c(M, N, beta, C, ldc);
+  if (K <= 0 || alpha == 0.0) return;
+#ifdef LEVER_HAVE_AVX2_KERNELS
+  if (use_avx2()) {
+    LEVER_RUN(avx2_f64, double);
+    return;
+  }
+#endif
+  LEVER_RUN(generic_f64, double);
+}
+
+const char* gemm_simd() { return use_avx2() ? "avx2+fma" : "generic"; }
+
+}  // namespace lever

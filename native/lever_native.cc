@@ -1,0 +1,172 @@
+// N-API binding of the lever numeric kernels: sgemm / dgemm with row-major BLAS semantics,
+// served by the system OpenBLAS when it was found at build time (loaded with dlopen, so a
+// later-removed library only means falling back) and by our own GEMM (gemm.cc) otherwise.
+#define NAPI_VERSION 8
+#include <dlfcn.h>
+#include <node_api.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gemm.h"
+
+#ifndef LEVER_OPENBLAS_PATH
+#define LEVER_OPENBLAS_PATH ""
+#endif
+
+namespace {
+
+// CBLAS ABI (enum values fixed by the CBLAS standard), so no cblas.h is needed.
+enum { CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                         int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                         double*, int);
+typedef int (*threads_fn)();
+
+struct OpenBlas {
+  sgemm_fn sgemm = nullptr;
+  dgemm_fn dgemm = nullptr;
+  threads_fn threads = nullptr;
+  std::string path;
+};
+
+OpenBlas load_openblas() {
+  OpenBlas lib;
+  const char* env = std::getenv("LEVER_OPENBLAS");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return lib;
+  const char* path = LEVER_OPENBLAS_PATH;
+  if (path[0] == '\0') return lib;
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return lib;
+  lib.sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));
+  lib.dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
+  lib.threads = reinterpret_cast<threads_fn>(dlsym(handle, "openblas_get_num_threads"));
+  if (lib.sgemm == nullptr || lib.dgemm == nullptr) return OpenBlas();
+  lib.path = path;
+  return lib;
+}
+
+const OpenBlas& openblas() {
+  static const OpenBlas lib = load_openblas();
+  return lib;
+}
+
+bool throw_error(napi_env env, const char* message) {
+  napi_throw_range_error(env, nullptr, message);
+  return false;
+}
+
+bool get_long(napi_env env, napi_value v, long* out, const char* name) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok || d < 0 || d != static_cast<double>(static_cast<long>(d)) ||
+      d > 2147483647.0) {
+    std::string msg = std::string("gemm: ") + name + " must be a non-negative 32-bit integer";
+    return throw_error(env, msg.c_str());
+  }
+  *out = static_cast<long>(d);
+  return true;
+}
+
+template <typename T>
+bool get_array(napi_env env, napi_value v, napi_typedarray_type want, T** data, long* length, const char* name) {
+  bool is_typed = false;
+  napi_is_typedarray(env, v, &is_typed);
+  napi_typedarray_type type;
+  size_t len;
+  void* ptr;
+  if (!is_typed || napi_get_typedarray_info(env, v, &type, &len, &ptr, nullptr, nullptr) != napi_ok ||
+      type != want) {
+    std::string msg = std::string("gemm: ") + name + (want == napi_float32_array ? " must be a Float32Array" : " must be a Float64Array");
+    return throw_error(env, msg.c_str());
+  }
+  *data = static_cast<T*>(ptr);
+  *length = static_cast<long>(len);
+  return true;
+}
+
+long required(long rows, long cols, long ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
+
+// gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+template <typename T>
+napi_value Gemm(napi_env env, napi_callback_info info) {
+  const napi_typedarray_type kind = sizeof(T) == 4 ? napi_float32_array : napi_float64_array;
+  size_t argc = 13;
+  napi_value argv[13];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 13) {
+    throw_error(env, "gemm: expected 13 arguments");
+    return nullptr;
+  }
+  bool transA, transB;
+  if (napi_get_value_bool(env, argv[0], &transA) != napi_ok || napi_get_value_bool(env, argv[1], &transB) != napi_ok) {
+    throw_error(env, "gemm: transA/transB must be booleans");
+    return nullptr;
+  }
+  long M, N, K, lda, ldb, ldc, lenA, lenB, lenC;
+  double alpha, beta;
+  T *A, *B, *C;
+  if (!get_long(env, argv[2], &M, "M") || !get_long(env, argv[3], &N, "N") || !get_long(env, argv[4], &K, "K") ||
+      !get_long(env, argv[7], &lda, "lda") || !get_long(env, argv[9], &ldb, "ldb") ||
+      !get_long(env, argv[12], &ldc, "ldc") || !get_array(env, argv[6], kind, &A, &lenA, "A") ||
+      !get_array(env, argv[8], kind, &B, &lenB, "B") || !get_array(env, argv[11], kind, &C, &lenC, "C"))
+    return nullptr;
+  if (napi_get_value_double(env, argv[5], &alpha) != napi_ok || napi_get_value_double(env, argv[10], &beta) != napi_ok) {
+    throw_error(env, "gemm: alpha/beta must be numbers");
+    return nullptr;
+  }
+  const long aRows = transA ? K : M, aCols = transA ? M : K;
+  const long bRows = transB ? N : K, bCols = transB ? K : N;
+  if (lda < (aCols > 1 ? aCols : 1) || ldb < (bCols > 1 ? bCols : 1) || ldc < (N > 1 ? N : 1) ||
+      lenA < required(aRows, aCols, lda) || lenB < required(bRows, bCols, ldb) || lenC < required(M, N, ldc)) {
+    throw_error(env, "gemm: a buffer is too small for the given sizes and leading dimensions");
+    return nullptr;
+  }
+  if (M == 0 || N == 0) return nullptr;
+  const OpenBlas& blas = openblas();
+  const int ta = transA ? CblasTrans : CblasNoTrans;
+  const int tb = transB ? CblasTrans : CblasNoTrans;
+  if constexpr (sizeof(T) == 4) {
+    if (blas.sgemm != nullptr && K > 0) {
+      blas.sgemm(CblasRowMajor, ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C,
+                 ldc);
+    } else {
+      lever::sgemm(transA, transB, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C, ldc);
+    }
+  } else {
+    if (blas.dgemm != nullptr && K > 0) {
+      blas.dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    } else {
+      lever::dgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    }
+  }
+  return nullptr;
+}
+
+napi_value Info(napi_env env, napi_callback_info) {
+  const OpenBlas& blas = openblas();
+  napi_value obj, path, threads, simd;
+  napi_create_object(env, &obj);
+  napi_create_string_utf8(env, blas.path.c_str(), NAPI_AUTO_LENGTH, &path);
+  napi_create_int32(env, blas.sgemm != nullptr && blas.threads != nullptr ? blas.threads() : 1, &threads);
+  napi_create_string_utf8(env, lever::gemm_simd(), NAPI_AUTO_LENGTH, &simd);
+  napi_set_named_property(env, obj, "openblas", path);
+  napi_set_named_property(env, obj, "threads", threads);
+  napi_set_named_property(env, obj, "simd", simd);
+  return obj;
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"sgemm", nullptr, Gemm<float>, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"dgemm", nullptr, Gemm<double>, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  return exports;
+}
+
+}  // namespace
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

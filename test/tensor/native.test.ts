@@ -1,0 +1,67 @@
+/**
+ * Our own C++ GEMM in every variant this machine can run, checked in child processes because the
+ * variant is chosen once per process (LEVER_OPENBLAS=0 bypasses OpenBLAS, LEVER_SIMD=generic
+ * forces the portable micro-kernels). Without a built addon there is nothing to check.
+ */
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { native } from "../../src/tensor/native.js";
+
+const script = `
+const addon = require(process.env.ADDON);
+let seed = 7;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1;
+let worst = 0;
+for (const [M, N, K] of [[1, 1, 1], [37, 29, 41], [7, 300, 260], [97, 17, 513], [200, 130, 3]]) {
+  for (const tA of [false, true]) for (const tB of [false, true]) for (const [T, f] of [[Float32Array, "sgemm"], [Float64Array, "dgemm"]]) {
+    const lda = (tA ? M : K) + 1, ldb = (tB ? K : N) + 2, ldc = N + 3;
+    const A = T.from({ length: (tA ? K : M) * lda }, rand), B = T.from({ length: (tB ? N : K) * ldb }, rand);
+    const C = T.from({ length: M * ldc }, rand), C0 = T.from(C);
+    addon[f](tA, tB, M, N, K, 0.75, A, lda, B, ldb, -0.5, C, ldc);
+    for (let i = 0; i < M; i++) for (let j = 0; j < ldc; j++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += (tA ? A[k * lda + i] : A[i * lda + k]) * (tB ? B[j * ldb + k] : B[k * ldb + j]);
+      const want = j < N ? 0.75 * s - 0.5 * C0[i * ldc + j] : C0[i * ldc + j];
+      const err = Math.abs(C[i * ldc + j] - want) / Math.max(1, Math.abs(want)) / (T === Float32Array ? 1e-4 * Math.sqrt(K) : 1e-12);
+      worst = Math.max(worst, err);
+    }
+  }
+}
+console.log(JSON.stringify({ simd: addon.info().simd, openblas: addon.info().openblas, worst }));
+`;
+
+function runVariant(env: Record<string, string>): { simd: string; openblas: string; worst: number } {
+  const result = spawnSync(process.execPath, ["-e", script], {
+    env: { ...process.env, ...env, ADDON: native.detail },
+    encoding: "utf8",
+  });
+  expect(result.status, result.stderr).toBe(0);
+  return JSON.parse(result.stdout);
+}
+
+describe.skipIf(native.addon === null)("native addon: our own GEMM", () => {
+  it("portable (SSE2/generic) micro-kernels match a reference GEMM for all transposes, alpha, beta and padding", () => {
+    const r = runVariant({ LEVER_OPENBLAS: "0", LEVER_SIMD: "generic" });
+    expect(r.simd).toBe("generic");
+    expect(r.openblas).toBe("");
+    expect(r.worst).toBeLessThan(1);
+  });
+
+  it("the CPU-selected micro-kernels (AVX2+FMA when available) match a reference GEMM", () => {
+    const r = runVariant({ LEVER_OPENBLAS: "0" });
+    expect(r.openblas).toBe("");
+    expect(r.worst).toBeLessThan(1);
+  });
+
+  it("rejects wrong array types and undersized buffers instead of reading out of bounds", () => {
+    const addon = native.addon!;
+    const a = new Float32Array(4);
+    expect(() => addon.sgemm(false, false, 2, 2, 2, 1, new Float64Array(4) as never, 2, a, 2, 0, a, 2)).toThrow(
+      /Float32Array/,
+    );
+    expect(() => addon.sgemm(false, false, 3, 2, 2, 1, a, 2, a, 2, 0, new Float32Array(6), 2)).toThrow(/too small/);
+    expect(() =>
+      addon.dgemm(false, false, -1, 2, 2, 1, new Float64Array(4), 2, new Float64Array(4), 2, 0, new Float64Array(4), 2),
+    ).toThrow(/M/);
+  });
+});
