@@ -57,7 +57,31 @@ const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 const softplus = (x: number) => (x > 20 ? x : Math.log1p(Math.exp(x)));
 const dot = (a: number[], b: number[]) => a.reduce((s, v, i) => s + v * b[i], 0);
 
-function multiheadAttention(params: Params, layer: number, heads: number, x: number[], cands: number[][]): number[] {
+/**
+ * Training-mode dropout for the reference: inverted dropout where element i is kept iff the i-th
+ * draw `rng.nextUint32() >= p·2³²`, drawn in the order the model consumes them (per layer the
+ * attention weights head-major, then the enhanced query, then the candidates row-major), B = 1.
+ */
+export interface RefDropout {
+  p: number;
+  attnP: number;
+  rng: { nextUint32(): number };
+}
+
+function drop(values: number[], p: number, d: RefDropout): number[] {
+  if (p === 0) return values;
+  const threshold = p * 4294967296;
+  return values.map((v) => (d.rng.nextUint32() >= threshold ? v / (1 - p) : 0));
+}
+
+function multiheadAttention(
+  params: Params,
+  layer: number,
+  heads: number,
+  x: number[],
+  cands: number[][],
+  dropout?: RefDropout,
+): number[] {
   const p = `cross_attn_layers.${layer}.`;
   const W = get(params, `${p}in_proj_weight`);
   const bias = get(params, `${p}in_proj_bias`);
@@ -77,8 +101,10 @@ function multiheadAttention(params: Params, layer: number, heads: number, x: num
     const m = Math.max(...scores);
     const e = scores.map((s) => Math.exp(s - m));
     const z = e.reduce((a, v) => a + v, 0);
+    let weights = e.map((v) => v / z);
+    if (dropout) weights = drop(weights, dropout.attnP, dropout);
     for (let j = 0; j < cands.length; j++) {
-      const a = e[j] / z;
+      const a = weights[j];
       for (let i = lo; i < lo + hd; i++) concat[i] += a * vs[j][i];
     }
   }
@@ -116,6 +142,7 @@ export function refForward(
   cands: number[][],
   labels?: number[],
   steps?: number,
+  dropout?: RefDropout,
 ): RefResult {
   const project = (v: number[]) =>
     config.d === config.hidden ? v.slice() : linear(get(params, "input_proj.weight"), v);
@@ -123,15 +150,18 @@ export function refForward(
   const cr = cands.map(project);
   let x = qr;
   for (let l = 0; l < config.layers; l++) {
-    const attn = multiheadAttention(params, l, config.heads, x, cr);
+    const attn = multiheadAttention(params, l, config.heads, x, cr, dropout);
     x = layerNorm(
       attn.map((a, i) => a + x[i]),
       get(params, `attn_norms.${l}.weight`),
       get(params, `attn_norms.${l}.bias`),
     );
   }
-  let h = normalize(linear(get(params, "query_proj.weight"), x));
-  const cHat = cr.map((c) => normalize(linear(get(params, "cand_proj.weight"), c)));
+  // Dropout on the enhanced query and the projected candidates, before query_proj / cand_proj (V4-x order).
+  const xd = dropout ? drop(x, dropout.p, dropout) : x;
+  const crd = dropout ? cr.map((c) => drop(c, dropout.p, dropout)) : cr;
+  let h = normalize(linear(get(params, "query_proj.weight"), xd));
+  const cHat = crd.map((c) => normalize(linear(get(params, "cand_proj.weight"), c)));
   const S = steps ?? labels?.length ?? config.shots;
   const chosen: number[] = [];
   const logits: number[][] = [];

@@ -1,0 +1,373 @@
+/**
+ * The Lever-Plus pointer selector (spec §5.4–§5.6) on the tensor engine: one class, options for the
+ * variants (config.ts). Semantics follow the reference source:
+ *   lever_lm/models/v2/pointer_selector_v4_2.py / _v4_3.py (and the V4-1 gate of pointer_selector_v2.py):
+ *   1. input_proj (d→H, no bias; identity when d = H);
+ *   2. `layers` × [MultiheadAttention(query = the one query token, key = value = the input-projected
+ *      candidates at EVERY layer), residual, LayerNorm];
+ *   3. dropout on the enhanced query and on the projected candidates, THEN query_proj / cand_proj
+ *      (the order of the current V4-x files; v2 before 2025-12-25 applied dropout after the
+ *      projections — identical in eval mode);
+ *   4. L2-normalise; per step scores = ĉ·h / τ (fixed τ), optional step embedding
+ *      h_t = normalise(h + E[t]), optional V4-3 penalty −softplus(λ_t)·max_j cos(ĉ, ĉ_chosen_j) for t > 0,
+ *      already chosen (and padding) positions excluded; the state update uses the label (teacher
+ *      forcing) or the decoder's pick: gate h' = normalise(ĉ + g⊙(h − ĉ)), g = σ(W_g[h; ĉ] + b_g), or
+ *      GRU h' = normalise(GRUCell(ĉ, h)).
+ * Masking: the reference fills −100 before the softmax; we exclude positions exactly (probability 0),
+ * which equals the reference to e^−100 relative.
+ *
+ * Performance: everything that depends only on the query and its pool (input projection,
+ * cross-attention, candidate projection, the candidate Gram matrix) is computed ONCE per query;
+ * trajectories are rows laid out query-major with a fixed number G of rows per query, so each step's
+ * scores are one batched GEMM [G, H]·[K, H]ᵀ per query. The single-token attention is evaluated in
+ * the algebraically equal form that never projects the K keys/values:
+ *   q·(W_k c + b_k) = (W_kᵀ q)·c + q·b_k  (the last term is constant over c, so softmax ignores it),
+ *   Σ_j a_j (W_v c_j + b_v) = W_v (Σ_j a_j c_j) + b_v Σ_j a_j,
+ * which turns O(K·H²) per layer into O(H² + K·H). The parity test against the literal PyTorch
+ * formulation (test/selector/reference.ts) covers this rewrite.
+ */
+import * as T from "../tensor/ops.js";
+import { type Data, type DType, noGrad, Tensor } from "../tensor/tensor.js";
+import { LeverError } from "../util/errors.js";
+import type { Rng } from "../util/rng.js";
+import type { SelectorConfig } from "./config.js";
+import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
+
+/** Candidate rows projected once for many queries (evaluation): P = input_proj(table), Ĉ = normalise(cand_proj(P)). */
+export interface TableEncoding {
+  rows: number;
+  projected: Tensor;
+  candHat: Tensor;
+}
+
+/**
+ * B queries with K candidate slots each. Candidates are rows of a table (an index embedding matrix,
+ * or the flattened [B·K, d] candidates); `slots[b·K + k]` is the table row of slot k of query b,
+ * −1 for padding (queries with fewer than K candidates).
+ */
+export interface SelectorInput {
+  queries: Data;
+  table: Data | TableEncoding;
+  slots: Int32Array;
+  K: number;
+}
+
+/** Per-query work, shared by all rows (trajectories) of a query. */
+export interface Encoded {
+  B: number;
+  K: number;
+  /** Initial query state h₀ [B, H]. */
+  h0: Tensor;
+  /** Normalised projected candidates Ĉ [B, K, H]. */
+  candHat: Tensor;
+  /** Candidate cosine Gram matrix [B, K, K] (only with the redundancy penalty). */
+  gram: Tensor | null;
+  /** 1 = padding slot, [B·K]. */
+  padMask: Uint8Array;
+  /** Number of real candidates of each query. */
+  validCount: Int32Array;
+}
+
+/** Decoding state of R = B·G rows (G rows per query, query-major). */
+export interface RowState {
+  G: number;
+  /** Query state h_t [R, H]. */
+  h: Tensor;
+  /** 1 = position unavailable (padding or already chosen), [R·K]. */
+  unavailable: Uint8Array;
+  /** Running max cosine to the chosen candidates [R, K] (redundancy only; null before the first pick). */
+  redundancy: Tensor | null;
+  /** Steps taken so far. */
+  step: number;
+}
+
+export interface ForwardOptions {
+  training?: boolean;
+  /** Dropout stream; required when training with dropout > 0. */
+  rng?: Rng;
+}
+
+/** Teacher-forced forward over R = B·G rows: raw step scores and the masks they were taken under. */
+export interface TeacherForced {
+  G: number;
+  /** Per step the scores [R, K] (masked entries hold finite garbage; always use `masks`). */
+  scores: Tensor[];
+  /** Per step 1 = excluded position, [R·K]. */
+  masks: Uint8Array[];
+}
+
+export class PointerSelector {
+  readonly config: SelectorConfig;
+  readonly dtype: DType;
+  readonly params: Map<string, Tensor>;
+  readonly specs: ParamSpec[];
+
+  constructor(config: SelectorConfig, values: ParamValues | Map<string, Data>, dtype: DType = "float32") {
+    this.config = config;
+    this.dtype = dtype;
+    this.specs = paramSpecs(config);
+    this.params = new Map();
+    for (const spec of this.specs) {
+      const v = values.get(spec.name);
+      if (!v || v.length !== sizeOf(spec.shape))
+        throw new LeverError(
+          `parameter ${spec.name} is missing or has ${v?.length ?? 0} values, expected ${sizeOf(spec.shape)}`,
+        );
+      const data = dtype === "float64" ? Float64Array.from(v) : Float32Array.from(v);
+      this.params.set(spec.name, Tensor.param(data, spec.shape));
+    }
+  }
+
+  /** Parameters in state-dict order. */
+  parameters(): Tensor[] {
+    return this.specs.map((s) => this.p(s.name));
+  }
+
+  /** Current values as float64 (for checkpoints and copies). */
+  values(): ParamValues {
+    const out: ParamValues = new Map();
+    for (const s of this.specs) out.set(s.name, Float64Array.from(this.p(s.name).data));
+    return out;
+  }
+
+  private p(name: string): Tensor {
+    const t = this.params.get(name);
+    if (!t) throw new Error(`PointerSelector: no parameter ${name}`);
+    return t;
+  }
+
+  private tensor(data: Data, shape: number[]): Tensor {
+    return Tensor.from(data, shape, this.dtype);
+  }
+
+  private inputProject(x: Tensor): Tensor {
+    return this.config.d === this.config.hidden ? x : T.linear(x, this.p("input_proj.weight"));
+  }
+
+  /** Projects candidate rows once for evaluation of many queries (no dropout, no gradient). */
+  encodeTable(table: Data): TableEncoding {
+    const { d } = this.config;
+    if (table.length % d !== 0)
+      throw new LeverError(`candidate table has ${table.length} values, not a multiple of d=${d}`);
+    const rows = table.length / d;
+    return noGrad(() => {
+      const projected = this.inputProject(this.tensor(table, [rows, d]));
+      const candHat = T.l2Normalize(T.linear(projected, this.p("cand_proj.weight")));
+      return { rows, projected, candHat };
+    });
+  }
+
+  /** The per-query part of the forward pass (steps 1–4 up to the normalised states). */
+  encode(input: SelectorInput, opts: ForwardOptions = {}): Encoded {
+    const { d, hidden: H, heads, layers } = this.config;
+    const training = opts.training ?? false;
+    const { K } = input;
+    if (input.queries.length % d !== 0) throw new LeverError(`query embeddings are not a multiple of d=${d}`);
+    const B = input.queries.length / d;
+    if (input.slots.length !== B * K)
+      throw new LeverError(`expected ${B}×${K} candidate slots, got ${input.slots.length}`);
+    const encoding = isTableEncoding(input.table) ? input.table : null;
+    const tableRows = encoding ? encoding.rows : (input.table as Data).length / d;
+    const padMask = new Uint8Array(B * K);
+    const gatherRows = new Int32Array(B * K);
+    const validCount = new Int32Array(B);
+    for (let i = 0; i < B * K; i++) {
+      const r = input.slots[i];
+      if (r < 0) padMask[i] = 1;
+      else if (r >= tableRows || !Number.isInteger(r))
+        throw new LeverError(`candidate slot ${i} points at row ${r} of ${tableRows}`);
+      else {
+        gatherRows[i] = r;
+        validCount[Math.floor(i / K)]++;
+      }
+    }
+    if (training && encoding) throw new Error("PointerSelector.encode: a TableEncoding is for evaluation only");
+    if (training && !opts.rng) throw new Error("PointerSelector.encode: training needs an rng for dropout");
+    const rng = opts.rng as Rng;
+    const projected = encoding
+      ? encoding.projected
+      : this.inputProject(this.tensor(input.table as Data, [tableRows, d]));
+    const cand = T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]); // C_r [B, K, H]
+    let x = this.inputProject(this.tensor(input.queries, [B, d])); // q_r [B, H]
+
+    const n = heads;
+    const hd = H / n;
+    // Attention mask over [B, n, K]: padding slots excluded for every head.
+    const attnMask = new Uint8Array(B * n * K);
+    for (let b = 0; b < B; b++)
+      for (let h = 0; h < n; h++) attnMask.set(padMask.subarray(b * K, (b + 1) * K), (b * n + h) * K);
+    for (let l = 0; l < layers; l++) {
+      const pre = `cross_attn_layers.${l}.`;
+      const W = this.p(`${pre}in_proj_weight`);
+      const bias = this.p(`${pre}in_proj_bias`);
+      const Wq = T.narrow(W, 0, 0, H);
+      const Wk = T.narrow(W, 0, H, H);
+      const Wv = T.narrow(W, 0, 2 * H, H);
+      const bq = T.narrow(bias, 0, 0, H);
+      const bv = T.narrow(bias, 0, 2 * H, H); // b_k cancels in the softmax (see header)
+      const q = T.linear(x, Wq, bq); // [B, H]
+      // u[b, h, :] = W_k,hᵀ q_h  — [n, B, hd] · [n, hd, H] → [n, B, H] → [B, n, H]
+      const qh = T.permute(T.reshape(q, [B, n, hd]), [1, 0, 2]);
+      const u = T.permute(T.matmul(qh, T.reshape(Wk, [n, hd, H])), [1, 0, 2]);
+      const logits = T.scale(T.matmul(u, cand, { transB: true }), 1 / Math.sqrt(hd)); // [B, n, K]
+      let attn = T.softmax(logits, attnMask);
+      const withDropout = training && this.config.attnDropout > 0;
+      if (withDropout) attn = T.dropout(attn, this.config.attnDropout, rng, true);
+      const ctx = T.matmul(attn, cand); // [B, n, H] = Σ_j a_j c_j per head
+      // v_h = W_v,h ctx_h — [n, B, H] · [n, hd, H]ᵀ → [n, B, hd] → [B, n, hd]
+      const vh = T.permute(T.matmul(T.permute(ctx, [1, 0, 2]), T.reshape(Wv, [n, hd, H]), { transB: true }), [1, 0, 2]);
+      // b_v enters with weight Σ_j a_j: 1, except after attention dropout.
+      const bias3 = T.reshape(bv, [n, hd]);
+      const v = T.reshape(T.add(vh, withDropout ? T.mul(T.sum(attn, 2, true), bias3) : bias3), [B, H]);
+      const out = T.linear(v, this.p(`${pre}out_proj.weight`), this.p(`${pre}out_proj.bias`));
+      x = T.layerNorm(T.add(out, x), this.p(`attn_norms.${l}.weight`), this.p(`attn_norms.${l}.bias`));
+    }
+    const p = this.config.dropout;
+    const xd = training ? T.dropout(x, p, rng, true) : x;
+    const h0 = T.l2Normalize(T.linear(xd, this.p("query_proj.weight")));
+    let candHat: Tensor;
+    if (encoding) {
+      candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
+    } else {
+      const cd = training ? T.dropout(cand, p, rng, true) : cand;
+      candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));
+    }
+    const gram = this.config.redundancy === "max" ? T.matmul(candHat, candHat, { transB: true }) : null;
+    return { B, K, h0, candHat, gram, padMask, validCount };
+  }
+
+  /** G rows per query, all starting from the query's h₀ with nothing chosen. */
+  startRows(enc: Encoded, G: number): RowState {
+    const { B, K } = enc;
+    const rowQuery = new Int32Array(B * G);
+    for (let r = 0; r < rowQuery.length; r++) rowQuery[r] = Math.floor(r / G);
+    const h = G === 1 ? enc.h0 : T.indexSelect(enc.h0, rowQuery, 0);
+    const unavailable = new Uint8Array(B * G * K);
+    for (let r = 0; r < B * G; r++)
+      unavailable.set(enc.padMask.subarray(rowQuery[r] * K, (rowQuery[r] + 1) * K), r * K);
+    return { G, h, unavailable, redundancy: null, step: 0 };
+  }
+
+  /** Scores [R, K] of the next step (before masking; use `state.unavailable` as the mask). */
+  stepScores(enc: Encoded, state: RowState): Tensor {
+    const { B, K } = enc;
+    const { hidden: H } = this.config;
+    const t = state.step;
+    let hs = state.h;
+    if (this.config.stepEmbedding) {
+      if (t >= this.config.shots)
+        throw new LeverError(`the step embedding has ${this.config.shots} rows; cannot score step ${t + 1}`);
+      hs = T.l2Normalize(T.add(hs, T.narrow(this.p("step_emb.weight"), 0, t, 1)));
+    }
+    const G = state.G;
+    let scores = T.reshape(T.matmul(T.reshape(hs, [B, G, H]), enc.candHat, { transB: true }), [B * G, K]);
+    scores = T.scale(scores, 1 / this.config.temperature);
+    if (state.redundancy !== null) {
+      if (t >= this.config.shots)
+        throw new LeverError(`div_lambda has ${this.config.shots} entries; cannot score step ${t + 1}`);
+      const weight = T.softplus(T.narrow(this.p("div_lambda"), 0, t, 1));
+      scores = T.sub(scores, T.mul(state.redundancy, weight));
+    }
+    return scores;
+  }
+
+  /** Takes positions `chosen` [R] (labels or picks) and updates the row state. */
+  advance(enc: Encoded, state: RowState, chosen: Int32Array): void {
+    const { K } = enc;
+    const { G } = state;
+    const R = enc.B * G;
+    const flat = new Int32Array(R);
+    for (let r = 0; r < R; r++) {
+      const a = chosen[r];
+      if (!(a >= 0 && a < K) || state.unavailable[r * K + a])
+        throw new LeverError(
+          `row ${r} step ${state.step + 1}: position ${a} is padding, out of range or already chosen`,
+        );
+      state.unavailable[r * K + a] = 1;
+      flat[r] = Math.floor(r / G) * K + a;
+    }
+    const candRows = T.reshape(enc.candHat, [enc.B * K, this.config.hidden]);
+    const c = T.indexSelect(candRows, flat, 0); // ĉ_chosen [R, H]
+    if (enc.gram !== null) {
+      const sim = T.indexSelect(T.reshape(enc.gram, [enc.B * K, K]), flat, 0); // cos(ĉ_k, ĉ_chosen) [R, K]
+      state.redundancy = state.redundancy === null ? sim : T.maximum(state.redundancy, sim);
+    }
+    const h = state.h;
+    if (this.config.stateUpdate === "gate") {
+      const g = T.sigmoid(
+        T.linear(T.concat([h, c], 1), this.p("query_update_gate.weight"), this.p("query_update_gate.bias")),
+      );
+      state.h = T.l2Normalize(T.add(c, T.mul(g, T.sub(h, c)))); // g⊙h + (1−g)⊙ĉ
+    } else if (this.config.stateUpdate === "gru") {
+      state.h = T.l2Normalize(
+        T.gruCell(
+          c,
+          h,
+          this.p("decoder_gru.weight_ih"),
+          this.p("decoder_gru.weight_hh"),
+          this.p("decoder_gru.bias_ih"),
+          this.p("decoder_gru.bias_hh"),
+        ),
+      );
+    }
+    state.step++;
+  }
+
+  /** Teacher-forced forward of G trajectories per query; labels [B·G·S] row-major (query-major rows). */
+  teacherForce(enc: Encoded, G: number, labels: Int32Array, steps: number): TeacherForced {
+    const R = enc.B * G;
+    if (labels.length !== R * steps) throw new LeverError(`expected ${R}×${steps} labels, got ${labels.length}`);
+    const state = this.startRows(enc, G);
+    const scores: Tensor[] = [];
+    const masks: Uint8Array[] = [];
+    for (let t = 0; t < steps; t++) {
+      scores.push(this.stepScores(enc, state));
+      masks.push(state.unavailable.slice());
+      const chosen = new Int32Array(R);
+      for (let r = 0; r < R; r++) chosen[r] = labels[r * steps + t];
+      this.advance(enc, state, chosen);
+    }
+    return { G, scores, masks };
+  }
+}
+
+function isTableEncoding(x: Data | TableEncoding): x is TableEncoding {
+  return (x as TableEncoding).candHat !== undefined;
+}
+
+/** Step labels of a teacher-forced pass: column t of the [R, S] label matrix. */
+export function stepLabels(labels: Int32Array, rows: number, steps: number, t: number): Int32Array {
+  const out = new Int32Array(rows);
+  for (let r = 0; r < rows; r++) out[r] = labels[r * steps + t];
+  return out;
+}
+
+/** Σ_t log p(label_t) per row [R] (differentiable): the sequence log-probability used by RCE/GRPO. */
+export function sequenceLogProbs(tf: TeacherForced, labels: Int32Array): Tensor {
+  const S = tf.scores.length;
+  let total: Tensor | null = null;
+  tf.scores.forEach((s, t) => {
+    const rows = s.shape[0];
+    const lp = T.gatherLast(T.logSoftmax(s, tf.masks[t]), stepLabels(labels, rows, S, t));
+    total = total === null ? lp : T.add(total, lp);
+  });
+  if (total === null) throw new LeverError("sequence log-probability of zero steps");
+  return total;
+}
+
+/**
+ * SFT loss: mean over steps of the weighted per-step cross-entropy with label smoothing over the
+ * still-available positions; = Σ_r w_r·mean_t CE_{r,t} / Σ_r w_r (the reference's F.cross_entropy
+ * mean over B·S when all weights are 1). Rows with weight 0 (padding rows) contribute nothing.
+ */
+export function sftLoss(tf: TeacherForced, labels: Int32Array, weights: Data, labelSmoothing: number): Tensor {
+  const S = tf.scores.length;
+  let total: Tensor | null = null;
+  tf.scores.forEach((s, t) => {
+    const rows = s.shape[0];
+    const ce = T.crossEntropy(s, stepLabels(labels, rows, S, t), { labelSmoothing, mask: tf.masks[t], weights });
+    total = total === null ? ce : T.add(total, ce);
+  });
+  if (total === null) throw new LeverError("loss of zero steps");
+  return T.scale(total, 1 / S);
+}
