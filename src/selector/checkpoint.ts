@@ -1,0 +1,181 @@
+/**
+ * Strict, self-describing selector checkpoints (design §2.6): a `.safetensors` file whose tensors
+ * carry exactly the PyTorch state-dict names of the Lever-Plus pointer selector (params.ts) and whose
+ * `__metadata__` holds the format version, architecture, full config, the pool size K used in
+ * training, the shot count and provenance. Loading fails on ANY missing, unexpected or mis-shaped
+ * tensor, listing all of them in one error — the reference's non-strict loading silently dropped the
+ * RL-trained attention weights (spec §11 P3).
+ */
+import { z } from "zod";
+import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";
+import { LeverError } from "../util/errors.js";
+import { type SelectorConfig, SelectorConfigSchema, variantName } from "./config.js";
+import { type ParamValues, paramSpecs, sizeOf } from "./params.js";
+
+export const CHECKPOINT_FORMAT = "lever.selector/1";
+export const ARCHITECTURE = "lever-plus.pointer-selector";
+
+export const ProvenanceSchema = z
+  .object({
+    runId: z.string().nullable().default(null),
+    /** What produced the weights: "sft", "rce", "grpo", "init", "import-torch", … */
+    stage: z.string(),
+    epoch: z.number().int().nullable().default(null),
+    /** sha256 of the inputs (beam/pool/embedding artefacts, source file). */
+    dataHashes: z.record(z.string(), z.string()).default({}),
+    metrics: z.record(z.string(), z.number().nullable()).default({}),
+    seed: z.number().int().nullable().default(null),
+    createdAt: z.string(),
+    /** Free-form notes (e.g. the source file of an import). */
+    notes: z.record(z.string(), z.string()).default({}),
+  })
+  .strict();
+export type Provenance = z.infer<typeof ProvenanceSchema>;
+export type ProvenanceInput = z.input<typeof ProvenanceSchema>;
+
+export interface Checkpoint {
+  config: SelectorConfig;
+  params: ParamValues;
+  /** Pool size K the weights were trained with (null when unknown, e.g. imported weights). */
+  trainedK: number | null;
+  /** Shot count the weights were trained for. */
+  shots: number;
+  provenance: Provenance;
+}
+
+/** Writes the checkpoint atomically as float32 safetensors (PyTorch's default dtype). */
+export function saveCheckpoint(
+  path: string,
+  ckpt: Omit<Checkpoint, "provenance"> & { provenance: ProvenanceInput },
+): void {
+  const config = SelectorConfigSchema.parse(ckpt.config);
+  const provenance = ProvenanceSchema.parse(ckpt.provenance);
+  checkParams(config, ckpt.params, path);
+  const tensors: Record<string, { dtype: "F32"; shape: number[]; data: Float32Array }> = {};
+  for (const spec of paramSpecs(config)) {
+    tensors[spec.name] = { dtype: "F32", shape: spec.shape, data: Float32Array.from(ckpt.params.get(spec.name)!) };
+  }
+  writeSafetensors(path, tensors, {
+    format: CHECKPOINT_FORMAT,
+    architecture: ARCHITECTURE,
+    variant: variantName(config),
+    config: JSON.stringify(config),
+    k: JSON.stringify(ckpt.trainedK),
+    shots: String(ckpt.shots),
+    provenance: JSON.stringify(provenance),
+  });
+}
+
+/** Reads and validates a checkpoint; any problem is one LeverError naming the file and what is wrong. */
+export function loadCheckpoint(path: string): Checkpoint {
+  const file = readSafetensors(path);
+  const meta = file.metadata;
+  const field = (name: string): string => {
+    const v = meta[name];
+    if (v === undefined)
+      throw new LeverError("missing checkpoint metadata (not a lever selector checkpoint?)", {
+        file: path,
+        field: `__metadata__.${name}`,
+      });
+    return v;
+  };
+  if (field("format") !== CHECKPOINT_FORMAT)
+    throw new LeverError(`unsupported checkpoint format "${meta.format}", expected "${CHECKPOINT_FORMAT}"`, {
+      file: path,
+      field: "__metadata__.format",
+    });
+  if (field("architecture") !== ARCHITECTURE)
+    throw new LeverError(`unknown architecture "${meta.architecture}"`, {
+      file: path,
+      field: "__metadata__.architecture",
+    });
+  const config = parseJsonField(path, "config", field("config"), SelectorConfigSchema);
+  const trainedK = parseJsonField(path, "k", field("k"), z.number().int().positive().nullable());
+  const shots = parseJsonField(path, "shots", field("shots"), z.number().int().positive());
+  const provenance = parseJsonField(path, "provenance", field("provenance"), ProvenanceSchema);
+  const params = stateDictToParams(config, file.tensors, path);
+  return { config, params, trainedK, shots, provenance };
+}
+
+/** Save-side check: the values must be exactly the config's parameters (same strictness as loading). */
+function checkParams(config: SelectorConfig, params: ParamValues, file: string): void {
+  const tensors = new Map<string, StTensor>();
+  const shapes = new Map(paramSpecs(config).map((s) => [s.name, s.shape]));
+  for (const [name, data] of params) {
+    const shape = shapes.get(name) ?? [data.length];
+    tensors.set(name, { dtype: "F64", shape: sizeOf(shape) === data.length ? shape : [data.length], data });
+  }
+  stateDictToParams(config, tensors, file);
+}
+
+function parseJsonField<S extends z.ZodType>(file: string, name: string, text: string, schema: S): z.infer<S> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new LeverError("is not valid JSON", { file, field: `__metadata__.${name}` });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue.path.length > 0 ? `.${issue.path.join(".")}` : "";
+    throw new LeverError(issue.message, { file, field: `__metadata__.${name}${path}` });
+  }
+  return parsed.data;
+}
+
+/**
+ * Strict state-dict check: every expected tensor present with the expected shape, nothing else.
+ * Returns float64 values; throws ONE error listing every missing, unexpected and mis-shaped tensor.
+ */
+export function stateDictToParams(config: SelectorConfig, tensors: Map<string, StTensor>, file: string): ParamValues {
+  const specs = paramSpecs(config);
+  const expected = new Map(specs.map((s) => [s.name, s.shape]));
+  const missing = specs.filter((s) => !tensors.has(s.name)).map((s) => s.name);
+  const unexpected = [...tensors.keys()].filter((n) => !expected.has(n));
+  const misShaped: string[] = [];
+  const wrongType: string[] = [];
+  for (const [name, shape] of expected) {
+    const t = tensors.get(name);
+    if (!t) continue;
+    if (t.shape.length !== shape.length || t.shape.some((v, i) => v !== shape[i]))
+      misShaped.push(`${name} is [${t.shape.join(", ")}], expected [${shape.join(", ")}]`);
+    if (!(t.data instanceof Float32Array || t.data instanceof Float64Array))
+      wrongType.push(`${name} has dtype ${t.dtype}`);
+  }
+  const problems = [
+    missing.length > 0 ? `missing ${missing.join(", ")}` : null,
+    unexpected.length > 0 ? `unexpected ${unexpected.join(", ")}` : null,
+    misShaped.length > 0 ? `mis-shaped ${misShaped.join("; ")}` : null,
+    wrongType.length > 0 ? `not floating point: ${wrongType.join(", ")}` : null,
+  ].filter((p) => p !== null);
+  if (problems.length > 0)
+    throw new LeverError(
+      `state dict does not match the ${variantName(config)} selector (${describe(config)}): ${problems.join("; ")}`,
+      {
+        file,
+      },
+    );
+  const out: ParamValues = new Map();
+  for (const spec of specs) {
+    const data = tensors.get(spec.name)!.data as Float32Array | Float64Array;
+    if (data.length !== sizeOf(spec.shape))
+      throw new LeverError(`tensor ${spec.name} has ${data.length} values`, { file });
+    for (let i = 0; i < data.length; i++)
+      if (!Number.isFinite(data[i]))
+        throw new LeverError(`tensor ${spec.name} holds a non-finite value at ${i}`, { file });
+    out.set(spec.name, Float64Array.from(data));
+  }
+  return out;
+}
+
+function describe(c: SelectorConfig): string {
+  return `d=${c.d}, hidden=${c.hidden}, layers=${c.layers}, stateUpdate=${c.stateUpdate}, stepEmbedding=${c.stepEmbedding}, redundancy=${c.redundancy}, shots=${c.shots}`;
+}
+
+/** Parameter counts per group, for `selector inspect`. */
+export function parameterGroups(config: SelectorConfig): { group: string; count: number }[] {
+  const groups = new Map<string, number>();
+  for (const s of paramSpecs(config)) groups.set(s.group, (groups.get(s.group) ?? 0) + sizeOf(s.shape));
+  return [...groups].map(([group, count]) => ({ group, count }));
+}

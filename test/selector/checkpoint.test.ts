@@ -1,0 +1,187 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { writeSafetensors } from "../../src/data/safetensors.js";
+import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { beamDecode } from "../../src/selector/decode.js";
+import { importTorchStateDict } from "../../src/selector/import-torch.js";
+import { PointerSelector, sequenceLogProbs } from "../../src/selector/model.js";
+import { initParams, parameterCount, paramSpecs } from "../../src/selector/params.js";
+import { noGrad } from "../../src/tensor/tensor.js";
+import { Rng } from "../../src/util/rng.js";
+
+const dir = mkdtempSync(join(tmpdir(), "lever-ckpt-"));
+const config = SelectorConfigSchema.parse({ d: 8, hidden: 4, layers: 2, shots: 3, stateUpdate: "gate" });
+
+function inputs(seed: number) {
+  const rng = new Rng(seed);
+  const B = 3;
+  const K = 6;
+  return {
+    queries: Float32Array.from({ length: B * config.d }, () => rng.normal()),
+    table: Float32Array.from({ length: B * K * config.d }, () => rng.normal()),
+    slots: Int32Array.from({ length: B * K }, (_, i) => i),
+    K,
+  };
+}
+
+function tensorsOf(values: Map<string, Float64Array>, cfg = config, rename = (n: string) => n) {
+  const shapes = new Map(paramSpecs(cfg).map((s) => [s.name, s.shape]));
+  const out: Record<string, { dtype: "F32"; shape: number[]; data: Float32Array }> = {};
+  for (const [name, v] of values)
+    out[rename(name)] = { dtype: "F32", shape: shapes.get(name)!, data: Float32Array.from(v) };
+  return out;
+}
+
+describe("selector checkpoints", () => {
+  it("round-trip: save → load gives identical config, metadata and outputs", () => {
+    const values = initParams(config, 3);
+    const path = join(dir, "a.safetensors");
+    saveCheckpoint(path, {
+      config,
+      params: values,
+      trainedK: 64,
+      shots: 3,
+      provenance: {
+        stage: "sft",
+        runId: "run-1",
+        epoch: 4,
+        metrics: { valTop1: 0.5 },
+        createdAt: "2026-01-01T00:00:00Z",
+      },
+    });
+    const back = loadCheckpoint(path);
+    expect(back.config).toEqual(config);
+    expect(back.trainedK).toBe(64);
+    expect(back.shots).toBe(3);
+    expect(back.provenance.runId).toBe("run-1");
+    expect(back.provenance.metrics).toEqual({ valTop1: 0.5 });
+    const a = new PointerSelector(config, values);
+    const b = new PointerSelector(back.config, back.params);
+    const inp = inputs(1);
+    const beamsA = beamDecode(
+      a,
+      noGrad(() => a.encode(inp)),
+      3,
+      4,
+    );
+    const beamsB = beamDecode(
+      b,
+      noGrad(() => b.encode(inp)),
+      3,
+      4,
+    );
+    expect(beamsB).toEqual(beamsA);
+    // Saving again gives the same bytes (deterministic layout and metadata).
+    const path2 = join(dir, "b.safetensors");
+    saveCheckpoint(path2, { ...back, provenance: back.provenance });
+    expect(readFileSync(path2)).toEqual(readFileSync(path));
+  });
+
+  it("refuses in one error every missing, unexpected and mis-shaped tensor", () => {
+    const values = initParams(config, 3);
+    const tensors = tensorsOf(values);
+    delete tensors["query_proj.weight"];
+    delete tensors["attn_norms.1.bias"];
+    tensors["cross_attn.in_proj_weight"] = { dtype: "F32", shape: [1], data: new Float32Array(1) };
+    tensors["cand_proj.weight"] = { dtype: "F32", shape: [2, 8], data: new Float32Array(16) };
+    const path = join(dir, "bad.safetensors");
+    writeSafetensors(path, tensors, {
+      format: "lever.selector/1",
+      architecture: "lever-plus.pointer-selector",
+      config: JSON.stringify(config),
+      k: "null",
+      shots: "3",
+      provenance: JSON.stringify({ stage: "x", createdAt: "now" }),
+    });
+    expect(() => loadCheckpoint(path)).toThrow(
+      /bad\.safetensors: .*missing attn_norms\.1\.bias, query_proj\.weight; unexpected cross_attn\.in_proj_weight; mis-shaped cand_proj\.weight is \[2, 8\], expected \[4, 4\]/,
+    );
+  });
+
+  it("names the metadata field that is missing or invalid", () => {
+    const path = join(dir, "meta.safetensors");
+    writeSafetensors(path, tensorsOf(initParams(config, 1)), { format: "lever.selector/1" });
+    expect(() => loadCheckpoint(path)).toThrow(/meta\.safetensors, field "__metadata__\.architecture"/);
+    writeSafetensors(path, tensorsOf(initParams(config, 1)), {
+      format: "lever.selector/1",
+      architecture: "lever-plus.pointer-selector",
+      config: JSON.stringify({ ...config, stateUpdate: "lstm" }),
+      k: "null",
+      shots: "3",
+      provenance: "{}",
+    });
+    expect(() => loadCheckpoint(path)).toThrow(/field "__metadata__\.config\.stateUpdate"/);
+  });
+
+  it("reports parameter counts per group that add up to the total", () => {
+    const groups = parameterGroups(config);
+    expect(groups.reduce((s, g) => s + g.count, 0)).toBe(parameterCount(config));
+    expect(groups.find((g) => g.group === "gate")?.count).toBe(4 * 8 + 4);
+  });
+});
+
+describe("import of a PyTorch state dict", () => {
+  const golden = JSON.parse(readFileSync(new URL("./golden/torch-golden.json", import.meta.url), "utf8"))[1];
+  const gcfg = SelectorConfigSchema.parse(golden.config);
+  const values = new Map(
+    Object.entries(golden.params as Record<string, number[]>).map(([k, v]) => [k, Float64Array.from(v)]),
+  );
+
+  it("strips Lightning prefixes, skips the CLIP towers, infers the V4-3 architecture and keeps the outputs", async () => {
+    const tensors = tensorsOf(values, gcfg, (n) => `lever_lm.pointer_selector.${n}`);
+    tensors["lever_lm.img_model.vision_model.embeddings.patch"] = {
+      dtype: "F32",
+      shape: [2],
+      data: new Float32Array(2),
+    };
+    tensors["lever_lm.sen_model.text_model.final_layer_norm.weight"] = {
+      dtype: "F32",
+      shape: [2],
+      data: new Float32Array(2),
+    };
+    const path = join(dir, "torch.safetensors");
+    writeSafetensors(path, tensors);
+    const result = await importTorchStateDict(path, { temperature: 0.1 });
+    expect(result.skippedEncoderTensors).toBe(2);
+    expect(result.checkpoint.config).toEqual(gcfg);
+    expect(result.sha256).toMatch(/^[0-9a-f]{64}$/);
+    const model = new PointerSelector(result.checkpoint.config, result.checkpoint.params, "float64");
+    const K = 5;
+    const input = {
+      queries: new Float64Array(golden.query.flat()),
+      table: new Float64Array(golden.cands.flat(2)),
+      slots: Int32Array.from({ length: 2 * K }, (_, i) => i),
+      K,
+    };
+    const labels = new Int32Array(golden.labels.flat());
+    const seq = noGrad(() => sequenceLogProbs(model.teacherForce(model.encode(input), 1, labels, 3), labels));
+    golden.sequenceLogProb.forEach((v: number, b: number) => {
+      expect(seq.data[b]).toBeCloseTo(v, 4); // float32 storage
+    });
+  });
+
+  it("refuses the renamed cross_attn.* / attn_norm.* keys of the reference converters, explaining why", async () => {
+    const rename = (n: string) =>
+      n.replace("cross_attn_layers.0.", "cross_attn.").replace("attn_norms.0.", "attn_norm.");
+    const path = join(dir, "converted.safetensors");
+    writeSafetensors(
+      path,
+      tensorsOf(values, gcfg, (n) => `lever_lm.pointer_selector.${rename(n)}`),
+    );
+    await expect(importTorchStateDict(path)).rejects.toThrow(/refusing renamed keys .*cross_attn\..*strict=False.*P3/);
+  });
+
+  it("refuses a gate-less v2 state dict loaded as the gated model (no silent random gate)", async () => {
+    const old = SelectorConfigSchema.parse({ d: 8, hidden: 4, layers: 1, stateUpdate: "none" });
+    const path = join(dir, "v2-old.safetensors");
+    writeSafetensors(path, tensorsOf(initParams(old, 2), old));
+    const plain = await importTorchStateDict(path);
+    expect(plain.checkpoint.config.stateUpdate).toBe("none");
+    await expect(importTorchStateDict(path, { stateUpdate: "gate" })).rejects.toThrow(
+      /missing query_update_gate\.weight, query_update_gate\.bias/,
+    );
+  });
+});
