@@ -1,0 +1,84 @@
+/**
+ * Pool building speed on random unit embeddings generated in memory.
+ * Target (issue 4): 5,000 queries over a 443,757 × 512 index with K = 64 in < 60 s.
+ *
+ * Sizes via environment: LEVER_BENCH_POOLS_QUERIES (default 5000), LEVER_BENCH_POOLS_INDEX (443757),
+ * LEVER_BENCH_POOLS_DIM (512), LEVER_BENCH_POOLS_K (64). With the TypeScript GEMM the similarity
+ * samplers run on LEVER_BENCH_POOLS_TS_QUERIES (default 200) queries and the time is extrapolated
+ * linearly to the full query count (GEMM work is linear in the number of queries).
+ */
+import type { EmbeddingMatrix } from "../src/data/embeddings.js";
+import type { VqaItem } from "../src/data/item.js";
+import { PoolBuilder, type SamplerName } from "../src/pools/samplers.js";
+import { defaultGemm } from "../src/pools/search.js";
+import { Rng } from "../src/util/rng.js";
+
+function envInt(name: string, fallback: number): number {
+  const value = process.env[name];
+  return value === undefined ? fallback : Number.parseInt(value, 10);
+}
+
+function items(prefix: string, count: number, perImage: number): VqaItem[] {
+  return Array.from({ length: count }, (_, n) => ({
+    questionId: `${prefix}${n}`,
+    imageId: `${prefix}img${Math.floor(n / perImage)}`,
+    question: "",
+    answers: [],
+    answer: "",
+    questionType: "",
+    answerType: "",
+    imagePath: null,
+  }));
+}
+
+/** Uniform(-1, 1) coordinates, rows scaled to unit length. */
+function unitEmbedding(list: readonly VqaItem[], dim: number, seed: number): EmbeddingMatrix {
+  const rng = new Rng(seed);
+  const data = new Float32Array(list.length * dim);
+  for (let r = 0; r < list.length; r++) {
+    let norm = 0;
+    const offset = r * dim;
+    for (let c = 0; c < dim; c++) {
+      const v = rng.nextUint32() / 2147483648 - 1;
+      data[offset + c] = v;
+      norm += v * v;
+    }
+    const scale = 1 / Math.sqrt(norm);
+    for (let c = 0; c < dim; c++) data[offset + c] *= scale;
+  }
+  return { ids: list.map((item) => item.questionId), dim, data };
+}
+
+export async function run(): Promise<void> {
+  const nQueries = envInt("LEVER_BENCH_POOLS_QUERIES", 5000);
+  const nIndex = envInt("LEVER_BENCH_POOLS_INDEX", 443_757);
+  const dim = envInt("LEVER_BENCH_POOLS_DIM", 512);
+  const k = envInt("LEVER_BENCH_POOLS_K", 64);
+  const { gemm, path } = defaultGemm();
+  const simQueries = path === "typescript" ? Math.min(nQueries, envInt("LEVER_BENCH_POOLS_TS_QUERIES", 200)) : nQueries;
+
+  let t = performance.now();
+  const index = items("t", nIndex, 5);
+  const queries = items("v", nQueries, 1);
+  const indexEmbeddings = { text: unitEmbedding(index, dim, 1), image: unitEmbedding(index, dim, 2) };
+  const queryEmbeddings = { text: unitEmbedding(queries, dim, 3), image: unitEmbedding(queries, dim, 4) };
+  const setup = (performance.now() - t) / 1000;
+  console.log(
+    `index ${nIndex} × ${dim}, ${nQueries} queries, K=${k}, gemm: ${path} (data generation ${setup.toFixed(1)} s)`,
+  );
+
+  const builder = new PoolBuilder({ index, indexEmbeddings, gemm });
+  console.log("| sampler | queries timed | seconds | seconds for all queries | queries/s |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const sampler of ["random", "text-sim", "image-sim", "mix"] as SamplerName[]) {
+    const count = sampler === "random" ? nQueries : simQueries;
+    t = performance.now();
+    builder.build(queries.slice(0, count), { sampler, k, seed: 1, queryEmbeddings });
+    const seconds = (performance.now() - t) / 1000;
+    const all = (seconds * nQueries) / count;
+    const note = count < nQueries ? " (extrapolated)" : "";
+    console.log(
+      `| ${sampler} | ${count} | ${seconds.toFixed(2)} | ${all.toFixed(1)}${note} | ${(count / seconds).toFixed(0)} |`,
+    );
+  }
+}

@@ -1,0 +1,291 @@
+/**
+ * Exact cosine top-K of every query against a whole index, for the similarity samplers.
+ *
+ * Rows must be unit length (see unitRows), so cosine = dot product. Scores come from a blocked
+ * GEMM (query block × index block) and each query keeps a running min-heap of its best
+ * K + margin rows, skipping its excluded rows (itself, its same-image items). The survivors are
+ * re-scored in float64 and the final order is (score desc, row asc): membership and order are then
+ * independent of which GEMM produced the float32 screening scores (TypeScript or native), and
+ * exact ties always go to the lower row.
+ */
+import { kernelPath, gemm as tensorGemm } from "../tensor/kernels.js";
+import { LeverError } from "../util/errors.js";
+
+/** C = A·Bᵀ, row-major float32: A is M×K, B is N×K, C is M×N (overwritten). */
+export type Gemm = (M: number, N: number, K: number, A: Float32Array, B: Float32Array, C: Float32Array) => void;
+
+/**
+ * TypeScript C = A·Bᵀ. Both operands are read along contiguous rows, so a 4×4 register block of
+ * dot products (16 accumulators, 8 loads per step) is the whole kernel; edges fall back to single
+ * dot products.
+ */
+export const gemmNTTypeScript: Gemm = (M, N, K, A, B, C) => {
+  const M4 = M - (M % 4);
+  const N4 = N - (N % 4);
+  for (let i = 0; i < M4; i += 4) {
+    const a0 = i * K;
+    const a1 = a0 + K;
+    const a2 = a1 + K;
+    const a3 = a2 + K;
+    for (let j = 0; j < N4; j += 4) {
+      const b0 = j * K;
+      const b1 = b0 + K;
+      const b2 = b1 + K;
+      const b3 = b2 + K;
+      let c00 = 0;
+      let c01 = 0;
+      let c02 = 0;
+      let c03 = 0;
+      let c10 = 0;
+      let c11 = 0;
+      let c12 = 0;
+      let c13 = 0;
+      let c20 = 0;
+      let c21 = 0;
+      let c22 = 0;
+      let c23 = 0;
+      let c30 = 0;
+      let c31 = 0;
+      let c32 = 0;
+      let c33 = 0;
+      for (let k = 0; k < K; k++) {
+        const x0 = A[a0 + k];
+        const x1 = A[a1 + k];
+        const x2 = A[a2 + k];
+        const x3 = A[a3 + k];
+        const y0 = B[b0 + k];
+        const y1 = B[b1 + k];
+        const y2 = B[b2 + k];
+        const y3 = B[b3 + k];
+        c00 += x0 * y0;
+        c01 += x0 * y1;
+        c02 += x0 * y2;
+        c03 += x0 * y3;
+        c10 += x1 * y0;
+        c11 += x1 * y1;
+        c12 += x1 * y2;
+        c13 += x1 * y3;
+        c20 += x2 * y0;
+        c21 += x2 * y1;
+        c22 += x2 * y2;
+        c23 += x2 * y3;
+        c30 += x3 * y0;
+        c31 += x3 * y1;
+        c32 += x3 * y2;
+        c33 += x3 * y3;
+      }
+      const r0 = i * N + j;
+      const r1 = r0 + N;
+      const r2 = r1 + N;
+      const r3 = r2 + N;
+      C[r0] = c00;
+      C[r0 + 1] = c01;
+      C[r0 + 2] = c02;
+      C[r0 + 3] = c03;
+      C[r1] = c10;
+      C[r1 + 1] = c11;
+      C[r1 + 2] = c12;
+      C[r1 + 3] = c13;
+      C[r2] = c20;
+      C[r2 + 1] = c21;
+      C[r2 + 2] = c22;
+      C[r2 + 3] = c23;
+      C[r3] = c30;
+      C[r3 + 1] = c31;
+      C[r3 + 2] = c32;
+      C[r3 + 3] = c33;
+    }
+    for (let j = N4; j < N; j++) for (let r = 0; r < 4; r++) C[(i + r) * N + j] = dot32(A, (i + r) * K, B, j * K, K);
+  }
+  for (let i = M4; i < M; i++) for (let j = 0; j < N; j++) C[i * N + j] = dot32(A, i * K, B, j * K, K);
+};
+
+/** C = A·Bᵀ through src/tensor's sgemm (the native addon: OpenBLAS or our C++ GEMM). */
+export const gemmNTNative: Gemm = (M, N, K, A, B, C) => tensorGemm(false, true, M, N, K, 1, A, K, B, K, 0, C, N);
+
+/** The fastest available kernel: native when the addon loaded, else the TypeScript one above. */
+export function defaultGemm(): { gemm: Gemm; path: string } {
+  const path = kernelPath();
+  return path === "typescript" ? { gemm: gemmNTTypeScript, path } : { gemm: gemmNTNative, path };
+}
+
+function dot32(A: Float32Array, a: number, B: Float32Array, b: number, K: number): number {
+  let s = 0;
+  for (let k = 0; k < K; k++) s += A[a + k] * B[b + k];
+  return s;
+}
+
+export interface TopKOptions {
+  k: number;
+  /** Per query: index rows it must never receive (any order; a handful per query). */
+  exclude?: readonly (readonly number[] | undefined)[];
+  gemm?: Gemm;
+  /** Queries per GEMM block (default 256). */
+  queryBlock?: number;
+  /** Index rows per GEMM block (default 4096). */
+  indexBlock?: number;
+  /** Extra candidates kept beyond K for the float64 re-scoring (default 8). */
+  margin?: number;
+}
+
+export interface TopKResult {
+  k: number;
+  /** queries × k index rows, best first. */
+  rows: Int32Array;
+  /** queries × k cosine similarities (float64 re-scored), matching `rows`. */
+  scores: Float64Array;
+}
+
+/**
+ * For each of the Q query rows (Q×dim) its k most similar index rows (N×dim), best first,
+ * never an excluded row. Throws when a query has fewer than k eligible rows.
+ */
+export function cosineTopK(queries: Float32Array, index: Float32Array, dim: number, options: TopKOptions): TopKResult {
+  const { k } = options;
+  const Q = queries.length / dim;
+  const N = index.length / dim;
+  if (!Number.isInteger(Q) || !Number.isInteger(N))
+    throw new LeverError(`matrix sizes are not multiples of dim ${dim}`);
+  if (!Number.isInteger(k) || k < 1) throw new LeverError(`K must be a positive integer, got ${k}`);
+  const exclude = options.exclude ?? [];
+  for (let q = 0; q < Q; q++) {
+    const excluded = exclude[q]?.length ?? 0;
+    if (k > N - excluded)
+      throw new LeverError(
+        `K=${k} but the index has only ${N - excluded} eligible items for query row ${q} (${N} minus ${excluded} excluded)`,
+        { field: "k" },
+      );
+  }
+  const gemm = options.gemm ?? defaultGemm().gemm;
+  const qBlock = options.queryBlock ?? 256;
+  const nBlock = options.indexBlock ?? 4096;
+  const cap = Math.min(k + (options.margin ?? 8), N);
+  const heapScore = new Float32Array(Q * cap);
+  const heapRow = new Int32Array(Q * cap);
+  const heapSize = new Int32Array(Q);
+  const block = new Float32Array(Math.min(qBlock, Q) * Math.min(nBlock, N));
+
+  // Index blocks outside, query blocks inside: the big matrix is streamed through the cache once.
+  for (let n0 = 0; n0 < N; n0 += nBlock) {
+    const nb = Math.min(nBlock, N - n0);
+    const B = index.subarray(n0 * dim, (n0 + nb) * dim);
+    for (let q0 = 0; q0 < Q; q0 += qBlock) {
+      const qb = Math.min(qBlock, Q - q0);
+      const C = block.subarray(0, qb * nb);
+      gemm(qb, nb, dim, queries.subarray(q0 * dim, (q0 + qb) * dim), B, C);
+      for (let i = 0; i < qb; i++) {
+        const q = q0 + i;
+        const base = q * cap;
+        const excluded = exclude[q];
+        let size = heapSize[q];
+        // Rows arrive in increasing order, so a candidate tying the heap's worst never beats it
+        // (the heap's entry has the lower row): strict ">" is the tie rule.
+        let worst = size < cap ? Number.NEGATIVE_INFINITY : heapScore[base];
+        const rowOffset = i * nb;
+        for (let j = 0; j < nb; j++) {
+          const s = C[rowOffset + j];
+          if (!(s > worst)) continue;
+          const row = n0 + j;
+          if (excluded?.includes(row)) continue;
+          if (size < cap) {
+            heapPush(heapScore, heapRow, base, size, s, row);
+            size++;
+            if (size === cap) worst = heapScore[base];
+          } else {
+            heapReplaceRoot(heapScore, heapRow, base, cap, s, row);
+            worst = heapScore[base];
+          }
+        }
+        heapSize[q] = size;
+      }
+    }
+  }
+
+  const rows = new Int32Array(Q * k);
+  const scores = new Float64Array(Q * k);
+  for (let q = 0; q < Q; q++) {
+    const size = heapSize[q];
+    const candidates: { row: number; score: number }[] = [];
+    for (let h = 0; h < size; h++) {
+      const row = heapRow[q * cap + h];
+      candidates.push({ row, score: dot64(queries, q * dim, index, row * dim, dim) });
+    }
+    candidates.sort((a, b) => b.score - a.score || a.row - b.row);
+    for (let r = 0; r < k; r++) {
+      rows[q * k + r] = candidates[r].row;
+      scores[q * k + r] = candidates[r].score;
+    }
+  }
+  return { k, rows, scores };
+}
+
+function dot64(A: Float32Array, a: number, B: Float32Array, b: number, K: number): number {
+  let s = 0;
+  for (let i = 0; i < K; i++) s += A[a + i] * B[b + i];
+  return s;
+}
+
+/** Min-heap order: lower score is worse; at equal score the higher row is worse. */
+function worse(sa: number, ra: number, sb: number, rb: number): boolean {
+  return sa < sb || (sa === sb && ra > rb);
+}
+
+function heapPush(score: Float32Array, row: Int32Array, base: number, size: number, s: number, r: number): void {
+  let i = size;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (!worse(s, r, score[base + parent], row[base + parent])) break;
+    score[base + i] = score[base + parent];
+    row[base + i] = row[base + parent];
+    i = parent;
+  }
+  score[base + i] = s;
+  row[base + i] = r;
+}
+
+function heapReplaceRoot(score: Float32Array, row: Int32Array, base: number, size: number, s: number, r: number): void {
+  let i = 0;
+  for (;;) {
+    const left = 2 * i + 1;
+    if (left >= size) break;
+    const right = left + 1;
+    let child = left;
+    if (right < size && worse(score[base + right], row[base + right], score[base + left], row[base + left]))
+      child = right;
+    if (!worse(score[base + child], row[base + child], s, r)) break;
+    score[base + i] = score[base + child];
+    row[base + i] = row[base + child];
+    i = child;
+  }
+  score[base + i] = s;
+  row[base + i] = r;
+}
+
+/**
+ * Unit-length rows for cosine search: returns `data` itself when every row already has norm 1
+ * (within 1e-4), else a normalised copy. A zero or non-finite row is an error naming its id.
+ */
+export function unitRows(data: Float32Array, dim: number, ids: readonly string[], file?: string): Float32Array {
+  const rows = data.length / dim;
+  let normalised = true;
+  const norms = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let s = 0;
+    for (let c = r * dim, end = c + dim; c < end; c++) s += data[c] * data[c];
+    const norm = Math.sqrt(s);
+    if (!(norm > 0) || !Number.isFinite(norm))
+      throw new LeverError(`embedding row has norm ${norm}; cosine similarity is undefined`, {
+        file,
+        record: ids[r],
+      });
+    norms[r] = norm;
+    if (Math.abs(norm - 1) > 1e-4) normalised = false;
+  }
+  if (normalised) return data;
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) {
+    const scale = 1 / norms[r];
+    for (let c = r * dim, end = c + dim; c < end; c++) out[c] = data[c] * scale;
+  }
+  return out;
+}

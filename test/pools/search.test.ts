@@ -1,0 +1,106 @@
+import { describe, expect, test } from "vitest";
+import { cosineTopK, defaultGemm, gemmNTNative, gemmNTTypeScript, unitRows } from "../../src/pools/search.js";
+import { Rng } from "../../src/util/rng.js";
+import { bruteForceTopK, makeEmbedding, makeItems } from "./helpers.js";
+
+function randomMatrix(rows: number, cols: number, seed: number): Float32Array {
+  const rng = new Rng(seed);
+  return Float32Array.from({ length: rows * cols }, () => rng.normal());
+}
+
+function naiveNT(M: number, N: number, K: number, A: Float32Array, B: Float32Array): Float64Array {
+  const C = new Float64Array(M * N);
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += A[i * K + k] * B[j * K + k];
+      C[i * N + j] = s;
+    }
+  return C;
+}
+
+describe("GEMM C = A·Bᵀ", () => {
+  test.each([
+    [1, 1, 1],
+    [4, 4, 8],
+    [7, 9, 5],
+    [13, 6, 33],
+  ])("TypeScript kernel matches a naive triple loop for M=%i N=%i K=%i (edges included)", (M, N, K) => {
+    const A = randomMatrix(M, K, 1);
+    const B = randomMatrix(N, K, 2);
+    const C = new Float32Array(M * N).fill(Number.NaN);
+    gemmNTTypeScript(M, N, K, A, B, C);
+    const ref = naiveNT(M, N, K, A, B);
+    for (let i = 0; i < C.length; i++) expect(C[i]).toBeCloseTo(ref[i], 5);
+  });
+
+  test("the tensor-backed kernel (native when built) agrees with the TypeScript one", () => {
+    const [M, N, K] = [9, 14, 31];
+    const A = randomMatrix(M, K, 3);
+    const B = randomMatrix(N, K, 4);
+    const C1 = new Float32Array(M * N);
+    const C2 = new Float32Array(M * N);
+    gemmNTTypeScript(M, N, K, A, B, C1);
+    gemmNTNative(M, N, K, A, B, C2);
+    for (let i = 0; i < C1.length; i++) expect(C2[i]).toBeCloseTo(C1[i], 4);
+    expect(["typescript", "native", "openblas"]).toContain(defaultGemm().path);
+  });
+});
+
+describe("cosineTopK", () => {
+  const items = makeItems("x", 60, 3); // 180 index rows
+  const index = makeEmbedding(items, 12, 7);
+  const queries = makeEmbedding(makeItems("q", 11, 1), 12, 8);
+  const unitIndex = unitRows(index.data, 12, index.ids);
+  const unitQueries = unitRows(queries.data, 12, queries.ids);
+  const exclude = Array.from({ length: 11 }, (_, q) => [q * 3, q * 3 + 1, (q * 17) % 180]);
+
+  test.each([
+    [256, 4096, 8],
+    [3, 17, 8],
+    [4, 16, 0],
+    [1, 1, 2],
+  ])(
+    "equals float64 brute force with exclusions (query block %i, index block %i, margin %i)",
+    (queryBlock, indexBlock, margin) => {
+      const k = 10;
+      const result = cosineTopK(unitQueries, unitIndex, 12, { k, exclude, queryBlock, indexBlock, margin });
+      for (let q = 0; q < 11; q++) {
+        const expected = bruteForceTopK(queries.data.subarray(q * 12, (q + 1) * 12), index, k, new Set(exclude[q]));
+        expect(Array.from(result.rows.subarray(q * k, (q + 1) * k))).toEqual(expected);
+        for (let r = 1; r < k; r++) expect(result.scores[q * k + r]).toBeLessThanOrEqual(result.scores[q * k + r - 1]);
+      }
+    },
+  );
+
+  test("breaks exact ties toward the lower index row", () => {
+    const dim = 4;
+    const rows = [1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0];
+    const result = cosineTopK(new Float32Array([1, 0, 0, 0]), new Float32Array(rows), dim, { k: 3, indexBlock: 2 });
+    expect(Array.from(result.rows)).toEqual([0, 2, 3]); // rows 0, 2, 3 tie at cosine 1
+  });
+
+  test("rejects K larger than the eligible rows", () => {
+    expect(() => cosineTopK(unitQueries, unitIndex, 12, { k: 178, exclude })).toThrow(
+      /K=178 but the index has only 177 eligible items/,
+    );
+  });
+});
+
+describe("unitRows", () => {
+  test("returns the same array when rows are unit length and a normalised copy otherwise", () => {
+    const items = makeItems("u", 3, 1);
+    const unit = makeEmbedding(items, 5, 1, true);
+    expect(unitRows(unit.data, 5, unit.ids)).toBe(unit.data);
+    const raw = makeEmbedding(items, 5, 1);
+    const copy = unitRows(raw.data, 5, raw.ids);
+    expect(copy).not.toBe(raw.data);
+    for (let r = 0; r < 3; r++) expect(Math.hypot(...copy.subarray(r * 5, r * 5 + 5))).toBeCloseTo(1, 6);
+  });
+
+  test("names the item whose row is zero", () => {
+    expect(() => unitRows(new Float32Array([1, 0, 0, 0]), 2, ["a", "b"], "E.npy")).toThrow(
+      'E.npy, record "b": embedding row has norm 0',
+    );
+  });
+});
