@@ -98,17 +98,18 @@ export function encodeNpy(data: NpyData, shape: readonly number[], dtype?: NpyWr
   const count = shape.reduce((a, b) => a * b, 1);
   if (count !== data.length)
     throw new LeverError(`shape ${JSON.stringify(shape)} holds ${count} values but the data has ${data.length}`);
-  const chunks = [headerBytes(descr, shape)];
+  const chunks = [encodeNpyHeader(descr, shape)];
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   for (let offset = 0; offset < bytes.length; offset += MAX_IO) chunks.push(bytes.subarray(offset, offset + MAX_IO));
   return chunks;
 }
 
 /**
- * The header numpy (≥ 1.22) writes: keys sorted, shape as a Python tuple, room for 21 digits of
+ * The header (magic through "\n") numpy (≥ 1.22) writes, for streaming writers that produce the data
+ * themselves: keys sorted, shape as a Python tuple, room for 21 digits of
  * growth on the first axis, padded with spaces to a multiple of 64 and ended by "\n".
  */
-function headerBytes(descr: NpyWriteDtype, shape: readonly number[]): Uint8Array {
+export function encodeNpyHeader(descr: NpyWriteDtype, shape: readonly number[]): Uint8Array {
   const tuple = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`;
   let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${tuple}, }`;
   if (shape.length > 0) dict += " ".repeat(21 - String(shape[0]).length);

@@ -66,12 +66,14 @@ describe("readNpy", () => {
     expect(Array.from(a.data as BigInt64Array)).toEqual([5n, 9007199254740993n]);
     const i4 = new Uint8Array(new Int32Array([-1, 42]).buffer);
     expect(
-      Array.from(readNpy(handBuilt(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", i4)).data),
+      Array.from(
+        readNpy(handBuilt(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", i4)).data as Int32Array,
+      ),
     ).toEqual([-1, 42]);
     const u1 = readNpy(
       handBuilt(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", new Uint8Array([1, 2, 255])),
     );
-    expect(Array.from(u1.data)).toEqual([1, 2, 255]);
+    expect(Array.from(u1.data as Uint8Array)).toEqual([1, 2, 255]);
   });
 
   it("reads scalars and empty arrays", () => {
@@ -87,7 +89,7 @@ describe("readNpy", () => {
     const bytes = handBuilt(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", f32(1.25, -3));
     const shifted = new Uint8Array(bytes.length + 1);
     shifted.set(bytes, 1);
-    expect(Array.from(readNpy(shifted.subarray(1)).data)).toEqual([1.25, -3]);
+    expect(Array.from(readNpy(shifted.subarray(1)).data as Float32Array)).toEqual([1.25, -3]);
   });
 
   const bad: [string, Uint8Array, RegExp][] = [
@@ -159,7 +161,7 @@ describe("readNpy", () => {
 
   it("accepts Fortran order for a 1-D array, whose bytes equal C order", () => {
     const bytes = handBuilt(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", f32(1, 2, 3));
-    expect(Array.from(readNpy(bytes).data)).toEqual([1, 2, 3]);
+    expect(Array.from(readNpy(bytes).data as Float32Array)).toEqual([1, 2, 3]);
   });
 });
 
@@ -228,7 +230,7 @@ describe.skipIf(!hasNumpy)("cross-check with numpy (skipped when python3 + numpy
     ].join("\n");
     execFileSync("python3", ["-c", script, ours, theirs]);
     expect(readFileSync(theirs)).toEqual(readFileSync(ours));
-    expect(Array.from(readNpy(`${theirs}.f2.npy`).data)).toEqual([1, -2, 65504, 2 ** -24]);
+    expect(Array.from(readNpy(`${theirs}.f2.npy`).data as Float32Array)).toEqual([1, -2, 65504, 2 ** -24]);
   });
 
   it("a numpy v2.0 file (forced version) reads correctly", () => {
@@ -239,6 +241,6 @@ describe.skipIf(!hasNumpy)("cross-check with numpy (skipped when python3 + numpy
     );
     execFileSync("python3", [join(dir, "v2.py"), path]);
     expect(readFileSync(path)[6]).toBe(2);
-    expect(Array.from(readNpy(path).data)).toEqual([0, 1, 2, 3]);
+    expect(Array.from(readNpy(path).data as Float64Array)).toEqual([0, 1, 2, 3]);
   });
 });

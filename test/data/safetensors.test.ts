@@ -104,7 +104,7 @@ describe("readSafetensors", () => {
     const t = file.tensors.get("attn.0")!;
     expect(t.dtype).toBe("F32");
     expect(t.shape).toEqual([1, 2, 3]);
-    expect(Array.from(t.data)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(Array.from(t.data as Float32Array)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
   it("widens F16 and BF16 to Float32Array and keeps F64 as Float64Array", () => {
@@ -226,8 +226,8 @@ describe("round trips through files", () => {
       expect(file.tensors.get(name)!.shape).toEqual(tensors[name].shape);
     }
     // 0.1 in binary16 is 0x2e66 = 0.0999755859375; 1000 is exact. bf16(0.1) = 0x3dcd = 0.10009765625; bf16(1000) = 1000.
-    expect(Array.from(file.tensors.get("half")!.data)).toEqual([0.0999755859375, 1000]);
-    expect(Array.from(file.tensors.get("brain")!.data)).toEqual([0.10009765625, 1000]);
+    expect(Array.from(file.tensors.get("half")!.data as Float32Array)).toEqual([0.0999755859375, 1000]);
+    expect(Array.from(file.tensors.get("brain")!.data as Float32Array)).toEqual([0.10009765625, 1000]);
     // The lazy reader sees the same tensors, and the file is exactly what encodeSafetensors produces.
     const reader = openSafetensors(path);
     expect(reader.names).toEqual([...file.tensors.keys()]);

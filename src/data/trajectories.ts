@@ -1,0 +1,269 @@
+/**
+ * Our internal, question-id-keyed models of demonstration sequences (design §2.1, §2.3):
+ * beam-search data (`BeamSet`) and scored rollouts (`RolloutSet`). Every sequence lists ICD
+ * question ids in SELECTION order (first selected first); how that maps onto the prompt is the
+ * set's recorded `promptOrder`:
+ *  - "selection":          the first selected ICD is leftmost in the prompt (farthest from the query);
+ *  - "selection-reversed": the first selected ICD sits next to the query (Lever-Plus beam data,
+ *                          built with construct_order "left").
+ */
+import { z } from "zod";
+import { LeverError } from "../util/errors.js";
+
+export const PROMPT_ORDERS = ["selection", "selection-reversed"] as const;
+export const PromptOrderSchema = z.enum(PROMPT_ORDERS);
+export type PromptOrder = z.infer<typeof PromptOrderSchema>;
+
+/** The ICDs of a selection-ordered sequence in prompt order, leftmost first (the query follows). */
+export function toPromptOrder<T>(selected: readonly T[], order: PromptOrder): T[] {
+  return order === "selection" ? [...selected] : [...selected].reverse();
+}
+
+/** Inverse of toPromptOrder. */
+export function fromPromptOrder<T>(prompt: readonly T[], order: PromptOrder): T[] {
+  return toPromptOrder(prompt, order);
+}
+
+const finite = z.number().refine(Number.isFinite, "must be a finite number");
+const questionId = z.string().min(1);
+
+/** Where an imported artefact came from, for provenance. */
+export const SourceSchema = z.object({
+  format: z.string(),
+  file: z.string().optional(),
+  sha256: z.string().optional(),
+  /** Free-form import settings (construct order, flavour, …). */
+  settings: z.record(z.string(), z.unknown()).optional(),
+});
+
+// ── beam data ───────────────────────────────────────────────────────────────────────────────
+
+export const BeamSchema = z.object({
+  /** ICD question ids in selection order. */
+  selected: z.array(questionId).min(1),
+  /** The producer's score of the sequence (Lever-Plus: InfoScore gain of the LAST added ICD only). */
+  score: finite,
+  /** Per-step scores in selection order, when recorded. */
+  shotScores: z.array(finite).optional(),
+});
+export type Beam = z.infer<typeof BeamSchema>;
+
+export const BeamQuerySchema = z.object({
+  beams: z.array(BeamSchema),
+  /** Lever-Plus `few_shot_num` (the search depth), when recorded. */
+  fewShotNum: z.number().int().positive().optional(),
+  /** Other per-query producer fields, verbatim (not interpreted, not re-mapped). */
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+export type BeamQuery = z.infer<typeof BeamQuerySchema>;
+
+export const BeamSetSchema = z.object({
+  format: z.literal("lever.beams/1"),
+  /** Dataset holding both the queries (anchors) and the ICDs. */
+  dataset: z.string(),
+  promptOrder: PromptOrderSchema,
+  /** queryId → its beams, best first. */
+  queries: z.record(questionId, BeamQuerySchema),
+  source: SourceSchema.optional(),
+});
+export type BeamSet = z.infer<typeof BeamSetSchema>;
+
+// ── rollouts ────────────────────────────────────────────────────────────────────────────────
+
+const nullableFinite = finite.nullable();
+
+export const TrajectorySchema = z.object({
+  /** ICD question ids in selection order. */
+  selected: z.array(questionId).min(1),
+  /** Positions of `selected` in the query's pool (present exactly when the query has a pool). */
+  positions: z.array(z.number().int().nonnegative()).optional(),
+  /** beam | sample | retrieval | random | … */
+  genMethod: z.string().optional(),
+  beamRank: z.number().int().nonnegative().nullable().optional(),
+  beamScore: nullableFinite.optional(),
+  logprobScore: nullableFinite.optional(),
+  temperature: nullableFinite.optional(),
+  similarityScore: nullableFinite.optional(),
+  rawGeneration: z.string().nullable().optional(),
+  predAnswer: z.string().nullable().optional(),
+  /** VQA accuracy of the prediction for this question, in [0, 1]. The one required reward field. */
+  vqaAccScore: finite.refine((x) => x >= 0 && x <= 1, "must be in [0, 1]"),
+  /** 1 iff at least one annotator agreed (acc > 0). */
+  vqaCorrect: z.union([z.literal(0), z.literal(1)]).optional(),
+  vqaGtProb: nullableFinite.optional(),
+  vqaRelTokenF1: nullableFinite.optional(),
+  vqaRelEditSim: nullableFinite.optional(),
+  vqaRelScore: nullableFinite.optional(),
+  /** vqaEval | fallback | error */
+  evalMode: z.string().nullable().optional(),
+  evalSplitUsed: z.string().nullable().optional(),
+  evalFailed: z.boolean().optional(),
+  /** Producer fields we do not interpret (e.g. Lever-Plus `pointer_pos`, `_fix_failed`), kept verbatim. */
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+export type Trajectory = z.infer<typeof TrajectorySchema>;
+
+export const RolloutQuerySchema = z.object({
+  /** The query's candidate pool (question ids), when trajectories were drawn from a fixed pool. */
+  pool: z.array(questionId).optional(),
+  trajectories: z.array(TrajectorySchema),
+  /** Producer's description of the query (Lever-Plus `query` block minus its row index), verbatim. */
+  info: z.record(z.string(), z.unknown()).optional(),
+  /** Other per-query producer fields, verbatim. */
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+export type RolloutQuery = z.infer<typeof RolloutQuerySchema>;
+
+export const RolloutSetSchema = z.object({
+  format: z.literal("lever.rollouts/1"),
+  dataset: z.string(),
+  promptOrder: PromptOrderSchema,
+  queries: z.record(questionId, RolloutQuerySchema),
+  /** Producer-level metadata (Lever-Plus `_meta`), verbatim. */
+  meta: z.record(z.string(), z.unknown()).optional(),
+  /** Other producer top-level blocks (Lever-Plus keys starting with "_"), verbatim. */
+  extra: z.record(z.string(), z.unknown()).optional(),
+  source: SourceSchema.optional(),
+});
+export type RolloutSet = z.infer<typeof RolloutSetSchema>;
+
+// ── checks the schemas cannot express ──────────────────────────────────────────────────────────
+
+function duplicateIn(values: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (const v of values) {
+    if (seen.has(v)) return v;
+    seen.add(v);
+  }
+  return undefined;
+}
+
+/** No ICD twice in a beam; per-shot scores match the beam length. */
+export function checkBeamSet(set: BeamSet, file: string): void {
+  for (const [queryId, query] of Object.entries(set.queries)) {
+    query.beams.forEach((beam, b) => {
+      const at = (field: string) => ({ file, record: queryId, field: `beams[${b}].${field}` });
+      const dup = duplicateIn(beam.selected);
+      if (dup !== undefined) throw new LeverError(`"${dup}" is selected twice`, at("selected"));
+      if (beam.shotScores !== undefined && beam.shotScores.length !== beam.selected.length)
+        throw new LeverError(`${beam.shotScores.length} scores for ${beam.selected.length} ICDs`, at("shotScores"));
+    });
+  }
+}
+
+/**
+ * Pools hold no duplicates; a trajectory has positions exactly when its query has a pool, and
+ * `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory.
+ */
+export function checkRolloutSet(set: RolloutSet, file: string): void {
+  for (const [queryId, query] of Object.entries(set.queries)) {
+    const { pool } = query;
+    if (pool !== undefined) {
+      const dup = duplicateIn(pool);
+      if (dup !== undefined) throw new LeverError(`"${dup}" appears twice`, { file, record: queryId, field: "pool" });
+    }
+    query.trajectories.forEach((trajectory, t) => {
+      const at = (field: string) => ({ file, record: queryId, field: `trajectories[${t}].${field}` });
+      const dup = duplicateIn(trajectory.selected);
+      if (dup !== undefined) throw new LeverError(`"${dup}" is selected twice`, at("selected"));
+      const { positions } = trajectory;
+      if ((pool === undefined) !== (positions === undefined))
+        throw new LeverError(
+          pool === undefined ? "has positions but the query has no pool" : "has no positions but the query has a pool",
+          at("positions"),
+        );
+      if (pool === undefined || positions === undefined) return;
+      if (positions.length !== trajectory.selected.length)
+        throw new LeverError(`${positions.length} positions for ${trajectory.selected.length} ICDs`, at("positions"));
+      positions.forEach((p, j) => {
+        if (p >= pool.length) throw new LeverError(`${p} is outside the pool of ${pool.length}`, at(`positions[${j}]`));
+        if (pool[p] !== trajectory.selected[j])
+          throw new LeverError(`pool[${p}] is "${pool[p]}", not "${trajectory.selected[j]}"`, at(`positions[${j}]`));
+      });
+    });
+  }
+}
+
+/** Parses a stored beam artefact, with errors naming the file, query and field. */
+export function parseBeamSet(json: unknown, file: string): BeamSet {
+  const parsed = BeamSetSchema.safeParse(json);
+  if (!parsed.success) throw zodError(parsed.error, file);
+  checkBeamSet(parsed.data, file);
+  return parsed.data;
+}
+
+/** Parses a stored rollout artefact, with errors naming the file, query and field. */
+export function parseRolloutSet(json: unknown, file: string): RolloutSet {
+  const parsed = RolloutSetSchema.safeParse(json);
+  if (!parsed.success) throw zodError(parsed.error, file);
+  checkRolloutSet(parsed.data, file);
+  return parsed.data;
+}
+
+/** `queries.<id>.rest` paths become record <id>, field rest. */
+function zodError(error: z.ZodError, file: string): LeverError {
+  const issue = error.issues[0];
+  const path = issue.path.map(String);
+  const inQuery = path[0] === "queries" && path.length > 1;
+  const rest = inQuery ? issue.path.slice(2) : issue.path;
+  const field = rest.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
+  return new LeverError(issue.message, {
+    file,
+    ...(inQuery ? { record: path[1] } : {}),
+    ...(field.length > 0 ? { field } : {}),
+  });
+}
+
+// ── summaries (for CLI output and reports) ─────────────────────────────────────────────────────
+
+export interface BeamSetSummary {
+  queries: number;
+  beams: number;
+  shots: number[];
+  promptOrder: PromptOrder;
+}
+
+export function summarizeBeamSet(set: BeamSet): BeamSetSummary {
+  const all = Object.values(set.queries).flatMap((q) => q.beams);
+  return {
+    queries: Object.keys(set.queries).length,
+    beams: all.length,
+    shots: [...new Set(all.map((b) => b.selected.length))].sort((a, b) => a - b),
+    promptOrder: set.promptOrder,
+  };
+}
+
+export interface RolloutSetSummary {
+  queries: number;
+  trajectories: number;
+  /** Fewest and most trajectories of one query. */
+  perQuery: { min: number; max: number };
+  queriesWithPool: number;
+  shots: number[];
+  /** Mean VQA accuracy and fraction of trajectories with accuracy > 0. */
+  meanAcc: number;
+  positiveFraction: number;
+  /** Queries whose trajectories have both acc > 0 and acc = 0 (useful for group-relative RL). */
+  mixedQueries: number;
+  promptOrder: PromptOrder;
+}
+
+export function summarizeRolloutSet(set: RolloutSet): RolloutSetSummary {
+  const queries = Object.values(set.queries);
+  const all = queries.flatMap((q) => q.trajectories);
+  const counts = queries.map((q) => q.trajectories.length);
+  const positives = all.filter((t) => t.vqaAccScore > 0).length;
+  return {
+    queries: queries.length,
+    trajectories: all.length,
+    perQuery: { min: counts.length > 0 ? Math.min(...counts) : 0, max: counts.length > 0 ? Math.max(...counts) : 0 },
+    queriesWithPool: queries.filter((q) => q.pool !== undefined).length,
+    shots: [...new Set(all.map((t) => t.selected.length))].sort((a, b) => a - b),
+    meanAcc: all.length > 0 ? all.reduce((s, t) => s + t.vqaAccScore, 0) / all.length : Number.NaN,
+    positiveFraction: all.length > 0 ? positives / all.length : Number.NaN,
+    mixedQueries: queries.filter(
+      (q) => q.trajectories.some((t) => t.vqaAccScore > 0) && q.trajectories.some((t) => t.vqaAccScore === 0),
+    ).length,
+    promptOrder: set.promptOrder,
+  };
+}
