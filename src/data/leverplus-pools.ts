@@ -4,7 +4,8 @@
  * anchors are rows of the query dataset, candidates rows of the index dataset (both the train
  * split in Lever-Plus). The pool contract (design §2.2) forbids the query itself and items sharing
  * its image; Lever-Plus samplers did not enforce that, so such candidates are an error unless the
- * caller asks to drop them (the dropped count is recorded in the pool set's settings).
+ * caller asks to drop them. Pool sets hold exactly K per query, so dropping cuts every pool to the
+ * shortest remaining length (sampler order kept; counts recorded in the pool set's settings).
  */
 import { z } from "zod";
 import type { PoolSet } from "../pools/types.js";
@@ -24,7 +25,7 @@ export interface SamplerPoolImportOptions {
   seed?: number;
   file?: string;
   sha256?: string;
-  /** "drop": remove candidates that are the query or share its image, instead of failing. */
+  /** "drop": remove candidates that are the query or share its image (then cut all pools to the shortest). */
   onConflict?: "error" | "drop";
 }
 
@@ -94,6 +95,11 @@ export function importSamplerPools(
     pools[queryId] = kept;
   }
   if (k === undefined) throw new LeverError("sampler cache holds no pools", { file });
+  // Pool sets hold exactly K candidates per query: after dropping, cut every pool to the shortest
+  // (keeping the sampler's order) and record it.
+  const finalK = dropped > 0 ? Math.min(...Object.values(pools).map((p) => p.length)) : k;
+  if (finalK === 0) throw new LeverError("dropping conflicting candidates left an empty pool", { file });
+  if (finalK < k) for (const key of Object.keys(pools)) pools[key] = pools[key].slice(0, finalK);
   const set: PoolSet = {
     format: "lever.pools/1",
     sampler: options.sampler,
@@ -102,8 +108,9 @@ export function importSamplerPools(
       ...(options.file !== undefined ? { file: options.file } : {}),
       ...(options.sha256 !== undefined ? { sha256: options.sha256 } : {}),
       droppedConflicts: dropped,
+      ...(finalK < k ? { originalK: k } : {}),
     },
-    k,
+    k: finalK,
     seed: options.seed ?? 42,
     indexDataset: indexItems.name,
     queryDataset: queryItems.name,
@@ -112,7 +119,7 @@ export function importSamplerPools(
   const warnings =
     dropped > 0
       ? [
-          `${file}: dropped ${dropped} candidates that were the query or shared its image; some pools are shorter than K = ${k}`,
+          `${file}: dropped ${dropped} candidates that were the query or shared its image; every pool cut to K = ${finalK} (was ${k})`,
         ]
       : [];
   return { set: PoolSetSchema.parse(set), warnings, dropped };

@@ -420,11 +420,16 @@ describe("sampler-cache pools", () => {
     expect(() => importSamplerPools(sameImage, okvqa, okvqa, { sampler: "S", file: "p.json" })).toThrow(
       /field "\[1\]": candidate 3 \(question 422\) shares image 3 with the query/,
     );
-    const result = importSamplerPools(sameImage, okvqa, okvqa, { sampler: "S", onConflict: "drop" });
+    const result = importSamplerPools({ ...sameImage, "5": [1, 7, 0] }, okvqa, okvqa, {
+      sampler: "S",
+      onConflict: "drop",
+    });
     expect(result.dropped).toBe(1);
-    expect(result.set.pools["310"]).toEqual(["101", "530"]);
-    expect(result.set.settings.droppedConflicts).toBe(1);
-    expect(result.warnings[0]).toMatch(/dropped 1 candidates/);
+    // Every pool is cut to the shortest (2), keeping the sampler's order, so the set keeps exactly K each.
+    expect(result.set.k).toBe(2);
+    expect(result.set.pools).toEqual({ "310": ["101", "530"], "611": ["205", "899"] });
+    expect(result.set.settings).toMatchObject({ droppedConflicts: 1, originalK: 3 });
+    expect(result.warnings[0]).toMatch(/dropped 1 candidates .* every pool cut to K = 2 \(was 3\)/);
   });
 
   it("rejects pools of the wrong size, duplicates and rows outside the index dataset", () => {
