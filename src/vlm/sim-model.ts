@@ -12,7 +12,7 @@
  *   U        = Σ_j confusion[class_j] · π_j                                  confusion
  *   logit(x) = λ·log p_cell(x)  (or λ·floorLogProb outside the vocabulary)
  *            + β·(1 − e^{−E_x})                                            saturating pull toward demo answers
- *            + [x = a*]·(κ + φ·(1 − e^{−F}) − ψ·(1 − e^{−U}))              what the model itself sees
+ *            + [x = a*]·(κ + φ·(1 − e^{−F}) − ψ·U)                         what the model itself sees
  *   p(x)     = softmax over the table plus one tail entry (tailLogit, shared by tailSize strings),
  *              all logits divided by τ = 1 + γ·U (irrelevant demonstrations flatten the distribution).
  *
@@ -119,7 +119,7 @@ export class AnswerModel {
       pi *= m.positionDecay;
     }
     for (let k = 0; k < size; k++) if (evidence[k] > 0) logits[k] += m.pull * -Math.expm1(-evidence[k]);
-    logits[trueSlot] += w.knowledge[q] + m.formatGain * -Math.expm1(-format) - m.distraction * -Math.expm1(-confusion);
+    logits[trueSlot] += w.knowledge[q] + m.formatGain * -Math.expm1(-format) - m.distraction * confusion;
     this.tableSize = size;
     this.trueSlot = trueSlot;
     this.confusion = confusion;

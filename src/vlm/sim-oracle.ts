@@ -248,8 +248,7 @@ class Search {
     for (let s = 0; s < slots; s++) {
       let low = this.prior[s] + m.pull * -Math.expm1(-this.evidence[s]);
       if (s === this.trueSlot)
-        low +=
-          knowledge + m.formatGain * -Math.expm1(-format) - m.distraction * -Math.expm1(-(confusion + addConfusion));
+        low += knowledge + m.formatGain * -Math.expm1(-format) - m.distraction * (confusion + addConfusion);
       if (low > top1) {
         top2 = top1;
         top1 = low;
@@ -262,7 +261,7 @@ class Search {
       const evidence = this.evidence[s] + this.topUnused(this.byCopy[s], this.copy, depth, remaining);
       let high = this.prior[s] + m.pull * -Math.expm1(-evidence);
       if (s === this.trueSlot)
-        high += knowledge + m.formatGain * -Math.expm1(-(format + addFormat)) - m.distraction * -Math.expm1(-confusion);
+        high += knowledge + m.formatGain * -Math.expm1(-(format + addFormat)) - m.distraction * confusion;
       if (high + 1e-7 >= (s === top1Slot ? top2 : top1)) best = this.accuracy[s];
     }
     return best;

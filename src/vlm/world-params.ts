@@ -27,7 +27,7 @@ export const AnswerModelParamsSchema = z
     /** log-probability the prior gives an answer outside the query's answer vocabulary. */
     floorLogProb: z.number().max(0).default(-7),
     /** β: the largest logit a demonstration's answer can gain (saturation ceiling). */
-    pull: nonNegative.default(4.5),
+    pull: nonNegative.default(5.5),
     /** Copy weight every demonstration has, however irrelevant (VLMs copy demo answers). */
     copyBase: nonNegative.default(0.45),
     /** Extra copy weight by relevance class. */
@@ -35,13 +35,13 @@ export const AnswerModelParamsSchema = z
     /** Confusion each class adds (irrelevant demonstrations distract from what the model sees). */
     confusion: PerClass(1, 0.5, 0, 0),
     /** Format evidence each class adds: any demonstration shows the answer format, same-type ones best. */
-    format: PerClass(0.2, 0.4, 1, 1),
+    format: PerClass(0.4, 0.4, 1, 1),
     /** Weight of a demonstration at distance δ from the query (δ = 0 next to it) is decay^δ. */
     positionDecay: z.number().gt(0).max(1).default(0.7),
     /** φ: largest logit gain of the true answer from format evidence. */
     formatGain: nonNegative.default(1.5),
-    /** ψ: largest logit loss of the true answer from confusion. */
-    distraction: nonNegative.default(0.5),
+    /** ψ: logit loss of the true answer per unit of confusion (linear: distraction keeps growing with more shots). */
+    distraction: nonNegative.default(0.35),
     /** η: deterministic per (query, demonstration) jitter of the copy weight, factor in [1−η, 1+η]. */
     jitter: z.number().min(0).lt(1).default(0.3),
     /** γ: confusion flattens the distribution: logits are divided by 1 + γ·confusion. */
@@ -94,8 +94,8 @@ export const WorldParamsSchema = z.strictObject({
   /** Share of true answers drawn uniformly from the whole type vocabulary instead of the cell. */
   tailRate: unit.default(0.15),
   /** Item-level visual knowledge κ ~ N(mean, sd): the zero-shot logit bonus of the true answer. */
-  knowledgeMean: z.number().default(-1.2),
-  knowledgeSd: nonNegative.default(1.6),
+  knowledgeMean: z.number().default(-1.0),
+  knowledgeSd: nonNegative.default(1.2),
   /** Annotator disagreement: item ambiguity ε = max·u³ (u uniform), each annotator deviates w.p. ε. */
   ambiguityMax: unit.default(0.5),
   /** Share of agreeing annotators who write a surface variant ("Two", "two", "the park", "red."). */
