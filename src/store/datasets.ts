@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Database } from "better-sqlite3";
 import { z } from "zod";
-import { compareQuestionIds, type VqaItem } from "../data/item.js";
+import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "../data/item.js";
 import { check, LeverError } from "../util/errors.js";
 import type { DatasetInput, DatasetRecord, EmbeddingRecord } from "./types.js";
 
@@ -32,10 +32,70 @@ interface ItemRow {
   image_id: string;
   question: string;
   answers: string;
+  answer_confidences: string | null;
+  raw_answers: string | null;
   answer: string;
   question_type: string;
   answer_type: string;
   image_path: string | null;
+}
+
+/**
+ * The ten annotator answers are stored as parallel JSON arrays of strings (answers, confidences,
+ * raw answers; the last two NULL when no answer has them, entries null where one lacks it):
+ * about a third of the size of an array of objects and twice as fast to parse back, which
+ * matters when loading the 443,757 VQAv2 training items.
+ */
+export interface EncodedAnswers {
+  answers: string;
+  confidences: string | null;
+  raw: string | null;
+}
+
+export function encodeAnswers(answers: readonly AnnotatorAnswer[]): EncodedAnswers {
+  let hasConfidence = false;
+  let hasRaw = false;
+  for (const a of answers) {
+    hasConfidence ||= a.confidence !== undefined;
+    hasRaw ||= a.raw !== undefined;
+  }
+  return {
+    answers: JSON.stringify(answers.map((a) => a.answer)),
+    confidences: hasConfidence ? JSON.stringify(answers.map((a) => a.confidence ?? null)) : null,
+    raw: hasRaw ? JSON.stringify(answers.map((a) => a.raw ?? null)) : null,
+  };
+}
+
+export function decodeAnswers(encoded: EncodedAnswers): AnnotatorAnswer[] {
+  const answers = JSON.parse(encoded.answers) as string[];
+  const confidences = encoded.confidences === null ? null : (JSON.parse(encoded.confidences) as (string | null)[]);
+  const raw = encoded.raw === null ? null : (JSON.parse(encoded.raw) as (string | null)[]);
+  const out = new Array<AnnotatorAnswer>(answers.length);
+  for (let i = 0; i < answers.length; i++) {
+    const a: AnnotatorAnswer = { answer: answers[i] };
+    const c = confidences?.[i];
+    if (c !== undefined && c !== null) a.confidence = c;
+    const r = raw?.[i];
+    if (r !== undefined && r !== null) a.raw = r;
+    out[i] = a;
+  }
+  return out;
+}
+
+/**
+ * One item's line in the items hash: every field but the image path, in a fixed order, with the
+ * answers in their stored encoding (so it is computed once for both hashing and inserting).
+ */
+function hashLine(item: VqaItem, encoded: EncodedAnswers): string {
+  const head = JSON.stringify([
+    item.questionId,
+    item.imageId,
+    item.question,
+    item.answer,
+    item.questionType,
+    item.answerType,
+  ]);
+  return `${head}\t${encoded.answers}\t${encoded.confidences}\t${encoded.raw}\n`;
 }
 
 /**
@@ -44,21 +104,7 @@ interface ItemRow {
  */
 export function itemsHash(sortedItems: readonly VqaItem[]): string {
   const hash = createHash("sha256");
-  for (const item of sortedItems) {
-    const answers = item.answers.map((a) => [a.answer, a.confidence ?? null, a.raw ?? null]);
-    hash.update(
-      JSON.stringify([
-        item.questionId,
-        item.imageId,
-        item.question,
-        answers,
-        item.answer,
-        item.questionType,
-        item.answerType,
-      ]),
-    );
-    hash.update("\n");
-  }
+  for (const item of sortedItems) hash.update(hashLine(item, encodeAnswers(item.answers)));
   return hash.digest("hex");
 }
 
@@ -92,6 +138,9 @@ export function putDataset(
   check(NAME_PATTERN.test(input.name), `dataset name "${input.name}" must match ${NAME_PATTERN}`, { field: "name" });
   const sorted = sortItems(items);
   checkItems(input.name, sorted);
+  const encoded = sorted.map((item) => encodeAnswers(item.answers));
+  const hash = createHash("sha256");
+  for (let i = 0; i < sorted.length; i++) hash.update(hashLine(sorted[i], encoded[i]));
   const record: DatasetRecord = {
     name: input.name,
     split: input.split,
@@ -101,12 +150,12 @@ export function putDataset(
     images: input.images ?? null,
     details: input.details ?? {},
     itemCount: sorted.length,
-    itemsHash: itemsHash(sorted),
+    itemsHash: hash.digest("hex"),
     createdAt: new Date().toISOString(),
   };
   const insertItem = db.prepare(
-    `INSERT INTO items (dataset, question_id, image_id, question, answers, answer, question_type, answer_type, image_path)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO items (dataset, question_id, image_id, question, answers, answer_confidences, raw_answers, answer,
+       question_type, answer_type, image_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   db.transaction(() => {
     const existing = db.prepare("SELECT name FROM datasets WHERE name = ?").get(input.name);
@@ -133,13 +182,16 @@ export function putDataset(
       JSON.stringify(record.details),
       record.createdAt,
     );
-    for (const item of sorted) {
+    for (let i = 0; i < sorted.length; i++) {
+      const item = sorted[i];
       insertItem.run(
         record.name,
         item.questionId,
         item.imageId,
         item.question,
-        JSON.stringify(item.answers),
+        encoded[i].answers,
+        encoded[i].confidences,
+        encoded[i].raw,
         item.answer,
         item.questionType,
         item.answerType,
@@ -190,7 +242,8 @@ export function loadItems(db: Database, name: string): VqaItem[] {
   requireDataset(db, name);
   const rows = db
     .prepare(
-      "SELECT question_id, image_id, question, answers, answer, question_type, answer_type, image_path FROM items WHERE dataset = ?",
+      `SELECT question_id, image_id, question, answers, answer_confidences, raw_answers, answer, question_type,
+       answer_type, image_path FROM items WHERE dataset = ? ORDER BY rowid`,
     )
     .all(name) as ItemRow[];
   const items = rows.map(
@@ -198,7 +251,7 @@ export function loadItems(db: Database, name: string): VqaItem[] {
       questionId: row.question_id,
       imageId: row.image_id,
       question: row.question,
-      answers: JSON.parse(row.answers),
+      answers: decodeAnswers({ answers: row.answers, confidences: row.answer_confidences, raw: row.raw_answers }),
       answer: row.answer,
       questionType: row.question_type,
       answerType: row.answer_type,

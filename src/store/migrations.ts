@@ -35,12 +35,14 @@ export const MIGRATIONS: readonly Migration[] = [
         image_id TEXT NOT NULL,
         question TEXT NOT NULL,
         answers TEXT NOT NULL,
+        answer_confidences TEXT,
+        raw_answers TEXT,
         answer TEXT NOT NULL,
         question_type TEXT NOT NULL,
         answer_type TEXT NOT NULL,
         image_path TEXT,
         PRIMARY KEY (dataset, question_id)
-      ) WITHOUT ROWID;
+      );
       CREATE TABLE embeddings (
         dataset TEXT NOT NULL REFERENCES datasets(name) ON DELETE CASCADE,
         kind TEXT NOT NULL,

@@ -77,6 +77,7 @@ export class Workspace {
       db.pragma("journal_mode = WAL");
       db.pragma("foreign_keys = ON");
       db.pragma("busy_timeout = 10000");
+      db.pragma("cache_size = -65536"); // 64 MiB page cache: a VQAv2 import touches ~300 MB of pages
     } catch (error) {
       db.close();
       if (error instanceof LeverError) throw error;

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
+import { itemsHash } from "../../src/store/datasets.js";
 import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/migrations.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { LeverError } from "../../src/util/errors.js";
@@ -108,13 +109,37 @@ describe("datasets and items", () => {
     ws.close();
   });
 
+  it("round-trips answers with confidences and raw answers present on some answers only", () => {
+    const ws = Workspace.open(dir);
+    const answers = [
+      { answer: "a", confidence: "yes", raw: "A!" },
+      { answer: "b" },
+      { answer: "c", raw: "C" },
+      ...Array.from({ length: 7 }, () => ({ answer: "a", confidence: "maybe" })),
+    ];
+    ws.putDataset(dataset, [item(1, { answers }), item(2, { answers: answers.map((a) => ({ answer: a.answer })) })]);
+    const [one, two] = ws.loadItems("okvqa-train");
+    expect(one.answers).toEqual(answers);
+    expect(two.answers).toEqual(answers.map((a) => ({ answer: a.answer })));
+    const stored = ws.db.prepare("SELECT answer_confidences, raw_answers FROM items WHERE question_id = '2'").get();
+    expect(stored).toEqual({ answer_confidences: null, raw_answers: null });
+    ws.close();
+  });
+
   it("gives the same items hash whatever the input order and a different one for different content", () => {
     const ws = Workspace.open(dir);
     const a = ws.putDataset({ ...dataset, name: "a" }, [item(1), item(2)]);
     const b = ws.putDataset({ ...dataset, name: "b" }, [item(2), item(1)]);
     const c = ws.putDataset({ ...dataset, name: "c" }, [item(1), item(2, { answer: "changed" })]);
+    const moved = ws.putDataset({ ...dataset, name: "d" }, [item(1, { imagePath: "/new/place.jpg" }), item(2)]);
+    const confidence = item(2);
+    confidence.answers[9] = { answer: confidence.answers[9].answer, confidence: "no" };
+    const e = ws.putDataset({ ...dataset, name: "e" }, [item(1), confidence]);
     expect(a.itemsHash).toBe(b.itemsHash);
+    expect(moved.itemsHash).toBe(a.itemsHash); // image location is not content
     expect(c.itemsHash).not.toBe(a.itemsHash);
+    expect(e.itemsHash).not.toBe(a.itemsHash);
+    expect(itemsHash([item(1), item(2)])).toBe(a.itemsHash);
     ws.close();
   });
 
