@@ -1,41 +1,6 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
-import { LeverError } from "../util/errors.js";
-import { registerCommands } from "./commands.js";
+import { runLever } from "./program.js";
 
-export function buildProgram(): Command {
-  const program = new Command();
-  program
-    .name("lever")
-    .description(
-      "Learn which in-context demonstrations to show a VLM, train the selector (SFT, RCE, GRPO), and test honestly whether it beats the baselines.",
-    )
-    .version("0.1.0")
-    .option("-w, --workspace <dir>", "workspace directory (default: $LEVER_WORKSPACE or ./lever-workspace)")
-    .showHelpAfterError();
-  registerCommands(program);
-  return program;
-}
-
-export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
-  program.exitOverride();
-  try {
-    await program.parseAsync(argv);
-    return 0;
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode;
-    if (error instanceof LeverError) {
-      process.stderr.write(`error: ${error.message}\n`);
-      return 2;
-    }
-    process.stderr.write(
-      `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-    return 1;
-  }
-}
-
-main(process.argv).then((code) => {
+runLever(process.argv.slice(2)).then((code) => {
   process.exitCode = code;
 });
