@@ -134,7 +134,14 @@ async function evaluateUnit(
     checkDemonstrations(retriever.name, query, shot, selections[i], indexById);
     return buildPrompt(query, selections[i], indexById, plan.order);
   });
-  const outcomes = await deps.vlm.generate(prompts, { signal: deps.signal });
+  let outcomes: Awaited<ReturnType<Vlm["generate"]>>;
+  try {
+    outcomes = await deps.vlm.generate(prompts, { signal: deps.signal });
+  } catch (error) {
+    // Backends may throw on abort instead of returning failures; the caller drops this batch.
+    if (deps.signal?.aborted) return [];
+    throw error;
+  }
   if (outcomes.length !== prompts.length)
     throw new Error(`VLM ${deps.vlm.id} returned ${outcomes.length} results for ${prompts.length} prompts`);
   return queries.map((query, i): EvalPrediction => {

@@ -1,0 +1,141 @@
+/**
+ * `lever eval` end to end: prepare (data, VLM, pools, retrievers, run), run or resume the
+ * predictions with progress recorded on the run's stage, then summarise the requested cells
+ * (plus the random baseline when the run has it) and store the summary as an artefact.
+ */
+
+import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
+import type { Workspace } from "../store/workspace.js";
+import { hashValue } from "../util/hash.js";
+import { hasStats, type VlmRunStats } from "../vlm/stats.js";
+import type { Vlm } from "../vlm/types.js";
+import type { EvalOptions, EvalRunConfig } from "./config.js";
+import { createProgress, type Progress, type ProgressStream, silentProgress } from "./progress.js";
+import { type RunStats, runEvaluation } from "./runner.js";
+import { prepareEvaluation } from "./setup.js";
+
+export const EVAL_STAGE = "predict";
+
+export interface EvaluateResult {
+  runId: string;
+  resumed: boolean;
+  config: EvalRunConfig;
+  stats: RunStats;
+  vlm: VlmRunStats | null;
+  summary: EvalSummary;
+  warnings: string[];
+  /** Artefact holding the summary (absent when the run was interrupted). */
+  artifact: { path: string; sha256: string } | null;
+}
+
+export interface EvaluateOptions {
+  signal?: AbortSignal;
+  /** Progress output (default stderr); null = silent. */
+  progress?: ProgressStream | null;
+  /** Resample whole images in the bootstrap (questions on one image are not independent). */
+  clusterByImage?: boolean;
+  /** Wraps the backend before the cache (instrumentation, fault injection in tests). */
+  wrapBackend?: (backend: Vlm) => Vlm;
+}
+
+export async function evaluate(
+  ws: Workspace,
+  options: EvalOptions,
+  run: EvaluateOptions = {},
+): Promise<EvaluateResult> {
+  const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
+  const { runId } = prepared;
+  ws.beginStage(runId, EVAL_STAGE, { restart: true });
+  const display =
+    run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress });
+  let stats: RunStats;
+  try {
+    stats = await runEvaluation(
+      {
+        runId,
+        queries: prepared.queries,
+        index: prepared.index,
+        retrievers: prepared.retrievers,
+        shots: options.shots,
+        order: prepared.config.order as "nearest" | "farthest",
+      },
+      {
+        vlm: prepared.vlm.vlm,
+        store: prepared.store,
+        postprocess: prepared.postprocess,
+        score: prepared.score,
+        progress: stageProgress(ws, runId, display),
+        signal: run.signal,
+        batchSize: options.batchSize,
+        concurrency: options.concurrency,
+      },
+    );
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    ws.failStage(runId, EVAL_STAGE, message);
+    ws.finishRun(runId, "failed", message);
+    throw error;
+  }
+
+  // The report covers what was asked for, plus the random baseline when this run holds it.
+  const names = new Set(prepared.retrievers.map((r) => r.name));
+  const cells = new Set(prepared.retrievers.flatMap((r) => r.shots(options.shots).map((s) => `${r.name}@${s}`)));
+  const wanted = ws
+    .getPredictions(runId)
+    .filter(
+      (row) =>
+        cells.has(`${row.retriever}@${row.shot}`) || (row.retriever === "random" && options.shots.includes(row.shot)),
+    );
+  const clusters = run.clusterByImage ? new Map(prepared.queries.map((q) => [q.questionId, q.imageId])) : undefined;
+  const summary = summarizeEvaluation(wanted, {
+    seed: options.seed,
+    resamples: options.resamples,
+    clusters,
+    retrieverOrder: ["zero", "random", ...names],
+  });
+
+  const vlm = hasStats(prepared.vlm.vlm) ? prepared.vlm.vlm.getStats() : null;
+  let artifact: EvaluateResult["artifact"] = null;
+  if (!stats.aborted) {
+    const body = { format: "lever.eval-summary/1", runId, config: prepared.config, stats, vlm, summary };
+    const name = hashValue({ cells: [...cells].sort(), resamples: options.resamples, clusters: !!clusters }).slice(
+      0,
+      12,
+    );
+    artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
+    ws.completeStage(runId, EVAL_STAGE, [artifact]);
+    ws.finishRun(runId, "done");
+  }
+  return {
+    runId,
+    resumed: prepared.resumed,
+    config: prepared.config,
+    stats,
+    vlm,
+    summary,
+    warnings: prepared.warnings,
+    artifact,
+  };
+}
+
+/** Mirrors progress into the run's stage record so `lever` can show how far an evaluation got. */
+function stageProgress(ws: Workspace, runId: string, display: Progress): Progress {
+  let done = 0;
+  let total = 0;
+  return {
+    start(t, already) {
+      total = t;
+      done = already;
+      ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+      display.start(t, already);
+    },
+    advance(count) {
+      done += count;
+      ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+      display.advance(count);
+    },
+    finish() {
+      display.finish();
+    },
+  };
+}

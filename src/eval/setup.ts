@@ -1,0 +1,275 @@
+/**
+ * Wires an evaluation to the real modules: the workspace (datasets, embeddings, runs, predictions),
+ * the pool contract (src/pools), the VLM backends with the response cache (src/vlm), the one
+ * post-processor and scorer (src/metrics), and selector checkpoints (src/selector). Everything here
+ * is glue; the logic lives in runner.ts, retrievers.ts and src/report.
+ */
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { EmbeddingMatrix } from "../data/embeddings.js";
+import { loadDatasetEmbedding } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
+import { selectSubset } from "../data/splits.js";
+import { postprocessVqaAnswer } from "../metrics/postprocess.js";
+import { prepareGroundTruth, type VqaScorer } from "../metrics/vqa.js";
+import { type EmbeddingSet, PoolBuilder, type SimilarityKind } from "../pools/samplers.js";
+import { defaultGemm } from "../pools/search.js";
+import type { DatasetRecord } from "../store/types.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
+import { OpenAiVlm } from "../vlm/openai.js";
+import { SimVlm } from "../vlm/sim.js";
+import { SimOracle } from "../vlm/sim-oracle.js";
+import type { Vlm } from "../vlm/types.js";
+import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
+import {
+  createRetriever,
+  memoizePools,
+  type OracleFn,
+  type PoolProvider,
+  parseRetrieverSpec,
+  type Retriever,
+  type RetrieverSpec,
+} from "./retrievers.js";
+import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
+import { toSelectionOrder } from "./types.js";
+
+const SIMILARITY_KINDS: readonly SimilarityKind[] = ["image", "text", "joint"];
+
+/** The workspace's predictions table as a PredictionStore. */
+export function workspacePredictionStore(ws: Workspace): PredictionStore {
+  return {
+    list: (runId) => ws.getPredictions(runId).map(({ runId: _run, ...row }): EvalPrediction => row),
+    put: (runId, rows) => ws.putPredictions(rows.map((row) => ({ runId, ...row }))),
+  };
+}
+
+/** The VLM of an evaluation, and the simulator's oracle when the backend is `sim`. */
+export interface VlmSetup {
+  vlm: Vlm;
+  /** The backend itself (for ids and stats); `vlm` may be the cache wrapper around it. */
+  backend: Vlm;
+  sim?: SimVlm;
+}
+
+/**
+ * `--world` or, for datasets written by `lever data synth`, the `world.json` beside the dataset's
+ * source files.
+ */
+export function resolveWorldFile(options: EvalOptions, dataset: DatasetRecord): string {
+  if (options.world !== undefined) return options.world;
+  for (const file of dataset.files) {
+    const candidate = join(dirname(file.path), "world.json");
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new LeverError(
+    `the sim backend needs the synthetic world file: pass --world FILE (no world.json beside the files of dataset "${dataset.name}")`,
+    { field: "--world" },
+  );
+}
+
+export function createVlm(
+  ws: Workspace,
+  options: EvalOptions,
+  dataset: DatasetRecord,
+  wrapBackend: (backend: Vlm) => Vlm = (backend) => backend,
+  cacheSafe = true,
+): VlmSetup {
+  let backend: Vlm;
+  let sim: SimVlm | undefined;
+  if (options.vlm === "sim") {
+    sim = SimVlm.fromWorldFile(resolveWorldFile(options, dataset));
+    backend = sim;
+  } else {
+    if (options.baseUrls.length === 0)
+      throw new LeverError("the openai backend needs at least one --base-url", { field: "--base-url" });
+    if (options.model === undefined)
+      throw new LeverError("the openai backend needs --model (the served model name)", { field: "--model" });
+    backend = new OpenAiVlm({
+      baseUrls: options.baseUrls,
+      model: options.model,
+      layout: options.layout,
+      seed: options.seed,
+    });
+  }
+  const sent = wrapBackend(backend);
+  const vlm = options.cache && cacheSafe ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  return { vlm, backend, sim };
+}
+
+/** The simulator's oracle, returning SELECTION order under the run's prompt-order setting. */
+export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
+  const oracle = new SimOracle(sim);
+  return (query, pool, shots) => toSelectionOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
+}
+
+/** Lazily loaded embeddings of the query and index datasets, by kind. */
+class EmbeddingCache {
+  private readonly loaded = new Map<string, EmbeddingMatrix>();
+  constructor(private readonly ws: Workspace) {}
+
+  get(dataset: string, kind: SimilarityKind): EmbeddingMatrix {
+    const key = `${dataset}\u0000${kind}`;
+    let matrix = this.loaded.get(key);
+    if (!matrix) this.loaded.set(key, (matrix = loadDatasetEmbedding(this.ws, dataset, kind)));
+    return matrix;
+  }
+
+  /** Every registered kind's embeddings, as a set that loads on first access. */
+  lazySet(dataset: string): EmbeddingSet {
+    const set: EmbeddingSet = {};
+    for (const kind of SIMILARITY_KINDS)
+      Object.defineProperty(set, kind, { enumerable: true, get: () => this.get(dataset, kind) });
+    return set;
+  }
+}
+
+/**
+ * The pool contract over the index dataset, with embeddings loaded only when a sampler needs them
+ * and pools memoised per (sampler, K, query).
+ */
+export function workspacePools(
+  ws: Workspace,
+  options: EvalOptions,
+  queryDataset: string,
+  indexDataset: string,
+  index: readonly VqaItem[],
+): PoolProvider {
+  const embeddings = new EmbeddingCache(ws);
+  const builder = new PoolBuilder({
+    index,
+    indexEmbeddings: embeddings.lazySet(indexDataset),
+    gemm: defaultGemm().gemm,
+    indexName: indexDataset,
+  });
+  const queryEmbeddings = embeddings.lazySet(queryDataset);
+  return memoizePools(async (queries, sampler, k) =>
+    builder.build(queries, { sampler, k, seed: options.seed, queryEmbeddings }),
+  );
+}
+
+/** sha256 of every registered similarity embedding of a dataset ("dataset/kind" → sha256). */
+function embeddingIdentities(ws: Workspace, dataset: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const record of ws.listEmbeddings(dataset))
+    if ((SIMILARITY_KINDS as readonly string[]).includes(record.kind)) out[`${dataset}/${record.kind}`] = record.sha256;
+  return out;
+}
+
+export interface PreparedEvaluation {
+  runId: string;
+  resumed: boolean;
+  config: EvalRunConfig;
+  queries: VqaItem[];
+  index: VqaItem[];
+  retrievers: Retriever[];
+  specs: RetrieverSpec[];
+  vlm: VlmSetup;
+  store: PredictionStore;
+  postprocess: (text: string) => string;
+  score: (answer: string, query: VqaItem) => number;
+  /** Things the user should know (printed on stderr by the CLI). */
+  warnings: string[];
+}
+
+/** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
+export async function prepareEvaluation(
+  ws: Workspace,
+  options: EvalOptions,
+  hooks: { wrapBackend?: (backend: Vlm) => Vlm } = {},
+): Promise<PreparedEvaluation> {
+  const dataset = ws.requireDataset(options.dataset);
+  const indexRecord = ws.requireDataset(options.index);
+  const queries = selectSubset(ws.loadItems(options.dataset), options.queries, options.seed);
+  const index = ws.loadItems(options.index);
+  const specs = options.retrievers.map(parseRetrieverSpec);
+  const maxShots = Math.max(0, ...options.shots);
+  // The response cache keys a request by what is rendered (texts, image identities), which is right
+  // for a real VLM. The simulator also answers by question id, so without images two questions
+  // with the same text would share a cache entry: then the simulator runs uncached (it is fast).
+  const warnings: string[] = [];
+  const cacheSafe = options.vlm !== "sim" || [...queries, ...index].every((item) => item.imagePath !== null);
+  if (options.cache && !cacheSafe)
+    warnings.push("the sim backend runs without the response cache: items without images cannot be told apart by it");
+  const vlm = createVlm(ws, options, dataset, hooks.wrapBackend, cacheSafe);
+
+  const config = evalRunConfig(options, {
+    datasetItemsHash: dataset.itemsHash,
+    indexItemsHash: indexRecord.itemsHash,
+    vlmId: vlm.backend.id,
+    embeddings: { ...embeddingIdentities(ws, options.dataset), ...embeddingIdentities(ws, options.index) },
+  });
+  const { runId, resumed } = findOrCreateRun(ws, config, options);
+
+  const pools = workspacePools(ws, options, options.dataset, options.index, index);
+  const order = options.order as PromptOrder;
+  const retrievers: Retriever[] = [];
+  for (const spec of specs)
+    retrievers.push(
+      await createRetriever(spec, {
+        pools,
+        poolSampler: options.poolSampler,
+        k: options.k,
+        maxShots,
+        oracle: vlm.sim ? simOracle(vlm.sim, order) : undefined,
+      }),
+    );
+
+  const scorers = new Map<string, VqaScorer>();
+  const score = (answer: string, query: VqaItem) => {
+    let scorer = scorers.get(query.questionId);
+    if (!scorer) {
+      scorer = prepareGroundTruth(
+        query.answers.map((a) => a.answer),
+        options.metricVariant,
+      );
+      scorers.set(query.questionId, scorer);
+    }
+    return scorer(answer);
+  };
+  return {
+    runId,
+    resumed,
+    config,
+    queries,
+    index,
+    retrievers,
+    specs,
+    vlm,
+    store: workspacePredictionStore(ws),
+    postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
+    score,
+    warnings,
+  };
+}
+
+/**
+ * `--run NAME` names the run: reused when its settings match, refused when they differ. Without a
+ * name, the run with the same config hash is resumed, else a new one is created.
+ */
+export function findOrCreateRun(
+  ws: Workspace,
+  config: EvalRunConfig,
+  options: Pick<EvalOptions, "run" | "seed">,
+): { runId: string; resumed: boolean } {
+  const hash = evalConfigHash(config);
+  if (options.run !== undefined) {
+    const named = ws.listRuns({ kind: "eval" }).filter((run) => run.name === options.run);
+    if (named.length > 0) {
+      const run = named[named.length - 1];
+      if (run.configHash !== hash) {
+        const differs = configDifferences(run.config as Record<string, unknown>, config);
+        throw new LeverError(
+          `run "${options.run}" (${run.id}) was made with other settings (${differs.join(", ")}); choose another --run name`,
+          { field: "--run" },
+        );
+      }
+      return { runId: run.id, resumed: true };
+    }
+    return { runId: ws.createRun({ kind: "eval", config, seed: options.seed, name: options.run }), resumed: false };
+  }
+  const existing = ws.listRuns({ kind: "eval", configHash: hash });
+  if (existing.length > 0) return { runId: existing[existing.length - 1].id, resumed: true };
+  return { runId: ws.createRun({ kind: "eval", config, seed: options.seed }), resumed: false };
+}
