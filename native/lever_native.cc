@@ -62,7 +62,7 @@ bool get_long(napi_env env, napi_value v, long* out, const char* name) {
   double d;
   if (napi_get_value_double(env, v, &d) != napi_ok || d < 0 || d != static_cast<double>(static_cast<long>(d)) ||
       d > 2147483647.0) {
-    std::string msg = std::string("gemm: ") + name + " must be a non-negative 32-bit integer";
+    std::string msg = std::string(name) + " must be a non-negative 32-bit integer";
     return throw_error(env, msg.c_str());
   }
   *out = static_cast<long>(d);
@@ -78,7 +78,7 @@ bool get_array(napi_env env, napi_value v, napi_typedarray_type want, T** data, 
   void* ptr;
   if (!is_typed || napi_get_typedarray_info(env, v, &type, &len, &ptr, nullptr, nullptr) != napi_ok ||
       type != want) {
-    std::string msg = std::string("gemm: ") + name + (want == napi_float32_array ? " must be a Float32Array" : " must be a Float64Array");
+    std::string msg = std::string(name) + (want == napi_float32_array ? " must be a Float32Array" : " must be a Float64Array");
     return throw_error(env, msg.c_str());
   }
   *data = static_cast<T*>(ptr);
@@ -107,10 +107,10 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
   long M, N, K, lda, ldb, ldc, lenA, lenB, lenC;
   double alpha, beta;
   T *A, *B, *C;
-  if (!get_long(env, argv[2], &M, "M") || !get_long(env, argv[3], &N, "N") || !get_long(env, argv[4], &K, "K") ||
-      !get_long(env, argv[7], &lda, "lda") || !get_long(env, argv[9], &ldb, "ldb") ||
-      !get_long(env, argv[12], &ldc, "ldc") || !get_array(env, argv[6], kind, &A, &lenA, "A") ||
-      !get_array(env, argv[8], kind, &B, &lenB, "B") || !get_array(env, argv[11], kind, &C, &lenC, "C"))
+  if (!get_long(env, argv[2], &M, "gemm: M") || !get_long(env, argv[3], &N, "gemm: N") || !get_long(env, argv[4], &K, "gemm: K") ||
+      !get_long(env, argv[7], &lda, "gemm: lda") || !get_long(env, argv[9], &ldb, "gemm: ldb") ||
+      !get_long(env, argv[12], &ldc, "gemm: ldc") || !get_array(env, argv[6], kind, &A, &lenA, "gemm: A") ||
+      !get_array(env, argv[8], kind, &B, &lenB, "gemm: B") || !get_array(env, argv[11], kind, &C, &lenC, "gemm: C"))
     return nullptr;
   if (napi_get_value_double(env, argv[5], &alpha) != napi_ok || napi_get_value_double(env, argv[10], &beta) != napi_ok) {
     throw_error(env, "gemm: alpha/beta must be numbers");
@@ -144,6 +144,69 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// Fused AdamW update (PyTorch semantics; see src/tensor/optim.ts for the formula):
+// adamw(w, g, m, v, b1, b2, eps, decay, stepSize, invSqrtBc2); w and g share a dtype, m and v are float64.
+template <typename T>
+void adamw_kernel(T* w, const T* g, double* m, double* v, long n, double b1, double b2, double eps, double decay,
+                  double step, double inv_sqrt_bc2) {
+  const double c1 = 1 - b1, c2 = 1 - b2;
+  for (long i = 0; i < n; i++) {
+    const double gi = g[i];
+    const double mi = b1 * m[i] + c1 * gi;
+    const double vi = b2 * v[i] + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = static_cast<T>(w[i] * decay - step * mi / (__builtin_sqrt(vi) * inv_sqrt_bc2 + eps));
+  }
+}
+
+napi_value AdamW(napi_env env, napi_callback_info info) {
+  size_t argc = 10;
+  napi_value argv[10];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 10) {
+    throw_error(env, "adamw: expected 10 arguments");
+    return nullptr;
+  }
+  double s[6];
+  for (int i = 0; i < 6; i++) {
+    if (napi_get_value_double(env, argv[4 + i], &s[i]) != napi_ok) {
+      throw_error(env, "adamw: hyper-parameters must be numbers");
+      return nullptr;
+    }
+  }
+  double *m, *v;
+  long lm, lv, lw, lg;
+  if (!get_array(env, argv[2], napi_float64_array, &m, &lm, "adamw: m") ||
+      !get_array(env, argv[3], napi_float64_array, &v, &lv, "adamw: v"))
+    return nullptr;
+  napi_typedarray_type type;
+  size_t len;
+  void* ptr;
+  bool is_typed = false;
+  napi_is_typedarray(env, argv[0], &is_typed);
+  if (!is_typed || napi_get_typedarray_info(env, argv[0], &type, &len, &ptr, nullptr, nullptr) != napi_ok) {
+    throw_error(env, "adamw: w must be a Float32Array or Float64Array");
+    return nullptr;
+  }
+  if (type == napi_float32_array) {
+    float *w = static_cast<float*>(ptr), *g;
+    lw = static_cast<long>(len);
+    if (!get_array(env, argv[1], napi_float32_array, &g, &lg, "adamw: g")) return nullptr;
+    if (lg != lw || lm != lw || lv != lw) return throw_error(env, "adamw: w, g, m, v lengths differ"), nullptr;
+    adamw_kernel(w, g, m, v, lw, s[0], s[1], s[2], s[3], s[4], s[5]);
+  } else if (type == napi_float64_array) {
+    double *w = static_cast<double*>(ptr), *g;
+    lw = static_cast<long>(len);
+    if (!get_array(env, argv[1], napi_float64_array, &g, &lg, "adamw: g")) return nullptr;
+    if (lg != lw || lm != lw || lv != lw) return throw_error(env, "adamw: w, g, m, v lengths differ"), nullptr;
+    adamw_kernel(w, g, m, v, lw, s[0], s[1], s[2], s[3], s[4], s[5]);
+  } else {
+    throw_error(env, "adamw: w must be a Float32Array or Float64Array");
+  }
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   const OpenBlas& blas = openblas();
   napi_value obj, path, threads, simd;
@@ -161,6 +224,7 @@ napi_value Init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"sgemm", nullptr, Gemm<float>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"dgemm", nullptr, Gemm<double>, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"adamw", nullptr, AdamW, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

@@ -35,6 +35,19 @@ export interface NativeInfo {
 export interface NativeAddon {
   sgemm: GemmFn<Float32Array>;
   dgemm: GemmFn<Float64Array>;
+  /** Fused AdamW element update; see adamwKernel in optim.ts for the exact formula. */
+  adamw(
+    w: Float32Array | Float64Array,
+    g: Float32Array | Float64Array,
+    m: Float64Array,
+    v: Float64Array,
+    b1: number,
+    b2: number,
+    eps: number,
+    decay: number,
+    stepSize: number,
+    invSqrtBc2: number,
+  ): void;
   info(): NativeInfo;
 }
 

@@ -1,5 +1,6 @@
 /** AdamW (PyTorch semantics: decoupled weight decay, bias correction) and global grad-norm clipping. */
-import type { Tensor } from "./tensor.js";
+import { native } from "./native.js";
+import type { Data, Tensor } from "./tensor.js";
 
 export interface ParamGroup {
   params: Tensor[];
@@ -69,15 +70,8 @@ export class AdamW {
         const stepSize = lr / bc1;
         const sqrtBc2 = Math.sqrt(bc2);
         const decay = 1 - lr * weightDecay;
-        const { m, v } = slot;
-        const w = p.data;
-        for (let i = 0; i < w.length; i++) {
-          const gi2 = grad[i];
-          m[i] = b1 * m[i] + (1 - b1) * gi2;
-          v[i] = b2 * v[i] + (1 - b2) * gi2 * gi2;
-          const denom = Math.sqrt(v[i]) / sqrtBc2 + this.eps;
-          w[i] = w[i] * decay - (stepSize * m[i]) / denom;
-        }
+        const update = native.addon?.adamw ?? adamwKernel;
+        update(p.data, grad, slot.m, slot.v, b1, b2, this.eps, decay, stepSize, 1 / sqrtBc2);
       });
     });
   }
@@ -130,6 +124,32 @@ export class AdamW {
         slot.v.set(p.v);
       });
     });
+  }
+}
+
+/** The per-element AdamW update (TypeScript twin of the native `adamw`; same operations, same order). */
+export function adamwKernel(
+  w: Data,
+  g: Data,
+  m: Float64Array,
+  v: Float64Array,
+  b1: number,
+  b2: number,
+  eps: number,
+  decay: number,
+  stepSize: number,
+  invSqrtBc2: number,
+): void {
+  const c1 = 1 - b1;
+  const c2 = 1 - b2;
+  const n = w.length;
+  for (let i = 0; i < n; i++) {
+    const gi = g[i];
+    const mi = b1 * m[i] + c1 * gi;
+    const vi = b2 * v[i] + c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] * decay - (stepSize * mi) / (Math.sqrt(vi) * invSqrtBc2 + eps);
   }
 }
 

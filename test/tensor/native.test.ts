@@ -6,6 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { native } from "../../src/tensor/native.js";
+import { adamwKernel } from "../../src/tensor/optim.js";
 
 const script = `
 const addon = require(process.env.ADDON);
@@ -63,5 +64,24 @@ describe.skipIf(native.addon === null)("native addon: our own GEMM", () => {
     expect(() =>
       addon.dgemm(false, false, -1, 2, 2, 1, new Float64Array(4), 2, new Float64Array(4), 2, 0, new Float64Array(4), 2),
     ).toThrow(/M/);
+  });
+});
+
+describe.skipIf(native.addon === null)("native addon: fused AdamW", () => {
+  it("gives bit-identical results to the TypeScript AdamW kernel for float32 and float64 weights", () => {
+    for (const Arr of [Float32Array, Float64Array]) {
+      const n = 1000;
+      const w0 = Arr.from({ length: n }, (_, i) => Math.sin(i) * 0.3);
+      const g = Arr.from({ length: n }, (_, i) => Math.cos(i * 1.7) * 1e-2);
+      const states = [0, 1].map(() => ({ w: Arr.from(w0), m: new Float64Array(n), v: new Float64Array(n) }));
+      for (let t = 1; t <= 3; t++) {
+        const args = [0.9, 0.999, 1e-8, 1 - 1e-3 * 0.01, 1e-3 / (1 - 0.9 ** t), 1 / Math.sqrt(1 - 0.999 ** t)] as const;
+        native.addon!.adamw(states[0].w, g, states[0].m, states[0].v, ...args);
+        adamwKernel(states[1].w, g, states[1].m, states[1].v, ...args);
+      }
+      expect(Array.from(states[0].w)).toEqual(Array.from(states[1].w));
+      expect(Array.from(states[0].v)).toEqual(Array.from(states[1].v));
+      expect(states[0].w[3]).not.toBe(w0[3]);
+    }
   });
 });
