@@ -6,6 +6,7 @@
 import type { Rng } from "../util/rng.js";
 import type { EndpointPool } from "./endpoints.js";
 import type { StatsRecorder } from "./stats.js";
+import type { Transport } from "./transport.js";
 
 export interface RetryPolicy {
   maxRetries: number;
@@ -39,16 +40,17 @@ export interface PostContext {
   rng: Rng;
   stats: StatsRecorder;
   headers: Record<string, string>;
-  fetch: typeof fetch;
+  transport: Transport;
 }
 
-/** POSTs `body` to `path` on some endpoint of the pool, retrying transient failures. */
+/** POSTs `body` (JSON text, or its UTF-8 bytes in chunks) to `path` on some endpoint of the pool, retrying transient failures. */
 export async function postJson(
   ctx: PostContext,
   path: string,
-  body: string,
+  body: string | readonly Uint8Array[],
   signal?: AbortSignal,
 ): Promise<PostResult> {
+  const chunks = typeof body === "string" ? [Buffer.from(body, "utf8")] : body;
   let lastUrl: string | undefined;
   let last: Attempt | null = null;
   let attempts = 0;
@@ -63,7 +65,7 @@ export async function postJson(
     let result: Attempt;
     try {
       ctx.stats.httpRequests++;
-      result = await attemptOnce(ctx, `${lease.url}${path}`, body, signal);
+      result = await attemptOnce(ctx, `${lease.url}${path}`, chunks, signal);
     } catch (error) {
       lease.release("neutral");
       throw error; // only the caller's abort gets here
@@ -85,25 +87,25 @@ export function backoffMs(ctx: Pick<PostContext, "policy" | "rng">, retry: numbe
   return ceiling / 2 + (ceiling / 2) * ctx.rng.next();
 }
 
-async function attemptOnce(ctx: PostContext, url: string, body: string, signal?: AbortSignal): Promise<Attempt> {
+async function attemptOnce(
+  ctx: PostContext,
+  url: string,
+  body: readonly Uint8Array[],
+  signal?: AbortSignal,
+): Promise<Attempt> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), ctx.policy.timeoutMs);
   const combined = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
   try {
-    const response = await ctx.fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...ctx.headers },
-      body,
-      signal: combined,
-    });
-    const text = await response.text();
+    const response = await ctx.transport(url, body, { "content-type": "application/json", ...ctx.headers }, combined);
+    const text = response.text;
     if (response.status === 429) {
       return {
         ok: false,
         reason: "http-429",
         message: `server busy (429) ${snippet(text)}`,
         retryable: true,
-        retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
+        retryAfterMs: parseRetryAfter(response.header("retry-after") ?? null),
         health: "neutral",
       };
     }

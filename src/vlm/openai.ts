@@ -23,6 +23,7 @@ import {
   type ChatMessage,
   DEFAULT_SYSTEM_PROMPT,
   DEFAULT_ZERO_SHOT_SYSTEM_PROMPT,
+  type ImageRef,
   LAYOUT_NAMES,
   type LayoutSpec,
   promptImages,
@@ -31,7 +32,9 @@ import {
 } from "./layouts.js";
 import { type PromptLogprobsEntry, spanFromDecodedTokens, spanFromTokenIds } from "./span.js";
 import { StatsRecorder, type VlmRunStats } from "./stats.js";
+import { nodeHttpTransport, type Transport } from "./transport.js";
 import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "./types.js";
+import { serializeChatBody } from "./wire.js";
 
 /** Request fields the client sets itself; `extraBody` may not override them. */
 const RESERVED_FIELDS = [
@@ -124,6 +127,9 @@ const tokenizeResponseSchema = z.looseObject({ tokens: z.array(z.number().int())
 
 type ChatResponse = z.output<typeof chatResponseSchema>;
 
+/** Layouts render this key as the image URL; `serializeChatBody` swaps in the real URL bytes. */
+const imageKey = (ref: ImageRef): string => ref.path;
+
 /** The minimal conversation the answer is tokenized after (see the module comment). */
 const PROBE_MESSAGES: ChatMessage[] = [{ role: "user", content: [{ type: "text", text: "?" }] }];
 
@@ -138,7 +144,7 @@ export class OpenAiVlm implements Vlm {
   private probePrefix: Promise<number[] | string> | null = null;
   private readonly answerIds = new Map<string, Promise<number[] | string>>();
 
-  constructor(options: OpenAiVlmOptions, deps: { fetch?: typeof fetch; env?: NodeJS.ProcessEnv } = {}) {
+  constructor(options: OpenAiVlmOptions, deps: { transport?: Transport; env?: NodeJS.ProcessEnv } = {}) {
     this.config = parseOpenAiVlmConfig(options);
     const c = this.config;
     this.layout = { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt };
@@ -167,7 +173,7 @@ export class OpenAiVlm implements Vlm {
       rng: new Rng(c.seed).child("vlm-retry-jitter"),
       stats: this.stats,
       headers,
-      fetch: deps.fetch ?? globalThis.fetch,
+      transport: deps.transport ?? nodeHttpTransport(),
     };
     this.id = openAiVlmId(c);
   }
@@ -218,16 +224,15 @@ export class OpenAiVlm implements Vlm {
   private async generateOne(prompt: VlmPrompt, signal?: AbortSignal): Promise<Outcome<GenerateResult>> {
     const urls = await this.resolveImages(prompt);
     if (typeof urls === "string") return { error: urls };
-    const messages = renderMessages(prompt, this.layout, (ref) => urls.get(ref.path)!);
-    const body = {
+    const messages = renderMessages(prompt, this.layout, imageKey);
+    const fields = {
       ...this.config.extraBody,
       model: this.config.model,
-      messages,
       max_tokens: this.config.maxTokens,
       temperature: this.config.temperature,
       n: 1,
     };
-    const reply = await this.chat(body, signal);
+    const reply = await this.chat(serializeChatBody(fields, messages, urls), signal);
     if (!reply.ok) return { error: reply.error };
     return { text: reply.response.choices[0].message.content ?? "", tokens: reply.response.usage.completion_tokens };
   }
@@ -238,11 +243,10 @@ export class OpenAiVlm implements Vlm {
     const content = this.config.includeEndOfTurn ? answerText + this.config.endOfTurnToken : answerText;
     const urls = await this.resolveImages(prompt);
     if (typeof urls === "string") return { error: urls };
-    const messages = renderScoringMessages(prompt, content, this.layout, (ref) => urls.get(ref.path)!);
-    const body = {
+    const messages = renderScoringMessages(prompt, content, this.layout, imageKey);
+    const fields = {
       ...this.config.extraBody,
       model: this.config.model,
-      messages,
       max_tokens: 1,
       temperature: 0,
       prompt_logprobs: 0,
@@ -250,7 +254,7 @@ export class OpenAiVlm implements Vlm {
       continue_final_message: true,
     };
     const [reply, ids] = await Promise.all([
-      this.chat(body, signal),
+      this.chat(serializeChatBody(fields, messages, urls), signal),
       this.config.answerSpan === "tokenize" ? this.tokenizeAnswer(content, signal) : Promise.resolve(null),
     ]);
     if (!reply.ok) return { error: reply.error };
@@ -264,12 +268,13 @@ export class OpenAiVlm implements Vlm {
     return { logprobSum: sum, logprobMean: sum / span.score.logprobs.length, tokens: span.score.logprobs.length };
   }
 
-  /** Image URLs by path, or the failure text when an image is missing. */
-  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, string> | string> {
-    const urls = new Map<string, string>();
+  /** Image URLs (as JSON literals) by `imageKey`, or the failure text when an image is missing. */
+  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, Buffer> | string> {
+    const urls = new Map<string, Buffer>();
     try {
       for (const ref of promptImages(prompt)) {
-        if (!urls.has(ref.path)) urls.set(ref.path, await this.images.url(ref));
+        const key = imageKey(ref);
+        if (!urls.has(key)) urls.set(key, await this.images.jsonUrl(ref));
       }
     } catch (error) {
       if (error instanceof ImageError) return `missing-image: ${error.message}`;
@@ -279,10 +284,10 @@ export class OpenAiVlm implements Vlm {
   }
 
   private async chat(
-    body: object,
+    body: Buffer[],
     signal?: AbortSignal,
   ): Promise<{ ok: true; response: ChatResponse } | { ok: false; error: string }> {
-    const result = await postJson(this.post, "/v1/chat/completions", JSON.stringify(body), signal);
+    const result = await postJson(this.post, "/v1/chat/completions", body, signal);
     if (!result.ok) return { ok: false, error: `${result.reason}: ${result.message}` };
     const parsed = chatResponseSchema.safeParse(result.json);
     if (!parsed.success)

@@ -11,6 +11,7 @@ import { existsSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 
 // ---------------------------------------------------------------------------------------------
 // Fake tokenizer
@@ -199,6 +200,7 @@ export interface MockVllmOptions {
 
 export interface LoggedRequest {
   path: string;
+  headers: IncomingMessage["headers"];
   body: Record<string, unknown> | null;
   at: number;
 }
@@ -294,7 +296,7 @@ export class MockVllm {
     } catch {
       body = null;
     }
-    this.log.push({ path, body: this.options.keepBodies ? body : null, at: Date.now() });
+    this.log.push({ path, headers: req.headers, body: this.options.keepBodies ? body : null, at: Date.now() });
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
 
     const fault = this.takeFault(path);
@@ -340,7 +342,12 @@ export class MockVllm {
   }
 
   private checkImage = (url: string): void => {
-    if (/^data:image\/[a-z]+;base64,[A-Za-z0-9+/=]+$/.test(url)) return;
+    // Prefix and base64 length only: a full-string regex over ~1 MB per request slowed the mock down.
+    const data = /^data:image\/[a-z]+;base64,/.exec(url);
+    if (data !== null) {
+      if ((url.length - data[0].length) % 4 !== 0) throw new RequestError(400, "invalid base64 image data");
+      return;
+    }
     if (url.startsWith("file://")) {
       const root = this.options.allowedLocalMediaPath;
       if (root === null) throw new RequestError(400, "Cannot load local files without `--allowed-local-media-path`.");
@@ -482,4 +489,19 @@ function defaultAnswer(messages: Message[]): string {
   const text = lastUser === undefined ? "" : contentText(lastUser.content, () => {});
   const answers = ["yes", "no", "red", "two", "dog", "tennis racket"];
   return answers[fnv1a(text) % answers.length];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker mode: `new Worker(<this module>, { workerData: { mockVllm: options } })` runs the mock on its own
+// thread (benchmarks, so server work does not share the client's event loop); it posts `{ url }`.
+
+if (!isMainThread && (workerData as { mockVllm?: MockVllmOptions } | null)?.mockVllm !== undefined) {
+  const options = (workerData as { mockVllm: MockVllmOptions }).mockVllm;
+  void MockVllm.start(options).then((mock) => {
+    parentPort?.postMessage({ url: mock.url });
+    parentPort?.on("message", (message: { close?: boolean; stats?: boolean }) => {
+      if (message.stats) parentPort?.postMessage({ requests: mock.requests, maxInFlight: mock.maxInFlight });
+      if (message.close) void mock.close().then(() => parentPort?.close());
+    });
+  });
 }

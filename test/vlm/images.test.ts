@@ -32,7 +32,7 @@ describe("ImageStore (data URLs)", () => {
   });
 
   it("evicts the least recently used URL when the byte budget is exceeded", async () => {
-    const size = `data:image/jpeg;base64,${JPEG.toString("base64")}`.length;
+    const size = `"data:image/jpeg;base64,${JPEG.toString("base64")}"`.length; // stored as a JSON literal
     const store = new ImageStore("data", 2 * size);
     await store.url(ref("a.jpg"));
     await store.url(ref("b.jpg"));

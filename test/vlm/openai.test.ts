@@ -280,6 +280,17 @@ describe("retries, timeouts and failures", () => {
     expect(goodHealth.failures).toBe(0);
   });
 
+  it("treats a refused connection as a retryable connection failure and routes to the live replica", async () => {
+    const dead = await startMock();
+    const deadUrl = dead.url;
+    await dead.close();
+    const [alone] = await client({ maxRetries: 1 }, [deadUrl]).generate([prompt(0)]);
+    expect(isFailure(alone) && alone.error).toMatch(/^connection: connection failed: .*ECONNREFUSED.*2 attempts\)$/);
+    const both = client({ maxRetries: 2 }, [deadUrl, mock.url]);
+    const results = await both.generate(Array.from({ length: 6 }, (_, i) => prompt(0, `R${i}?`)));
+    expect(results.every((r) => !isFailure(r))).toBe(true);
+  });
+
   it("rejects the batch when the caller aborts, and stops sending", async () => {
     mock.latencyMs = 50;
     const vlm = client({ concurrencyPerEndpoint: 2 });
@@ -359,19 +370,13 @@ describe("summary and identity", () => {
   });
 
   it("sends the API key from the named environment variable", async () => {
-    let seen: string | null = null;
     const vlm = new OpenAiVlm(
       { baseUrls: [mock.url], model: "mock-vl", apiKeyEnv: "MY_KEY" },
-      {
-        env: { MY_KEY: "secret" },
-        fetch: (input, init) => {
-          seen = new Headers(init?.headers).get("authorization");
-          return fetch(input, init);
-        },
-      },
+      { env: { MY_KEY: "secret" } },
     );
     await vlm.generate([prompt(0)]);
-    expect(seen).toBe("Bearer secret");
+    expect(mock.log[0].headers.authorization).toBe("Bearer secret");
+    expect(mock.log[0].headers["content-type"]).toBe("application/json");
     expect(SPECIAL_TOKENS["<|im_end|>"]).toBe(151645);
   });
 });
