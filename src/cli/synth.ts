@@ -1,6 +1,102 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Command } from "commander";
+import { WORLD_FILE, writeSynthDataset } from "../datagen/synth.js";
+import { LeverError } from "../util/errors.js";
+import { type WorldParamsInput, WorldParamsSchema } from "../vlm/world-params.js";
+import { group, printJson } from "./common.js";
 
-/** Registers the `synth` commands. (Filled in by the module that owns them.) */
+interface SynthFlags {
+  items: string;
+  valItems?: string;
+  concepts?: string;
+  seed?: string;
+  dim?: string;
+  out: string;
+  params?: string;
+  images: boolean;
+  force?: boolean;
+  json?: boolean;
+}
+
+/** Flags that set a world parameter (flag wins over --params). */
+const FLAG_PARAMS: { flag: keyof SynthFlags; name: string; set: (p: WorldParamsInput, v: number) => void }[] = [
+  { flag: "items", name: "--items", set: (p, v) => Object.assign(p, { trainItems: v }) },
+  { flag: "valItems", name: "--val-items", set: (p, v) => Object.assign(p, { valItems: v }) },
+  { flag: "concepts", name: "--concepts", set: (p, v) => Object.assign(p, { concepts: v }) },
+  { flag: "seed", name: "--seed", set: (p, v) => Object.assign(p, { seed: v }) },
+  { flag: "dim", name: "--dim", set: (p, v) => Object.assign(p, { embedding: { ...(p.embedding ?? {}), dim: v } }) },
+];
+
+/** Registers `lever data synth`. */
 export function register(program: Command): void {
-  void program;
+  group(program, "data", "datasets: import, inspect, list, synth")
+    .command("synth")
+    .description(
+      "write a synthetic VQA dataset (official VQAv2 JSON, embeddings, placeholder images, world.json for the sim VLM)",
+    )
+    .requiredOption("--items <n>", "questions in the train split (the demonstration index)")
+    .option("--val-items <n>", "questions in the val split (queries; default 1000)")
+    .option("--concepts <n>", "latent concepts (default 24)")
+    .option("--seed <n>", "world seed (default 1)")
+    .option("--dim <n>", "embedding dimension (default 64)")
+    .requiredOption("--out <dir>", "output directory")
+    .option("--params <file>", "JSON file of world parameters (docs/simulator.md); the flags above override it")
+    .option("--no-images", "do not write placeholder image files")
+    .option("--force", "overwrite a synthetic dataset already in --out")
+    .option("--json", "print the summary as JSON")
+    .action((flags: SynthFlags) => {
+      const params = resolveParams(flags);
+      if (existsSync(join(flags.out, WORLD_FILE)) && !flags.force)
+        throw new LeverError("a synthetic dataset is already there (use --force to overwrite it)", {
+          file: join(flags.out, WORLD_FILE),
+        });
+      const summary = writeSynthDataset({ out: flags.out, params, images: flags.images });
+      if (flags.json) {
+        printJson(summary);
+        return;
+      }
+      const { train, val } = summary.counts;
+      process.stdout.write(
+        [
+          `Wrote ${summary.out}`,
+          `  train: ${train.questions} questions on ${train.images} images`,
+          `  val:   ${val.questions} questions on ${val.images} images`,
+          `  embeddings: image, text, joint (dim ${summary.embeddingDim}) per split`,
+          `  world: ${summary.worldFile} (fingerprint ${summary.fingerprint.slice(0, 12)})`,
+          "",
+        ].join("\n"),
+      );
+    });
+}
+
+/** --params file, then the flags, validated as one parameter set; errors name the flag or the file field. */
+function resolveParams(flags: SynthFlags): WorldParamsInput {
+  let params: WorldParamsInput = {};
+  if (flags.params !== undefined) {
+    try {
+      params = JSON.parse(readFileSync(flags.params, "utf8")) as WorldParamsInput;
+    } catch (error) {
+      throw new LeverError(`cannot read world parameters: ${(error as Error).message}`, { file: flags.params });
+    }
+    const parsed = WorldParamsSchema.safeParse(params);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new LeverError(issue.message, { file: flags.params, field: issue.path.join(".") });
+    }
+  }
+  for (const { flag, name, set } of FLAG_PARAMS) {
+    const text = flags[flag];
+    if (typeof text !== "string") continue;
+    const value = Number(text);
+    if (text.trim() === "" || !Number.isSafeInteger(value))
+      throw new LeverError(`expected an integer, got "${text}"`, { field: name });
+    set(params, value);
+    const parsed = WorldParamsSchema.safeParse(params);
+    if (!parsed.success) {
+      const issue = parsed.error.issues.find((i) => i.path.length > 0) ?? parsed.error.issues[0];
+      throw new LeverError(`${issue.message} (parameter ${issue.path.join(".")})`, { field: name });
+    }
+  }
+  return params;
 }
