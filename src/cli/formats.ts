@@ -176,7 +176,7 @@ export function register(program: Command): void {
           const n = result.norms;
           const lines = [
             `imported ${result.rows} × ${result.dim} ${result.kind} embeddings for "${result.dataset}" (source ${result.sourceDtype}, ids from ${result.idsSource})`,
-            `row norms: min ${fmt(n.min)}, max ${fmt(n.max)}, mean ${fmt(n.mean)}${result.normsAfter !== undefined ? " → normalised to 1" : ""}`,
+            `row norms: min ${fmt(n.min)}, max ${fmt(n.max)}, mean ${fmt(n.mean)}${result.normalized ? " → normalised to 1" : ""}`,
           ];
           if (result.missingFromMatrix)
             lines.push(`note: ${result.missingFromMatrix} of ${result.datasetItems} dataset items have no row`);

@@ -179,6 +179,15 @@ export function validateEmbedding(
   file: string,
   datasetIds?: readonly string[],
 ): ValidationReport {
+  return checkMatrix(matrix, file, datasetIds).report;
+}
+
+/** validateEmbedding, also returning the row norms so normalising needs no second pass. */
+function checkMatrix(
+  matrix: EmbeddingMatrix,
+  file: string,
+  datasetIds?: readonly string[],
+): { report: ValidationReport; norms: Float64Array } {
   const { ids, dim, data } = matrix;
   if (data.length !== ids.length * dim)
     throw new LeverError(`data holds ${data.length} values, not ${ids.length} rows × ${dim}`, { file });
@@ -203,29 +212,23 @@ export function validateEmbedding(
       );
     missingFromMatrix = datasetIds.length - ids.length;
   }
-  const bad = firstNonFinite(data);
-  if (bad >= 0) {
-    const row = Math.floor(bad / dim);
-    throw new LeverError(`value ${data[bad]} at column ${bad % dim} is not finite`, {
-      file,
-      record: ids[row],
-      field: `row ${row}`,
-    });
-  }
+  // One pass: a row's float64 sum of squares is finite exactly when all its values are (512
+  // float32 squares cannot overflow float64), so only a non-finite norm needs a closer look.
   const norms = rowNorms(data, dim);
-  const zero = norms.indexOf(0);
-  if (zero >= 0)
-    throw new LeverError("row is all zeros (cosine similarity is undefined)", {
-      file,
-      record: ids[zero],
-      field: `row ${zero}`,
-    });
-  return {
+  for (let row = 0; row < norms.length; row++) {
+    if (Number.isFinite(norms[row]) && norms[row] > 0) continue;
+    const where = { file, record: ids[row], field: `row ${row}` };
+    if (norms[row] === 0) throw new LeverError("row is all zeros (cosine similarity is undefined)", where);
+    const column = firstNonFinite(data.subarray(row * dim, (row + 1) * dim));
+    throw new LeverError(`value ${data[row * dim + column]} at column ${column} is not finite`, where);
+  }
+  const report: ValidationReport = {
     rows: ids.length,
     dim,
     norms: normStats(norms),
     ...(datasetIds !== undefined ? { missingFromMatrix, datasetItems: datasetIds.length } : {}),
   };
+  return { report, norms };
 }
 
 /** Index of the first NaN/±Inf value, or -1. */
@@ -262,8 +265,7 @@ export function normStats(norms: Float64Array): NormStats {
 }
 
 /** Scales every row to unit L2 norm, in place. Rows must be non-zero (validateEmbedding checks). */
-export function normalizeRows(data: Float32Array, dim: number): void {
-  const norms = rowNorms(data, dim);
+export function normalizeRows(data: Float32Array, dim: number, norms: Float64Array = rowNorms(data, dim)): void {
   for (let r = 0, offset = 0; r < norms.length; r++, offset += dim) {
     const scale = 1 / norms[r];
     for (let c = 0; c < dim; c++) data[offset + c] *= scale;
@@ -298,9 +300,8 @@ export interface ImportEmbeddingResult extends ValidationReport {
   sha256: string;
   sourceDtype: string;
   idsSource: string;
+  /** Rows were scaled to unit norm (`norms` describes them before). */
   normalized: boolean;
-  /** Row norms after normalisation (all ≈ 1) when `normalized`. */
-  normsAfter?: NormStats;
 }
 
 /**
@@ -317,13 +318,9 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
     idsFile: options.idsFile,
     datasetOrder: options.datasetOrder ? datasetIds : undefined,
   });
-  const report = validateEmbedding(loaded.matrix, file, datasetIds);
+  const { report, norms } = checkMatrix(loaded.matrix, file, datasetIds);
   const { matrix } = loaded;
-  let normsAfter: NormStats | undefined;
-  if (options.normalize) {
-    normalizeRows(matrix.data, matrix.dim);
-    normsAfter = normStats(rowNorms(matrix.data, matrix.dim));
-  }
+  if (options.normalize) normalizeRows(matrix.data, matrix.dim, norms);
   const paths = embeddingArtifactPaths(dataset, kind);
   const written = ws.writeArtifact(paths.matrix, encodeNpy(matrix.data, [matrix.ids.length, matrix.dim]));
   const idsRef = ws.writeArtifact(paths.ids, `${JSON.stringify(matrix.ids)}\n`);
@@ -346,7 +343,6 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
       idsSha256: idsRef.sha256,
       normalized: options.normalize === true,
       norms: report.norms,
-      ...(normsAfter !== undefined ? { normsAfter } : {}),
       missingFromMatrix: report.missingFromMatrix,
     },
   });
@@ -360,7 +356,6 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
     sourceDtype: loaded.sourceDtype,
     idsSource: loaded.idsSource,
     normalized: options.normalize === true,
-    ...(normsAfter !== undefined ? { normsAfter } : {}),
   };
 }
 

@@ -57,7 +57,7 @@ export function importBeamsFile(
   const constructOrder = options.constructOrder ?? constructOrderFromFileName(basename(options.file)) ?? "left";
   const source = readSource(options.file);
   const { set, warnings } = importBeams(source.json, indexOf(ws, options.dataset), {
-    file: basename(options.file),
+    file: options.file,
     sha256: source.sha256,
     constructOrder,
   });
@@ -72,7 +72,7 @@ export function importRolloutsFile(
   const name = options.out ?? artifactNameFromFile(options.file);
   const source = readSource(options.file);
   const { set, warnings } = importRollouts(source.json, indexOf(ws, options.dataset), {
-    file: basename(options.file),
+    file: options.file,
     sha256: source.sha256,
     shots: options.shots,
   });
@@ -114,7 +114,7 @@ export function importPoolsFile(
     sampler,
     k: options.k ?? fromName.k,
     seed: options.seed,
-    file: basename(options.file),
+    file: options.file,
     sha256: source.sha256,
     onConflict: options.dropConflicts ? "drop" : "error",
   });
