@@ -18,8 +18,9 @@ interface EvalFlags {
   baseUrl: string[];
   model?: string;
   layout: string;
-  k: string;
-  poolSampler: string;
+  k?: string;
+  poolSampler?: string;
+  selectorEmbedding?: string;
   seed: string;
   run?: string;
   cache: boolean;
@@ -95,8 +96,9 @@ export function register(program: Command): void {
         baseUrls: flags.baseUrl,
         model: flags.model,
         layout: flags.layout,
-        k: integer(flags.k, "--k"),
+        k: flags.k === undefined ? undefined : integer(flags.k, "--k"),
         poolSampler: flags.poolSampler,
+        selectorEmbedding: flags.selectorEmbedding,
         seed: integer(flags.seed, "--seed"),
         run: flags.run,
         cache: flags.cache,

@@ -11,6 +11,9 @@ import { canonicalJson, hashValue } from "../util/hash.js";
 import { POOL_SAMPLERS } from "./retrievers.js";
 import { PROMPT_ORDERS } from "./types.js";
 
+/** "The query's pool" when no flag says otherwise. */
+export const DEFAULT_POOL = { sampler: "mix", k: 64 } as const;
+
 export const METRIC_VARIANTS = ["official", "always-normalize"] as const;
 export const LAYOUTS = ["lever-plus", "chat-turns"] as const;
 
@@ -26,8 +29,11 @@ export const EvalOptionsSchema = z.object({
   baseUrls: z.array(z.string().min(1)).default([]),
   model: z.string().min(1).optional(),
   layout: z.enum(LAYOUTS).default("lever-plus"),
-  k: z.number().int().positive().default(64),
-  poolSampler: z.enum(POOL_SAMPLERS).default("mix"),
+  /** Pool size and sampler of "the query's pool" (oracle; selectors unless their checkpoint says otherwise). */
+  k: z.number().int().positive().optional(),
+  poolSampler: z.enum(POOL_SAMPLERS).optional(),
+  /** Embedding a selector reads (default: its checkpoint's, else joint). */
+  selectorEmbedding: z.enum(["image", "text", "joint"]).optional(),
   seed: z.number().int().min(0).max(0xffffffff).default(0),
   run: z
     .string()
@@ -74,7 +80,12 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
     seed: options.seed,
     vlm: inputs.vlmId,
     order: options.order,
-    pool: { sampler: options.poolSampler, k: options.k },
+    pool: { sampler: options.poolSampler ?? DEFAULT_POOL.sampler, k: options.k ?? DEFAULT_POOL.k },
+    selector: {
+      poolSampler: options.poolSampler ?? null,
+      k: options.k ?? null,
+      embedding: options.selectorEmbedding ?? null,
+    },
     embeddings: inputs.embeddings,
     metric: { name: "vqa-accuracy", variant: options.metricVariant, postprocess: "lever-plus" },
   };

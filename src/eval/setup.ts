@@ -22,7 +22,14 @@ import { OpenAiVlm } from "../vlm/openai.js";
 import { SimVlm } from "../vlm/sim.js";
 import { SimOracle } from "../vlm/sim-oracle.js";
 import type { Vlm } from "../vlm/types.js";
-import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
+import {
+  configDifferences,
+  DEFAULT_POOL,
+  type EvalOptions,
+  type EvalRunConfig,
+  evalConfigHash,
+  evalRunConfig,
+} from "./config.js";
 import {
   createRetriever,
   memoizePools,
@@ -32,6 +39,7 @@ import {
   type Retriever,
   type RetrieverSpec,
 } from "./retrievers.js";
+import { loadSelector } from "./selector.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
 import { toSelectionOrder } from "./types.js";
 
@@ -105,7 +113,7 @@ export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
-class EmbeddingCache {
+export class EmbeddingCache {
   private readonly loaded = new Map<string, EmbeddingMatrix>();
   constructor(private readonly ws: Workspace) {}
 
@@ -130,13 +138,12 @@ class EmbeddingCache {
  * and pools memoised per (sampler, K, query).
  */
 export function workspacePools(
-  ws: Workspace,
+  embeddings: EmbeddingCache,
   options: EvalOptions,
   queryDataset: string,
   indexDataset: string,
   index: readonly VqaItem[],
 ): PoolProvider {
-  const embeddings = new EmbeddingCache(ws);
   const builder = new PoolBuilder({
     index,
     indexEmbeddings: embeddings.lazySet(indexDataset),
@@ -200,21 +207,32 @@ export async function prepareEvaluation(
     vlmId: vlm.backend.id,
     embeddings: { ...embeddingIdentities(ws, options.dataset), ...embeddingIdentities(ws, options.index) },
   });
-  const { runId, resumed } = findOrCreateRun(ws, config, options);
-
-  const pools = workspacePools(ws, options, options.dataset, options.index, index);
+  const embeddings = new EmbeddingCache(ws);
+  const pools = workspacePools(embeddings, options, options.dataset, options.index, index);
   const order = options.order as PromptOrder;
   const retrievers: Retriever[] = [];
   for (const spec of specs)
     retrievers.push(
       await createRetriever(spec, {
         pools,
-        poolSampler: options.poolSampler,
-        k: options.k,
+        poolSampler: options.poolSampler ?? DEFAULT_POOL.sampler,
+        k: options.k ?? DEFAULT_POOL.k,
         maxShots,
         oracle: vlm.sim ? simOracle(vlm.sim, order) : undefined,
+        loadSelector: async (checkpoint) =>
+          loadSelector(
+            checkpoint,
+            { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
+            {
+              query: (kind) => embeddings.get(options.dataset, kind),
+              index: (kind) => embeddings.get(options.index, kind),
+            },
+          ),
       }),
     );
+
+  // The run is found or created only once every retriever could be built (no orphan runs).
+  const { runId, resumed } = findOrCreateRun(ws, config, options);
 
   const scorers = new Map<string, VqaScorer>();
   const score = (answer: string, query: VqaItem) => {

@@ -1,0 +1,147 @@
+/**
+ * `selector:CKPT` at evaluation time: load a strict checkpoint and greedily decode, for every query,
+ * from THAT QUERY'S OWN POOL built through the pool contract (spec P1: the reference decoded every
+ * query from training rows 0…K−1). The pool sampler, K and the embedding kind the selector reads
+ * come from explicit flags, else from the checkpoint (trained K; provenance notes `poolSampler`
+ * and `embedding` when the trainer recorded them), else the documented defaults.
+ */
+import { readFileSync } from "node:fs";
+import type { EmbeddingMatrix } from "../data/embeddings.js";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { loadCheckpoint } from "../selector/checkpoint.js";
+import { predict } from "../selector/decode.js";
+import { PointerSelector } from "../selector/model.js";
+import { LeverError } from "../util/errors.js";
+import { sha256 } from "../util/hash.js";
+import { type EmbeddingKind, POOL_SAMPLERS, type PoolSampler, type SelectorHandle } from "./retrievers.js";
+
+export const SELECTOR_DEFAULTS = { poolSampler: "mix" as PoolSampler, k: 64, embedding: "joint" as EmbeddingKind };
+
+export interface SelectorSettings {
+  /** Explicit flags win over the checkpoint's own settings. */
+  poolSampler?: PoolSampler;
+  k?: number;
+  embedding?: EmbeddingKind;
+}
+
+export interface SelectorEmbeddings {
+  /** Embedding matrix of the query dataset / index dataset of the given kind. */
+  query(kind: EmbeddingKind): EmbeddingMatrix;
+  index(kind: EmbeddingKind): EmbeddingMatrix;
+}
+
+export interface LoadedSelector extends SelectorHandle {
+  readonly embedding: EmbeddingKind;
+  /** Where each setting came from: "flag", "checkpoint" or "default". */
+  readonly sources: Record<"poolSampler" | "k" | "embedding", "flag" | "checkpoint" | "default">;
+}
+
+export function loadSelector(path: string, flags: SelectorSettings, embeddings: SelectorEmbeddings): LoadedSelector {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (error) {
+    throw new LeverError(`cannot read the selector checkpoint: ${(error as Error).message}`, { file: path });
+  }
+  const checkpoint = loadCheckpoint(path);
+  const notes = checkpoint.provenance.notes;
+  const sources = {} as LoadedSelector["sources"];
+  const pick = <T>(name: keyof LoadedSelector["sources"], flag: T | undefined, stored: T | undefined, fallback: T) => {
+    sources[name] = flag !== undefined ? "flag" : stored !== undefined ? "checkpoint" : "default";
+    return flag ?? stored ?? fallback;
+  };
+  const storedSampler = notes.poolSampler;
+  if (storedSampler !== undefined && !(POOL_SAMPLERS as readonly string[]).includes(storedSampler))
+    throw new LeverError(`unknown pool sampler "${storedSampler}"`, {
+      file: path,
+      field: "provenance.notes.poolSampler",
+    });
+  const storedEmbedding = notes.embedding;
+  if (storedEmbedding !== undefined && !(EMBEDDING_KINDS as readonly string[]).includes(storedEmbedding))
+    throw new LeverError(`unknown embedding kind "${storedEmbedding}"`, {
+      file: path,
+      field: "provenance.notes.embedding",
+    });
+  const sampler = pick(
+    "poolSampler",
+    flags.poolSampler,
+    storedSampler as PoolSampler | undefined,
+    SELECTOR_DEFAULTS.poolSampler,
+  );
+  const k = pick("k", flags.k, checkpoint.trainedK ?? undefined, SELECTOR_DEFAULTS.k);
+  const embedding = pick(
+    "embedding",
+    flags.embedding,
+    storedEmbedding as EmbeddingKind | undefined,
+    SELECTOR_DEFAULTS.embedding,
+  );
+
+  const model = new PointerSelector(checkpoint.config, checkpoint.params, "float32");
+  const { d } = checkpoint.config;
+  const queryMatrix = embeddings.query(embedding);
+  const indexMatrix = embeddings.index(embedding);
+  for (const [role, matrix] of [
+    ["query", queryMatrix],
+    ["index", indexMatrix],
+  ] as const)
+    if (matrix.dim !== d)
+      throw new LeverError(
+        `the selector reads d=${d} but the ${role} "${embedding}" embeddings have dim ${matrix.dim}`,
+        {
+          file: path,
+          field: "config.d",
+        },
+      );
+  const queryRows = rowsById(queryMatrix);
+  const indexRows = rowsById(indexMatrix);
+  const label = `selector:${path}@${sha256(bytes).slice(0, 12)}`;
+
+  return {
+    label,
+    sampler,
+    k,
+    embedding,
+    sources,
+    async choose(queries, pools, shots) {
+      const Q = queries.length;
+      const queryData = new Float32Array(Q * d);
+      queries.forEach((query, q) => {
+        queryData.set(row(queryMatrix, queryRows, query.questionId, "query"), q * d);
+      });
+      // Candidate table of this batch only: the distinct pool items, so memory stays bounded by
+      // batch × K rows even for a very large index.
+      const tableRow = new Map<string, number>();
+      const ids: string[] = [];
+      const slots = new Int32Array(Q * k);
+      pools.forEach((pool, q) => {
+        if (pool.length !== k)
+          throw new Error(`pool of ${queries[q].questionId} has ${pool.length} items, expected ${k}`);
+        pool.forEach((id, p) => {
+          let r = tableRow.get(id);
+          if (r === undefined) {
+            r = ids.length;
+            tableRow.set(id, r);
+            ids.push(id);
+          }
+          slots[q * k + p] = r;
+        });
+      });
+      const table = new Float32Array(ids.length * d);
+      ids.forEach((id, r) => {
+        table.set(row(indexMatrix, indexRows, id, "index"), r * d);
+      });
+      return predict(model, { queries: queryData, table, slots, K: k }, { shots }).map((t) => t.positions);
+    },
+  };
+}
+
+function rowsById(matrix: EmbeddingMatrix): Map<string, number> {
+  return new Map(matrix.ids.map((id, r) => [id, r]));
+}
+
+function row(matrix: EmbeddingMatrix, rows: Map<string, number>, id: string, role: string): Float32Array {
+  const r = rows.get(id);
+  if (r === undefined)
+    throw new LeverError(`no ${role} embedding row for this item`, { record: id, field: "embedding" });
+  return matrix.data.subarray(r * matrix.dim, (r + 1) * matrix.dim);
+}

@@ -1,0 +1,103 @@
+import { beforeAll, describe, expect, it, vi } from "vitest";
+import { runLever } from "../../src/cli/program.js";
+import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+
+let sim: SimWorkspace;
+let wsDir: string;
+beforeAll(() => {
+  sim = simWorkspace({ trainItems: 200, valItems: 30, concepts: 6 });
+  wsDir = sim.ws.dir;
+  sim.ws.close(); // the CLI opens its own connection
+});
+
+async function lever(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
+    stdout += String(s);
+    return true;
+  });
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
+    stderr += String(s);
+    return true;
+  });
+  try {
+    const code = await runLever(["--workspace", wsDir, ...args]);
+    return { code, stdout, stderr };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+const base = () => [
+  "eval",
+  "--dataset",
+  "val",
+  "--index",
+  "train",
+  "--queries",
+  "first:20",
+  "--shots",
+  "1,2",
+  "--world",
+  sim.worldFile,
+  "--resamples",
+  "200",
+];
+
+describe("lever eval", () => {
+  it("prints the accuracy table and the paired comparisons, and a run line on stderr", async () => {
+    const { code, stdout, stderr } = await lever(...base(), "--retriever", "zero,random,topk-image");
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^VQA accuracy \(official metric, %\)/);
+    expect(stdout).toMatch(/\nzero\s+0\s+20\s+0\s+\d+\.\d\d\s+\[/);
+    expect(stdout).toMatch(/\ntopk-image\s+2\s+20\s+0/);
+    expect(stdout).toMatch(/Paired difference vs random/);
+    expect(stdout).toMatch(/\ntopk-image\s+1\s+random@1\s+20\s+[+-]?\d/);
+    expect(stderr).toMatch(/run eval-\d+: 100 predictions planned, 0 already stored, 100 evaluated, 0 failed/);
+  });
+
+  it("re-running is a resume: nothing evaluated, same table; --json gives the same numbers as one object", async () => {
+    const text = await lever(...base(), "--retriever", "zero,random,topk-image");
+    expect(text.stderr).toMatch(/\(resumed\): 100 predictions planned, 100 already stored, 0 evaluated/);
+    const json = await lever(...base(), "--retriever", "zero,random,topk-image", "--json");
+    expect(json.code).toBe(0);
+    const result = JSON.parse(json.stdout);
+    expect(result.stats).toMatchObject({ planned: 100, skipped: 100, evaluated: 0 });
+    expect(result.summary.cells.map((c: { retriever: string; shot: number }) => `${c.retriever}@${c.shot}`)).toEqual([
+      "zero@0",
+      "random@1",
+      "random@2",
+      "topk-image@1",
+      "topk-image@2",
+    ]);
+    expect(result.config.format).toBe("lever.eval/1");
+  });
+
+  it("reports bad input as one line naming the flag, with exit code 2", async () => {
+    const bad = await lever(...base(), "--retriever", "zero,nearest");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+    expect(bad.stderr).toMatch(/^error: field "--retriever": unknown retriever "nearest"/);
+    expect((await lever(...base(), "--shots", "1,x")).stderr).toMatch(/field "--shots"/);
+    expect((await lever(...base(), "--order", "middle")).stderr).toMatch(/field "--order"/);
+    expect((await lever(...base(), "--queries", "some")).stderr).toMatch(/field "--queries"/);
+    expect((await lever(...base(), "--vlm", "openai")).stderr).toMatch(/field "--base-url": the openai backend needs/);
+    const missing = await lever("eval", "--dataset", "nope", "--index", "train", "--world", sim.worldFile);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/nope/);
+    const oracleOpenai = await lever(
+      ...base(),
+      "--vlm",
+      "openai",
+      "--base-url",
+      "http://127.0.0.1:9",
+      "--model",
+      "m",
+      "--retriever",
+      "oracle",
+    );
+    expect(oracleOpenai.stderr).toMatch(/oracle retriever needs the simulated VLM/);
+  });
+});
