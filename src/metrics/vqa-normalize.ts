@@ -185,6 +185,7 @@ export const VQA_CONTRACTION_COUNT = contractionMap.size;
 const PY_SPACE = "\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 const PY_STRIP = new RegExp(`^[${PY_SPACE}]+|[${PY_SPACE}]+$`, "g");
 const PY_SPLIT = new RegExp(`[${PY_SPACE}]+`);
+const TAB_OR_NEWLINE = /[\n\t]/g;
 
 /** `commaStrip = re.compile("(\d)(\,)(\d)")`; Python 3 `\d` is any Unicode decimal digit (Nd). */
 const COMMA_STRIP = /\p{Nd},\p{Nd}/u;
@@ -204,7 +205,7 @@ const TOUCHED_BY_PUNCTUATION = /[;/[\]"{}()=+\\_\-><@`,?!.]/;
 
 /** `ans.replace('\n',' ').replace('\t',' ').strip()` with Python's whitespace set. */
 export function stripAnswer(text: string): string {
-  return text.replace(/[\n\t]/g, " ").replace(PY_STRIP, "");
+  return text.replace(TAB_OR_NEWLINE, " ").replace(PY_STRIP, "");
 }
 
 /**
@@ -245,7 +246,17 @@ export function processDigitArticle(inText: string): string {
   return out.join(" ");
 }
 
+// Rollouts score the same few answer strings over and over; a bounded memo makes repeats a lookup.
+const MEMO_LIMIT = 50_000;
+const memo = new Map<string, string>();
+
 /** The full official normaliser: strip, then processPunctuation, then processDigitArticle. */
 export function normalizeAnswer(text: string): string {
-  return processDigitArticle(processPunctuation(stripAnswer(text)));
+  let normalized = memo.get(text);
+  if (normalized === undefined) {
+    normalized = processDigitArticle(processPunctuation(stripAnswer(text)));
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(text, normalized);
+  }
+  return normalized;
 }
