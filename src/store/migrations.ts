@@ -43,6 +43,9 @@ export const MIGRATIONS: readonly Migration[] = [
         image_path TEXT,
         PRIMARY KEY (dataset, question_id)
       );
+      -- Entries of an index are ordered by (key, rowid): this one yields a dataset's items in
+      -- insertion order (= question-id order) with no sort step.
+      CREATE INDEX items_by_dataset ON items(dataset);
       CREATE TABLE embeddings (
         dataset TEXT NOT NULL REFERENCES datasets(name) ON DELETE CASCADE,
         kind TEXT NOT NULL,
