@@ -102,6 +102,39 @@ void scale_c(long M, long N, T beta, T* C, long ldc) {
   }
 }
 
+// A few rows of C (e.g. one query against K candidates): packing B would cost as much as the
+// arithmetic, so work on the operands in place. Bᵀ rows are dot products; B rows are axpys.
+template <typename T>
+void gemm_few_rows(bool transA, bool transB, long M, long N, long K, T alpha, const T* A, long lda, const T* B,
+                   long ldb, T* C, long ldc) {
+  for (long i = 0; i < M; i++) {
+    T* c = C + i * ldc;
+    const long sa = transA ? lda : 1;
+    const T* a = transA ? A + i : A + i * lda;
+    if (transB) {
+      for (long j = 0; j < N; j++) {
+        const T* b = B + j * ldb;
+        T s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        long k = 0;
+        for (; k + 4 <= K; k += 4) {
+          s0 += a[k * sa] * b[k];
+          s1 += a[(k + 1) * sa] * b[k + 1];
+          s2 += a[(k + 2) * sa] * b[k + 2];
+          s3 += a[(k + 3) * sa] * b[k + 3];
+        }
+        for (; k < K; k++) s0 += a[k * sa] * b[k];
+        c[j] += alpha * ((s0 + s1) + (s2 + s3));
+      }
+    } else {
+      for (long k = 0; k < K; k++) {
+        const T ak = alpha * a[k * sa];
+        const T* b = B + k * ldb;
+        for (long j = 0; j < N; j++) c[j] += ak * b[j];
+      }
+    }
+  }
+}
+
 // Runs one instantiation's gemm with scratch buffers for its packing sizes.
 #define LEVER_RUN(NS, T)                                                                               \
   do {                                                                                                 \
@@ -120,6 +153,7 @@ void sgemm(bool transA, bool transB, long M, long N, long K, float alpha, const 
   if (M <= 0 || N <= 0) return;
   scale_c(M, N, beta, C, ldc);
   if (K <= 0 || alpha == 0.0f) return;
+  if (M <= 2) return gemm_few_rows(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
 #ifdef LEVER_HAVE_AVX2_KERNELS
   if (use_avx2()) {
     LEVER_RUN(avx2_f32, float);
@@ -134,6 +168,7 @@ void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const
   if (M <= 0 || N <= 0) return;
   scale_c(M, N, beta, C, ldc);
   if (K <= 0 || alpha == 0.0) return;
+  if (M <= 2) return gemm_few_rows(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
 #ifdef LEVER_HAVE_AVX2_KERNELS
   if (use_avx2()) {
     LEVER_RUN(avx2_f64, double);

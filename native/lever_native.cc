@@ -53,6 +53,10 @@ const OpenBlas& openblas() {
   return lib;
 }
 
+// Problems below this many multiply-adds go to our own GEMM even when OpenBLAS is loaded: for
+// tiny products OpenBLAS's threading and dispatch cost more than the arithmetic.
+double openblas_min_work = 64.0 * 64 * 64;
+
 bool throw_error(napi_env env, const char* message) {
   napi_throw_range_error(env, nullptr, message);
   return false;
@@ -128,14 +132,14 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
   const int ta = transA ? CblasTrans : CblasNoTrans;
   const int tb = transB ? CblasTrans : CblasNoTrans;
   if constexpr (sizeof(T) == 4) {
-    if (blas.sgemm != nullptr && K > 0) {
+    if (blas.sgemm != nullptr && K > 0 && static_cast<double>(M) * N * K >= openblas_min_work) {
       blas.sgemm(CblasRowMajor, ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C,
                  ldc);
     } else {
       lever::sgemm(transA, transB, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C, ldc);
     }
   } else {
-    if (blas.dgemm != nullptr && K > 0) {
+    if (blas.dgemm != nullptr && K > 0 && static_cast<double>(M) * N * K >= openblas_min_work) {
       blas.dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     } else {
       lever::dgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -207,6 +211,20 @@ napi_value AdamW(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// setOpenBlasMinWork(n): route GEMMs with M·N·K < n to our own kernels (Infinity = never use OpenBLAS).
+napi_value SetOpenBlasMinWork(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  double v;
+  if (argc != 1 || napi_get_value_double(env, argv[0], &v) != napi_ok || !(v >= 0)) {
+    throw_error(env, "setOpenBlasMinWork: expected a non-negative number");
+    return nullptr;
+  }
+  openblas_min_work = v;
+  return nullptr;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   const OpenBlas& blas = openblas();
   napi_value obj, path, threads, simd;
@@ -225,6 +243,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"sgemm", nullptr, Gemm<float>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"dgemm", nullptr, Gemm<double>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"adamw", nullptr, AdamW, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"setOpenBlasMinWork", nullptr, SetOpenBlasMinWork, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

@@ -49,6 +49,8 @@ export interface NativeAddon {
     invSqrtBc2: number,
   ): void;
   info(): NativeInfo;
+  /** GEMMs with M·N·K below this go to our own kernels even with OpenBLAS loaded (default 64³; Infinity = never OpenBLAS). */
+  setOpenBlasMinWork(work: number): void;
 }
 
 export interface NativeLoad {
