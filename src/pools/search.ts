@@ -120,9 +120,9 @@ export interface TopKOptions {
   /** Per query: index rows it must never receive (any order; a handful per query). */
   exclude?: readonly (readonly number[] | undefined)[];
   gemm?: Gemm;
-  /** Queries per GEMM block (default 256). */
+  /** Queries per GEMM block (default 512). */
   queryBlock?: number;
-  /** Index rows per GEMM block (default 4096). */
+  /** Index rows per GEMM block (default 8192). */
   indexBlock?: number;
   /** Extra candidates kept beyond K for the float64 re-scoring (default 8). */
   margin?: number;
@@ -157,8 +157,8 @@ export function cosineTopK(queries: Float32Array, index: Float32Array, dim: numb
       );
   }
   const gemm = options.gemm ?? defaultGemm().gemm;
-  const qBlock = options.queryBlock ?? 256;
-  const nBlock = options.indexBlock ?? 4096;
+  const qBlock = options.queryBlock ?? 512;
+  const nBlock = options.indexBlock ?? 8192;
   const cap = Math.min(k + (options.margin ?? 8), N);
   const heapScore = new Float32Array(Q * cap);
   const heapRow = new Int32Array(Q * cap);
