@@ -40,7 +40,10 @@ export interface EmbeddingFile {
   idsSource: string;
 }
 
-/** How to find the row ids of a matrix file that does not carry them itself. */
+/**
+ * Where the row ids come from, first match wins: `idsFile`, `datasetOrder`, the safetensors
+ * `__metadata__.ids`, then a sidecar `<stem>.ids.json` / `<file>.ids.json`.
+ */
 export interface IdsOption {
   /** A JSON file with the ids (overrides any other source). */
   idsFile?: string;
@@ -93,9 +96,6 @@ export function readEmbeddingFile(path: string, ids: IdsOption = {}): EmbeddingF
   if (ids.idsFile !== undefined) {
     rowIds = readIdsFile(ids.idsFile);
     idsSource = ids.idsFile;
-  } else if (metadataIds !== undefined) {
-    rowIds = parseIds(metadataIds, path, "__metadata__.ids");
-    idsSource = "safetensors metadata";
   } else if (ids.datasetOrder !== undefined) {
     if (ids.datasetOrder.length !== rows)
       throw new LeverError(
@@ -104,6 +104,9 @@ export function readEmbeddingFile(path: string, ids: IdsOption = {}): EmbeddingF
       );
     rowIds = [...ids.datasetOrder];
     idsSource = "dataset order";
+  } else if (metadataIds !== undefined) {
+    rowIds = parseIds(metadataIds, path, "__metadata__.ids");
+    idsSource = "safetensors metadata";
   } else {
     const sidecar = sidecarIdsPath(path);
     if (sidecar === undefined)

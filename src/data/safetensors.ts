@@ -141,7 +141,10 @@ export function openSafetensors(path: string): SafetensorsReader {
 export interface TensorToWrite {
   dtype: SafetensorsDtype;
   shape: readonly number[];
-  /** Float data may be narrowed to F16/BF16 (round to nearest even); other dtypes must match the array type. */
+  /**
+   * Float data may be narrowed to F16/BF16 (round to nearest even, via float32 for Float64Array
+   * input); other dtypes must match the array type exactly.
+   */
   data: TensorData | Float32Array;
 }
 
