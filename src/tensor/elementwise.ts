@@ -167,40 +167,46 @@ function binary(op: Bin, name: string, a: Tensor, b: Tensor): Tensor {
 }
 
 function binaryBackward(op: Bin, plan: BroadcastPlan, a: Tensor, b: Tensor, g: Data): void {
+  // d/da and d/db are separate passes so each inner loop is branch-free for the common ops.
+  if (a.requiresGrad) sideBackward(op, plan, true, a.data, b.data, gradBuffer(a), g);
+  if (b.requiresGrad) sideBackward(op, plan, false, a.data, b.data, gradBuffer(b), g);
+}
+
+/** Accumulates the gradient of one operand (`left` = a) of a broadcast binary op. */
+function sideBackward(op: Bin, plan: BroadcastPlan, left: boolean, x: Data, y: Data, gt: Data, g: Data): void {
   const { rows, inner, offA, offB, incA, incB } = plan;
-  const x = a.data;
-  const y = b.data;
-  const ga = a.requiresGrad ? gradBuffer(a) : null;
-  const gb = b.requiresGrad ? gradBuffer(b) : null;
+  const off = left ? offA : offB;
+  const inc = left ? incA : incB;
   for (let r = 0, o = 0; r < rows; r++) {
+    let it = off[r];
+    if (op === Bin.Add || (op === Bin.Sub && left)) {
+      for (let j = 0; j < inner; j++, o++, it += inc) gt[it] += g[o];
+      continue;
+    }
+    if (op === Bin.Sub) {
+      for (let j = 0; j < inner; j++, o++, it += inc) gt[it] -= g[o];
+      continue;
+    }
+    if (op === Bin.Mul) {
+      const other = left ? y : x;
+      const incO = left ? incB : incA;
+      for (let j = 0, io = left ? offB[r] : offA[r]; j < inner; j++, o++, it += inc, io += incO)
+        gt[it] += g[o] * other[io];
+      continue;
+    }
     let ia = offA[r];
     let ib = offB[r];
-    for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) {
+    for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB, it += inc) {
       const gi = g[o];
       switch (op) {
-        case Bin.Add:
-          if (ga) ga[ia] += gi;
-          if (gb) gb[ib] += gi;
-          break;
-        case Bin.Sub:
-          if (ga) ga[ia] += gi;
-          if (gb) gb[ib] -= gi;
-          break;
-        case Bin.Mul:
-          if (ga) ga[ia] += gi * y[ib];
-          if (gb) gb[ib] += gi * x[ia];
-          break;
         case Bin.Div:
-          if (ga) ga[ia] += gi / y[ib];
-          if (gb) gb[ib] -= (gi * x[ia]) / (y[ib] * y[ib]);
+          gt[it] += left ? gi / y[ib] : -(gi * x[ia]) / (y[ib] * y[ib]);
           break;
         case Bin.Min:
         case Bin.Max: {
           // Ties split the gradient evenly, as torch.minimum/maximum do.
-          const pickA = op === Bin.Min ? x[ia] < y[ib] : x[ia] > y[ib];
-          const share = x[ia] === y[ib] ? 0.5 * gi : gi;
-          if (ga && (pickA || x[ia] === y[ib])) ga[ia] += share;
-          if (gb && (!pickA || x[ia] === y[ib])) gb[ib] += share;
+          if (x[ia] === y[ib]) gt[it] += 0.5 * gi;
+          else if ((op === Bin.Min ? x[ia] < y[ib] : x[ia] > y[ib]) === left) gt[it] += gi;
           break;
         }
       }
