@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { parseEvalOptions } from "../eval/config.js";
 import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
 import { formatDuration } from "../eval/progress.js";
+import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { renderEvalSummary } from "../report/table.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
@@ -75,7 +76,7 @@ export function register(program: Command): void {
     .option("--order <order>", "prompt order: nearest (first selected next to the query) | farthest", "nearest")
     .option("--batch-size <n>", "prompts per VLM call", "64")
     .option("--concurrency <n>", "VLM calls in flight", "4")
-    .option("--resamples <n>", "bootstrap resamples", "10000")
+    .option("--resamples <n>", "bootstrap resamples", String(DEFAULT_RESAMPLES))
     .option(
       "--cluster-by-image",
       "bootstrap over images instead of questions (questions sharing an image move together)",

@@ -6,6 +6,7 @@
  * the same settings (and stored rows are reused).
  */
 import { z } from "zod";
+import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
 import { POOL_SAMPLERS } from "./retrievers.js";
@@ -45,7 +46,7 @@ export const EvalOptionsSchema = z.object({
   batchSize: z.number().int().positive().default(64),
   concurrency: z.number().int().positive().default(4),
   /** Bootstrap resamples for the report's confidence intervals. */
-  resamples: z.number().int().min(100).default(10_000),
+  resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES),
 });
 
 export type EvalOptions = z.infer<typeof EvalOptionsSchema>;

@@ -63,7 +63,6 @@ describe("renderEvalSummary", () => {
           ci: { lower: -0.5, upper: 16.75 },
           pValue: 0.061,
           mcnemar: { onlyRetriever: 9, onlyBaseline: 3, pValue: 0.146 },
-          signFlipPValue: 0.07,
           significant: false,
         },
       ],
