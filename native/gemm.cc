@@ -3,6 +3,9 @@
 // The whole file is built with portable flags (-O3), so it loads on any x86-64 / arm64 CPU.
 #include "gemm.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -60,6 +63,8 @@ namespace avx2_f64 {
 #endif
 
 namespace {
+
+constexpr long kMaxThreads = 8;
 
 bool use_avx2() {
 #ifdef LEVER_HAVE_AVX2_KERNELS
@@ -135,18 +140,107 @@ void gemm_few_rows(bool transA, bool transB, long M, long N, long K, T alpha, co
   }
 }
 
-// Runs one instantiation's gemm with scratch buffers for its packing sizes.
-#define LEVER_RUN(NS, T)                                                                               \
-  do {                                                                                                 \
-    long a_elems, b_elems;                                                                             \
-    NS::buffer_sizes(&a_elems, &b_elems);                                                              \
-    thread_local Scratch scratch;                                                                      \
-    T* base = static_cast<T*>(scratch.get(sizeof(T) * (a_elems + b_elems) + 64));                      \
-    if (base == nullptr) std::abort();                                                                 \
-    NS::gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc, base, base + a_elems + 64 / sizeof(T)); \
-  } while (0)
+template <typename T>
+using BlockedGemm = void (*)(bool, bool, long, long, long, T, const T*, long, const T*, long, T*, long, T*, T*);
+
+/** One instantiation's blocked GEMM with this thread's packing buffers. */
+template <typename T>
+void run_blocked(BlockedGemm<T> kernel, long a_elems, long b_elems, bool transA, bool transB, long M, long N, long K,
+                 T alpha, const T* A, long lda, const T* B, long ldb, T* C, long ldc) {
+  thread_local Scratch scratch;
+  T* base = static_cast<T*>(scratch.get(sizeof(T) * (a_elems + b_elems) + 64));
+  if (base == nullptr) std::abort();
+  kernel(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc, base, base + a_elems + 64 / sizeof(T));
+}
+
+template <typename T>
+struct Job {
+  BlockedGemm<T> kernel;
+  long a_elems, b_elems;
+  bool transA, transB;
+  long M, N, K;
+  T alpha;
+  const T* A;
+  long lda;
+  const T* B;
+  long ldb;
+  T* C;
+  long ldc;
+  void run() const { run_blocked(kernel, a_elems, b_elems, transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc); }
+};
+
+template <typename T>
+void* run_job(void* job) {
+  static_cast<Job<T>*>(job)->run();
+  return nullptr;
+}
+
+/**
+ * Splits C into `threads` column (or row) stripes, one per thread. Every element of C is still
+ * computed by one thread with the same k-blocking and summation order, so the result is
+ * bit-identical to the single-threaded one.
+ */
+template <typename T>
+void run_parallel(BlockedGemm<T> kernel, long a_elems, long b_elems, bool transA, bool transB, long M, long N, long K,
+                  T alpha, const T* A, long lda, const T* B, long ldb, T* C, long ldc) {
+  const long threads = gemm_threads();
+  const double work = static_cast<double>(M) * N * K;
+  const bool split_n = N >= M;
+  const long extent = split_n ? N : M;
+  if (threads <= 1 || work < 8.0e6 || extent < 32 * threads) {
+    run_blocked(kernel, a_elems, b_elems, transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    return;
+  }
+  Job<T> jobs[kMaxThreads];
+  pthread_t ids[kMaxThreads];
+  bool started[kMaxThreads] = {};
+  const long chunk = ((extent + threads - 1) / threads + 15) / 16 * 16;  // multiple of every NR in use
+  long count = 0;
+  for (long lo = 0; lo < extent && count < threads; lo += chunk, count++) {
+    const long n = extent - lo < chunk ? extent - lo : chunk;
+    Job<T> job{kernel, a_elems, b_elems, transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc};
+    if (split_n) {
+      job.N = n;
+      job.B = transB ? B + lo * ldb : B + lo;
+      job.C = C + lo;
+    } else {
+      job.M = n;
+      job.A = transA ? A + lo : A + lo * lda;
+      job.C = C + lo * ldc;
+    }
+    jobs[count] = job;
+  }
+  for (long t = 1; t < count; t++) started[t] = pthread_create(&ids[t], nullptr, run_job<T>, &jobs[t]) == 0;
+  jobs[0].run();
+  for (long t = 1; t < count; t++) {
+    if (started[t])
+      pthread_join(ids[t], nullptr);
+    else
+      jobs[t].run();  // could not start a thread: do its stripe here
+  }
+}
+
+template <typename T>
+void blocked(BlockedGemm<T> generic, void (*generic_sizes)(long*, long*), BlockedGemm<T> avx2,
+             void (*avx2_sizes)(long*, long*), bool transA, bool transB, long M, long N, long K, T alpha, const T* A,
+             long lda, const T* B, long ldb, T* C, long ldc) {
+  long a_elems, b_elems;
+  const bool fast = avx2 != nullptr && use_avx2();
+  (fast ? avx2_sizes : generic_sizes)(&a_elems, &b_elems);
+  run_parallel(fast ? avx2 : generic, a_elems, b_elems, transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+}
 
 }  // namespace
+
+long gemm_threads() {
+  static const long n = [] {
+    const char* env = std::getenv("LEVER_THREADS");
+    long v = env != nullptr ? std::atol(env) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (v < 1) v = 1;
+    return v > kMaxThreads ? kMaxThreads : v;
+  }();
+  return n;
+}
 
 void sgemm(bool transA, bool transB, long M, long N, long K, float alpha, const float* A, long lda, const float* B,
            long ldb, float beta, float* C, long ldc) {
@@ -155,12 +249,12 @@ void sgemm(bool transA, bool transB, long M, long N, long K, float alpha, const 
   if (K <= 0 || alpha == 0.0f) return;
   if (M <= 2) return gemm_few_rows(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
 #ifdef LEVER_HAVE_AVX2_KERNELS
-  if (use_avx2()) {
-    LEVER_RUN(avx2_f32, float);
-    return;
-  }
+  blocked<float>(generic_f32::gemm, generic_f32::buffer_sizes, avx2_f32::gemm, avx2_f32::buffer_sizes, transA, transB,
+                 M, N, K, alpha, A, lda, B, ldb, C, ldc);
+#else
+  blocked<float>(generic_f32::gemm, generic_f32::buffer_sizes, nullptr, nullptr, transA, transB, M, N, K, alpha, A,
+                 lda, B, ldb, C, ldc);
 #endif
-  LEVER_RUN(generic_f32, float);
 }
 
 void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const double* A, long lda,
@@ -170,12 +264,12 @@ void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const
   if (K <= 0 || alpha == 0.0) return;
   if (M <= 2) return gemm_few_rows(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
 #ifdef LEVER_HAVE_AVX2_KERNELS
-  if (use_avx2()) {
-    LEVER_RUN(avx2_f64, double);
-    return;
-  }
+  blocked<double>(generic_f64::gemm, generic_f64::buffer_sizes, avx2_f64::gemm, avx2_f64::buffer_sizes, transA,
+                  transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+#else
+  blocked<double>(generic_f64::gemm, generic_f64::buffer_sizes, nullptr, nullptr, transA, transB, M, N, K, alpha, A,
+                  lda, B, ldb, C, ldc);
 #endif
-  LEVER_RUN(generic_f64, double);
 }
 
 const char* gemm_simd() { return use_avx2() ? "avx2+fma" : "generic"; }

@@ -9,6 +9,9 @@ void sgemm(bool transA, bool transB, long M, long N, long K, float alpha, const 
 void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const double* A, long lda,
            const double* B, long ldb, double beta, double* C, long ldc);
 
+/** Threads our GEMM splits large products over: $LEVER_THREADS, else the online CPUs (max 8). */
+long gemm_threads();
+
 /** "avx2+fma" when the CPU runs the AVX2 micro-kernels, otherwise "generic" (SSE2 / portable). */
 const char* gemm_simd();
 

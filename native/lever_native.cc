@@ -230,7 +230,7 @@ napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, path, threads, simd;
   napi_create_object(env, &obj);
   napi_create_string_utf8(env, blas.path.c_str(), NAPI_AUTO_LENGTH, &path);
-  napi_create_int32(env, blas.sgemm != nullptr && blas.threads != nullptr ? blas.threads() : 1, &threads);
+  napi_create_int32(env, blas.sgemm != nullptr && blas.threads != nullptr ? blas.threads() : lever::gemm_threads(), &threads);
   napi_create_string_utf8(env, lever::gemm_simd(), NAPI_AUTO_LENGTH, &simd);
   napi_set_named_property(env, obj, "openblas", path);
   napi_set_named_property(env, obj, "threads", threads);
