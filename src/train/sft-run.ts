@@ -1,0 +1,155 @@
+/**
+ * One SFT run from resolved inputs: split by query, build or load the model, train with the shared
+ * loop, write a checkpoint per epoch and `best`, report metrics through hooks. Workspace plumbing
+ * (run records, artefact registration, metric rows) stays in the caller.
+ */
+import { join } from "node:path";
+import { z } from "zod";
+import type { BeamSet } from "../data/trajectories.js";
+import type { PoolSet } from "../pools/types.js";
+import { type Checkpoint, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
+import { SelectorConfigSchema } from "../selector/config.js";
+import { PointerSelector } from "../selector/model.js";
+import { initParams } from "../selector/params.js";
+import { LeverError } from "../util/errors.js";
+import { Rng } from "../util/rng.js";
+import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.js";
+import { type EpochInfo, OptimSchema, type StepInfo, type TrainResult, train } from "./loop.js";
+import { SftLossSchema, sftObjective } from "./sft.js";
+import { splitByQuery } from "./split.js";
+
+/** The model part of the config: everything but d, which comes from the embeddings. */
+export const ModelOptionsSchema = z
+  .object({
+    hidden: z.number().int().positive().default(256),
+    heads: z.number().int().positive().default(1),
+    layers: z.number().int().nonnegative().default(1),
+    dropout: z.number().min(0).lt(1).default(0.5),
+    attnDropout: z.number().min(0).lt(1).default(0.1),
+    temperature: z.number().positive().default(0.1),
+    stateUpdate: z.enum(["none", "gate", "gru"]).default("gate"),
+    stepEmbedding: z.boolean().default(false),
+    redundancy: z.enum(["none", "max"]).default("none"),
+  })
+  .strict();
+
+export const SftConfigSchema = z
+  .object({
+    model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
+    optim: OptimSchema.default(OptimSchema.parse({})),
+    loss: SftLossSchema.default({ labelSmoothing: 0 }),
+    data: z
+      .object({
+        valFraction: z.number().min(0).lt(1).default(0.1),
+        weighting: z.enum(["uniform", "rank"]).default("uniform"),
+        missing: z.enum(["error", "skip"]).default("error"),
+        shots: z.number().int().positive().optional(),
+      })
+      .strict()
+      .default({ valFraction: 0.1, weighting: "uniform", missing: "error" }),
+    seed: z.number().int().default(42),
+    dtype: z.enum(["float32", "float64"]).default("float32"),
+  })
+  .strict();
+export type SftConfig = z.infer<typeof SftConfigSchema>;
+export type SftConfigInput = z.input<typeof SftConfigSchema>;
+
+export interface SftRunInput {
+  config: SftConfig;
+  beams: BeamSet;
+  pools: PoolSet;
+  queryEmb: EmbeddingTable;
+  indexEmb: EmbeddingTable;
+  files: { beams: string; pools: string };
+  /** Directory for epoch-NNN.safetensors and best.safetensors (null = no checkpoints). */
+  checkpointDir: string | null;
+  /** Start from these weights instead of a fresh seeded init (its architecture wins over config.model). */
+  init?: Checkpoint;
+  provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt">;
+  onStep?(info: StepInfo): void;
+  onEpoch?(info: EpochInfo & { checkpoint: string | null }): void;
+  /** Clock for provenance timestamps (tests pass a fixed one). */
+  now?: () => string;
+}
+
+export interface SftRunResult extends TrainResult {
+  model: PointerSelector;
+  stats: SftDataStats;
+  split: { train: number; val: number };
+  checkpoints: string[];
+  bestCheckpoint: string | null;
+}
+
+export function runSft(input: SftRunInput): SftRunResult {
+  const { config } = input;
+  const { groups, stats } = buildSftGroups(
+    input.beams,
+    input.pools,
+    input.queryEmb,
+    input.indexEmb,
+    { weighting: config.data.weighting, missing: config.data.missing, shots: config.data.shots },
+    input.files,
+  );
+  if (groups.length === 0)
+    throw new LeverError("no usable beams (every query was skipped)", { file: input.files.beams });
+  if (input.queryEmb.dim !== input.indexEmb.dim)
+    throw new LeverError(`query embeddings have dim ${input.queryEmb.dim}, candidates ${input.indexEmb.dim}`);
+  const split = splitByQuery(
+    groups.map((g) => g.queryId),
+    config.data.valFraction,
+    new Rng(config.seed).child("split"),
+  );
+  const valIds = new Set(split.val);
+  const data = {
+    train: groups.filter((g) => !valIds.has(g.queryId)),
+    val: groups.filter((g) => valIds.has(g.queryId)),
+    queryEmb: input.queryEmb,
+    indexEmb: input.indexEmb,
+  };
+  const modelConfig = input.init
+    ? input.init.config
+    : SelectorConfigSchema.parse({ ...config.model, d: input.queryEmb.dim, shots: stats.shots });
+  if (modelConfig.d !== input.queryEmb.dim)
+    throw new LeverError(`initial checkpoint expects d=${modelConfig.d}, embeddings have ${input.queryEmb.dim}`);
+  const values = input.init ? input.init.params : initParams(modelConfig, new Rng(config.seed).child("init").seed);
+  const model = new PointerSelector(modelConfig, values, config.dtype);
+  const now = input.now ?? (() => new Date().toISOString());
+  const checkpoints: string[] = [];
+  let bestCheckpoint: string | null = null;
+  const save = (name: string, epoch: number, metrics: Record<string, number>) => {
+    if (input.checkpointDir === null) return null;
+    const path = join(input.checkpointDir, name);
+    saveCheckpoint(path, {
+      config: modelConfig,
+      params: model.values(),
+      trainedK: stats.K,
+      shots: stats.shots,
+      provenance: { ...input.provenance, stage: "sft", epoch, metrics, seed: config.seed, createdAt: now() },
+    });
+    return path;
+  };
+  const result = train(
+    model,
+    data.train,
+    sftObjective(model, data, config.loss, config.optim.batchQueries),
+    config.optim,
+    config.seed,
+    {
+      onStep: input.onStep,
+      onEpoch: (info) => {
+        const path = save(`epoch-${String(info.epoch + 1).padStart(3, "0")}.safetensors`, info.epoch, info.metrics);
+        if (path !== null) checkpoints.push(path);
+        if (info.improved) bestCheckpoint = save("best.safetensors", info.epoch, info.metrics);
+        input.onEpoch?.({ ...info, checkpoint: path });
+      },
+    },
+  );
+  return {
+    ...result,
+    model,
+    stats,
+    split: { train: data.train.length, val: data.val.length },
+    checkpoints,
+    bestCheckpoint,
+  };
+}
