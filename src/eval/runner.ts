@@ -108,6 +108,9 @@ export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<R
       stats.evaluated += rows.length;
       stats.failures += rows.filter((row) => row.failure !== null).length;
       progress.advance(rows.length);
+      // A fast in-process VLM (the simulator) resolves through microtasks only; yield to the event
+      // loop so signals (Ctrl-C → abort) and timers are handled between batches.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   };
   try {
