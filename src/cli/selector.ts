@@ -1,6 +1,186 @@
 import type { Command } from "commander";
+import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/checkpoint.js";
+import { variantName } from "../selector/config.js";
+import { predict } from "../selector/decode.js";
+import { importTorchStateDict } from "../selector/import-torch.js";
+import { loadSelectorInput, loadTrajectories } from "../selector/inputs.js";
+import { PointerSelector } from "../selector/model.js";
+import { parameterCount } from "../selector/params.js";
+import { trajectoryLogProbs } from "../selector/score.js";
+import { LeverError } from "../util/errors.js";
+import { group, printJson } from "./common.js";
 
-/** Registers the `selector` commands. (Filled in by the module that owns them.) */
+function positiveInt(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1)
+      throw new LeverError(`must be a positive integer, got "${value}"`, { field: name });
+    return n;
+  };
+}
+
+function positiveNumber(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!(n > 0)) throw new LeverError(`must be a positive number, got "${value}"`, { field: name });
+    return n;
+  };
+}
+
+/** Registers the `selector` commands: inspect, import-torch, predict, logprob. */
 export function register(program: Command): void {
-  void program;
+  const selector = group(program, "selector", "inspect, import and run pointer-selector checkpoints");
+
+  selector
+    .command("inspect")
+    .description("architecture, parameter counts per group and provenance of a checkpoint")
+    .argument("<ckpt>", "selector checkpoint (.safetensors)")
+    .option("--json", "print JSON")
+    .action((ckpt: string, opts: { json?: boolean }) => {
+      const c = loadCheckpoint(ckpt);
+      const info = {
+        architecture: "lever-plus.pointer-selector",
+        variant: variantName(c.config),
+        config: c.config,
+        trainedK: c.trainedK,
+        shots: c.shots,
+        parameters: parameterCount(c.config),
+        groups: parameterGroups(c.config),
+        provenance: c.provenance,
+      };
+      if (opts.json) return printJson(info);
+      const lines = [
+        `architecture  ${info.architecture} (${info.variant})`,
+        `config        ${JSON.stringify(c.config)}`,
+        `trained K     ${c.trainedK ?? "unknown"}   shots ${c.shots}`,
+        `parameters    ${info.parameters.toLocaleString("en-US")}`,
+        ...info.groups.map((g) => `  ${g.group.padEnd(12)} ${g.count.toLocaleString("en-US").padStart(10)}`),
+        `provenance    stage ${c.provenance.stage}, run ${c.provenance.runId ?? "-"}, epoch ${c.provenance.epoch ?? "-"}, created ${c.provenance.createdAt}`,
+        ...Object.entries(c.provenance.metrics).map(([k, v]) => `  ${k.padEnd(12)} ${v}`),
+        ...Object.entries(c.provenance.dataHashes).map(([k, v]) => `  ${k.padEnd(12)} sha256 ${v}`),
+      ];
+      process.stdout.write(`${lines.join("\n")}\n`);
+    });
+
+  selector
+    .command("import-torch")
+    .description("import a Lever-Plus PyTorch state dict exported to .safetensors (strict; no key renaming)")
+    .argument("<file>", "state dict as .safetensors")
+    .requiredOption("--out <ckpt>", "checkpoint to write")
+    .option("--heads <n>", "attention heads (not visible in the shapes)", positiveInt("--heads"))
+    .option("--temperature <t>", "pointer softmax temperature (default 0.1)", positiveNumber("--temperature"))
+    .option(
+      "--shots <s>",
+      "shot count the weights were trained for (default: step tables, else 2)",
+      positiveInt("--shots"),
+    )
+    .option("--state-update <kind>", "gate | none | gru (default: inferred from the tensor names)")
+    .option("--json", "print JSON")
+    .action(
+      async (
+        file: string,
+        opts: {
+          out: string;
+          heads?: number;
+          temperature?: number;
+          shots?: number;
+          stateUpdate?: string;
+          json?: boolean;
+        },
+      ) => {
+        if (opts.stateUpdate !== undefined && !["gate", "none", "gru"].includes(opts.stateUpdate))
+          throw new LeverError(`must be gate, none or gru, got "${opts.stateUpdate}"`, { field: "--state-update" });
+        const result = await importTorchStateDict(file, {
+          heads: opts.heads,
+          temperature: opts.temperature,
+          shots: opts.shots,
+          stateUpdate: opts.stateUpdate as "gate" | "none" | "gru" | undefined,
+        });
+        saveCheckpoint(opts.out, {
+          ...result.checkpoint,
+          provenance: {
+            stage: "import-torch",
+            dataHashes: { source: result.sha256 },
+            createdAt: new Date().toISOString(),
+            notes: { source: file },
+          },
+        });
+        const summary = {
+          out: opts.out,
+          variant: variantName(result.checkpoint.config),
+          config: result.checkpoint.config,
+          parameters: parameterCount(result.checkpoint.config),
+          skippedEncoderTensors: result.skippedEncoderTensors,
+        };
+        if (opts.json) return printJson(summary);
+        process.stdout.write(
+          `wrote ${opts.out}: ${summary.variant}, d=${summary.config.d}, hidden=${summary.config.hidden}, layers=${summary.config.layers}, ` +
+            `${summary.parameters.toLocaleString("en-US")} parameters` +
+            (summary.skippedEncoderTensors > 0
+              ? ` (skipped ${summary.skippedEncoderTensors} CLIP encoder tensors)`
+              : "") +
+            "\n",
+        );
+      },
+    );
+
+  selector
+    .command("predict")
+    .description("choose demonstrations for each query (greedy, or beam search with --beam)")
+    .argument("<ckpt>", "selector checkpoint")
+    .requiredOption("--query-emb <Q.npy>", "query embeddings [queries, d]")
+    .requiredOption("--cand-emb <C.npy>", "candidates [queries, K, d], or an index [N, d] with --pools")
+    .option("--pools <P.json>", "per-query lists of rows of the index")
+    .option("--shots <n>", "demonstrations per query (default: the checkpoint's)", positiveInt("--shots"))
+    .option("--beam <w>", "beam width (1 = greedy)", positiveInt("--beam"), 1)
+    .option("--json", "print JSON")
+    .action(
+      (
+        ckpt: string,
+        opts: { queryEmb: string; candEmb: string; pools?: string; shots?: number; beam: number; json?: boolean },
+      ) => {
+        const c = loadCheckpoint(ckpt);
+        const model = new PointerSelector(c.config, c.params);
+        const input = loadSelectorInput(
+          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
+          c.config.d,
+        );
+        const out = predict(model, input, { shots: opts.shots ?? c.shots, beam: opts.beam }).map((t, query) => ({
+          query,
+          positions: t.positions,
+          logprob: t.logprob,
+        }));
+        if (opts.json) return printJson(out);
+        process.stdout.write(
+          out.map((r) => `${r.query}\t${r.positions.join(",")}\t${r.logprob.toFixed(6)}`).join("\n") +
+            (out.length > 0 ? "\n" : ""),
+        );
+      },
+    );
+
+  selector
+    .command("logprob")
+    .description("log-probability of given trajectories under the selector (teacher forced, summed over steps)")
+    .argument("<ckpt>", "selector checkpoint")
+    .requiredOption("--query-emb <Q.npy>", "query embeddings [queries, d]")
+    .requiredOption("--cand-emb <C.npy>", "candidates [queries, K, d], or an index [N, d] with --pools")
+    .option("--pools <P.json>", "per-query lists of rows of the index")
+    .requiredOption("--trajectories <T.json>", 'array of {"query": i, "positions": [...]}')
+    .option("--json", "print JSON")
+    .action(
+      (
+        ckpt: string,
+        opts: { queryEmb: string; candEmb: string; pools?: string; trajectories: string; json?: boolean },
+      ) => {
+        const c = loadCheckpoint(ckpt);
+        const model = new PointerSelector(c.config, c.params);
+        const input = loadSelectorInput(
+          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
+          c.config.d,
+        );
+        const logprobs = trajectoryLogProbs(model, input, loadTrajectories(opts.trajectories), opts.trajectories);
+        if (opts.json) return printJson(logprobs);
+        process.stdout.write(logprobs.map((v) => `${v}\n`).join(""));
+      },
+    );
 }

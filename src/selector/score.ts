@@ -48,20 +48,26 @@ export function trajectoryLogProbs(
   model: PointerSelector,
   input: SelectorInput,
   trajectories: readonly TrajectoryRef[],
+  /** Source of the trajectories, for error messages. */
+  file?: string,
 ): number[] {
   const { d } = model.config;
   const Q = input.queries.length / d;
   trajectories.forEach((t, i) => {
     if (!Number.isInteger(t.query) || t.query < 0 || t.query >= Q)
-      throw new LeverError(`query ${t.query} is not in [0, ${Q})`, { record: i, field: "query" });
+      throw new LeverError(`query ${t.query} is not in [0, ${Q})`, { file, record: i, field: "query" });
     const valid = new Set<number>();
     for (let k = 0; k < input.K; k++) if (input.slots[t.query * input.K + k] >= 0) valid.add(k);
     t.positions.forEach((p) => {
       if (!valid.has(p))
-        throw new LeverError(`position ${p} is not a candidate of query ${t.query}`, { record: i, field: "positions" });
+        throw new LeverError(`position ${p} is not a candidate of query ${t.query}`, {
+          file,
+          record: i,
+          field: "positions",
+        });
     });
     if (new Set(t.positions).size !== t.positions.length)
-      throw new LeverError("repeats a position", { record: i, field: "positions" });
+      throw new LeverError("repeats a position", { file, record: i, field: "positions" });
   });
   if (trajectories.length === 0) return [];
   // Only the queries that have trajectories are encoded.

@@ -1,0 +1,248 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { describe, expect, it, vi } from "vitest";
+import { register } from "../../src/cli/selector.js";
+import { writeNpy } from "../../src/data/npy.js";
+import { writeSafetensors } from "../../src/data/safetensors.js";
+import { saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { initParams, paramSpecs } from "../../src/selector/params.js";
+import { Rng } from "../../src/util/rng.js";
+
+const dir = mkdtempSync(join(tmpdir(), "lever-selector-cli-"));
+
+async function run(args: string[]): Promise<string> {
+  const program = new Command().exitOverride().option("-w, --workspace <dir>");
+  register(program);
+  let out = "";
+  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    out += String(chunk);
+    return true;
+  });
+  try {
+    await program.parseAsync(["node", "lever", "selector", ...args]);
+  } finally {
+    spy.mockRestore();
+  }
+  return out;
+}
+
+const config = SelectorConfigSchema.parse({
+  d: 8,
+  hidden: 6,
+  layers: 1,
+  shots: 3,
+  stateUpdate: "gru",
+  stepEmbedding: true,
+  redundancy: "max",
+});
+const ckpt = join(dir, "model.safetensors");
+saveCheckpoint(ckpt, {
+  config,
+  params: initParams(config, 1),
+  trainedK: 5,
+  shots: 3,
+  provenance: { stage: "sft", runId: "r1", epoch: 2, metrics: { valTop1: 0.75 }, createdAt: "2026-01-01T00:00:00Z" },
+});
+const rng = new Rng(4);
+const Q = 4;
+const K = 5;
+const N = 9;
+const queries = Float32Array.from({ length: Q * 8 }, () => rng.normal());
+const cands = Float32Array.from({ length: Q * K * 8 }, () => rng.normal());
+const index = Float32Array.from({ length: N * 8 }, () => rng.normal());
+writeNpy(join(dir, "q.npy"), queries, [Q, 8]);
+writeNpy(join(dir, "c.npy"), cands, [Q, K, 8]);
+writeNpy(join(dir, "index.npy"), index, [N, 8]);
+const pools = [
+  [0, 1, 2, 3, 4],
+  [8, 7, 6],
+  [2, 4, 6, 8, 1],
+  [5, 3, 1, 0],
+];
+writeFileSync(join(dir, "pools.json"), JSON.stringify(pools));
+
+describe("lever selector", () => {
+  it("inspect prints the architecture, per-group parameter counts and provenance", async () => {
+    const info = JSON.parse(await run(["inspect", ckpt, "--json"]));
+    expect(info.variant).toBe("v4-3");
+    expect(info.trainedK).toBe(5);
+    expect(info.parameters).toBe(info.groups.reduce((s: number, g: { count: number }) => s + g.count, 0));
+    expect(info.provenance).toMatchObject({ stage: "sft", runId: "r1", epoch: 2 });
+    const text = await run(["inspect", ckpt]);
+    expect(text).toMatch(/lever-plus\.pointer-selector \(v4-3\)/);
+    expect(text).toMatch(/gru\s+252\n/);
+  });
+
+  it("predict returns one trajectory per query in query order; logprob re-scores them identically", async () => {
+    const out = JSON.parse(
+      await run(["predict", ckpt, "--query-emb", join(dir, "q.npy"), "--cand-emb", join(dir, "c.npy"), "--json"]),
+    );
+    expect(out.map((r: { query: number }) => r.query)).toEqual([0, 1, 2, 3]);
+    for (const r of out) {
+      expect(r.positions).toHaveLength(3);
+      expect(new Set(r.positions).size).toBe(3);
+    }
+    writeFileSync(
+      join(dir, "t.json"),
+      JSON.stringify(
+        out.map((r: { query: number; positions: number[] }) => ({ query: r.query, positions: r.positions })),
+      ),
+    );
+    const lps = JSON.parse(
+      await run([
+        "logprob",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "c.npy"),
+        "--trajectories",
+        join(dir, "t.json"),
+        "--json",
+      ]),
+    );
+    lps.forEach((v: number, i: number) => {
+      expect(v).toBeCloseTo(out[i].logprob, 5);
+    });
+    const beam = JSON.parse(
+      await run([
+        "predict",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "c.npy"),
+        "--beam",
+        "4",
+        "--shots",
+        "2",
+        "--json",
+      ]),
+    );
+    beam.forEach((r: { logprob: number; positions: number[] }) => {
+      expect(r.positions).toHaveLength(2);
+    });
+  });
+
+  it("predict over an index with per-query pools of different sizes", async () => {
+    const out = JSON.parse(
+      await run([
+        "predict",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "index.npy"),
+        "--pools",
+        join(dir, "pools.json"),
+        "--json",
+      ]),
+    );
+    out.forEach((r: { positions: number[] }, q: number) => {
+      for (const p of r.positions) expect(p).toBeLessThan(pools[q].length);
+    });
+    const text = await run([
+      "predict",
+      ckpt,
+      "--query-emb",
+      join(dir, "q.npy"),
+      "--cand-emb",
+      join(dir, "index.npy"),
+      "--pools",
+      join(dir, "pools.json"),
+    ]);
+    expect(text.trim().split("\n")).toHaveLength(4);
+  });
+
+  it("names the file and record of bad inputs", async () => {
+    writeNpy(join(dir, "q7.npy"), new Float32Array(Q * 7), [Q, 7]);
+    await expect(
+      run(["predict", ckpt, "--query-emb", join(dir, "q7.npy"), "--cand-emb", join(dir, "c.npy")]),
+    ).rejects.toThrow(/q7\.npy: query embeddings must be \[queries, 8\], got \[4, 7\]/);
+    writeFileSync(
+      join(dir, "badpools.json"),
+      JSON.stringify([
+        [0, 1, 2],
+        [1, 1, 2],
+        [0, 1, 2],
+        [0, 1, 2],
+      ]),
+    );
+    await expect(
+      run([
+        "predict",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "index.npy"),
+        "--pools",
+        join(dir, "badpools.json"),
+      ]),
+    ).rejects.toThrow(/badpools\.json, record "1": pool lists a row twice/);
+    writeFileSync(join(dir, "badt.json"), JSON.stringify([{ query: 0, positions: [0, 0, 1] }]));
+    await expect(
+      run([
+        "logprob",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "c.npy"),
+        "--trajectories",
+        join(dir, "badt.json"),
+      ]),
+    ).rejects.toThrow(/badt\.json, record "0", field "positions": repeats a position/);
+    await expect(
+      run(["predict", ckpt, "--query-emb", join(dir, "q.npy"), "--cand-emb", join(dir, "c.npy"), "--shots", "6"]),
+    ).rejects.toThrow(/query 0 has 5 candidates; cannot choose 6/);
+  });
+
+  it("import-torch infers the architecture from a prefixed Lightning state dict and refuses converter renames", async () => {
+    const gate = SelectorConfigSchema.parse({ d: 8, hidden: 6, layers: 2, stateUpdate: "gate" });
+    const shapes = new Map(paramSpecs(gate).map((s) => [s.name, s.shape]));
+    const values = initParams(gate, 9);
+    const tensors = (rename: (n: string) => string) =>
+      Object.fromEntries(
+        [...values].map(([n, v]) => [
+          rename(n),
+          { dtype: "F32" as const, shape: shapes.get(n)!, data: Float32Array.from(v) },
+        ]),
+      );
+    writeSafetensors(
+      join(dir, "sd.safetensors"),
+      tensors((n) => `lever_lm.pointer_selector.${n}`),
+    );
+    const summary = JSON.parse(
+      await run([
+        "import-torch",
+        join(dir, "sd.safetensors"),
+        "--out",
+        join(dir, "imported.safetensors"),
+        "--shots",
+        "4",
+        "--json",
+      ]),
+    );
+    expect(summary).toMatchObject({
+      variant: "v4-1",
+      config: { d: 8, hidden: 6, layers: 2, stateUpdate: "gate", heads: 1 },
+    });
+    const info = JSON.parse(await run(["inspect", join(dir, "imported.safetensors"), "--json"]));
+    expect(info.shots).toBe(4);
+    expect(info.trainedK).toBeNull();
+    expect(info.provenance.stage).toBe("import-torch");
+    expect(info.provenance.dataHashes.source).toMatch(/^[0-9a-f]{64}$/);
+    writeSafetensors(
+      join(dir, "renamed.safetensors"),
+      tensors((n) => n.replace("cross_attn_layers.0.", "cross_attn.").replace("attn_norms.0.", "attn_norm.")),
+    );
+    await expect(
+      run(["import-torch", join(dir, "renamed.safetensors"), "--out", join(dir, "x.safetensors")]),
+    ).rejects.toThrow(/refusing renamed keys/);
+    expect(() => readFileSync(join(dir, "x.safetensors"))).toThrow();
+  });
+});
