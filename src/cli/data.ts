@@ -129,8 +129,8 @@ function listDatasets(dir: string): DatasetRecord[] {
 }
 
 function missingLine(m: { checked: number; count: number; examples: string[] }): string {
-  if (m.count === 0) return `missing images: none of ${m.checked}`;
-  return `missing images: ${m.count} of ${m.checked}, e.g. ${m.examples.slice(0, 3).join(", ")}`;
+  if (m.count === 0) return `missing images: none of ${m.checked} distinct images`;
+  return `missing images: ${m.count} of ${m.checked} distinct images, e.g. ${m.examples.slice(0, 3).join(", ")}`;
 }
 
 function percent(count: number, total: number): string {

@@ -89,7 +89,7 @@ export interface DatasetSummary {
    * multiple-choice answer): histogram over 0..max and the mean.
    */
   agreement: { histogram: number[]; mean: number };
-  /** Checked now (images may have been added since the import); null when imported without images. */
+  /** Distinct images, checked now (they may have been added since the import); null without images. */
   missingImages: { checked: number; count: number; examples: string[] } | null;
   examples: VqaItem[];
 }

@@ -93,20 +93,19 @@ function templateError(template: string, message: string): LeverError {
 }
 
 /**
- * Counts image paths that do not exist. Each folder is listed once, which is far faster than a
- * stat per item on a COCO-sized folder.
+ * Counts the distinct image paths that do not exist (several questions share an image). Each
+ * folder is listed once, which is far faster than a stat per item on a COCO-sized folder.
  */
 export function findMissingImages(
   paths: Iterable<string | null>,
   maxExamples = 5,
 ): { checked: number; count: number; examples: string[] } {
+  const distinct = new Set<string>();
+  for (const path of paths) if (path !== null) distinct.add(path);
   const listings = new Map<string, Set<string>>();
-  let checked = 0;
   let count = 0;
   const examples: string[] = [];
-  for (const path of paths) {
-    if (path === null) continue;
-    checked++;
+  for (const path of distinct) {
     const folder = dirname(path);
     let names = listings.get(folder);
     if (names === undefined) {
@@ -122,5 +121,5 @@ export function findMissingImages(
       if (examples.length < maxExamples) examples.push(path);
     }
   }
-  return { checked, count, examples };
+  return { checked: distinct.size, count, examples };
 }

@@ -139,7 +139,7 @@ export interface VqaDataset {
   /** Absolute image path template, or null without images. */
   imageTemplate: string | null;
   subset: SubsetRecord | null;
-  /** Images that are not on disk (not fatal: embeddings may come from files). */
+  /** Distinct images that are not on disk (not fatal: embeddings may come from files). */
   missingImages: { checked: number; count: number; examples: string[] };
   /** How many items took `answer` from multiple_choice_answer (VQAv2) vs the majority of the ten (OKVQA). */
   answerFrom: { multipleChoice: number; majority: number };
