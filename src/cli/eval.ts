@@ -63,11 +63,14 @@ export function register(program: Command): void {
     .option("--base-url <url>", "OpenAI-compatible server (repeat or comma-separate for replicas)", collect, [])
     .option("--model <name>", "served model name (--vlm openai)")
     .option("--layout <name>", "prompt layout: lever-plus | chat-turns", "lever-plus")
-    .option("--k <n>", "pool size K for the oracle's per-query pool", "64")
+    .option("--k <n>", "pool size K of each query's pool (oracle, selectors; default 64 / the checkpoint's)")
     .option(
       "--pool-sampler <name>",
-      "pool sampler for the oracle: random | text-sim | image-sim | joint-sim | mix",
-      "mix",
+      "sampler of each query's pool: random | text-sim | image-sim | joint-sim | mix (default mix / the checkpoint's)",
+    )
+    .option(
+      "--selector-embedding <kind>",
+      "embedding selectors read: image | text | joint (default: the checkpoint's, else joint)",
     )
     .option("--seed <n>", "seed of query subsets, random retrieval, pools and bootstrap", "0")
     .option("--run <name>", "name of the run (resumed if it exists); default: identified by the config hash")
@@ -120,6 +123,7 @@ export function register(program: Command): void {
         process.removeListener("SIGINT", onSigint);
         ws.close();
       }
+      for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
       for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
       process.stderr.write(`${runLine(result)}\n`);
       if (result.stats.aborted)

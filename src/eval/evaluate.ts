@@ -24,6 +24,7 @@ export interface EvaluateResult {
   vlm: VlmRunStats | null;
   summary: EvalSummary;
   warnings: string[];
+  notes: string[];
   /** Artefact holding the summary (absent when the run was interrupted). */
   artifact: { path: string; sha256: string } | null;
 }
@@ -114,6 +115,7 @@ export async function evaluate(
     vlm,
     summary,
     warnings: prepared.warnings,
+    notes: prepared.notes,
     artifact,
   };
 }

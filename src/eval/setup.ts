@@ -178,6 +178,8 @@ export interface PreparedEvaluation {
   score: (answer: string, query: VqaItem) => number;
   /** Things the user should know (printed on stderr by the CLI). */
   warnings: string[];
+  /** Resolved settings worth showing (e.g. where a selector's pool settings came from). */
+  notes: string[];
 }
 
 /** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
@@ -207,6 +209,7 @@ export async function prepareEvaluation(
     vlmId: vlm.backend.id,
     embeddings: { ...embeddingIdentities(ws, options.dataset), ...embeddingIdentities(ws, options.index) },
   });
+  const notes: string[] = [];
   const embeddings = new EmbeddingCache(ws);
   const pools = workspacePools(embeddings, options, options.dataset, options.index, index);
   const order = options.order as PromptOrder;
@@ -219,15 +222,22 @@ export async function prepareEvaluation(
         k: options.k ?? DEFAULT_POOL.k,
         maxShots,
         oracle: vlm.sim ? simOracle(vlm.sim, order) : undefined,
-        loadSelector: async (checkpoint) =>
-          loadSelector(
+        loadSelector: async (checkpoint) => {
+          const selector = loadSelector(
             checkpoint,
             { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
             {
               query: (kind) => embeddings.get(options.dataset, kind),
               index: (kind) => embeddings.get(options.index, kind),
             },
-          ),
+          );
+          const { sources } = selector;
+          notes.push(
+            `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
+              `embedding ${selector.embedding} (${sources.embedding})`,
+          );
+          return selector;
+        },
       }),
     );
 
@@ -259,6 +269,7 @@ export async function prepareEvaluation(
     postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
     score,
     warnings,
+    notes,
   };
 }
 

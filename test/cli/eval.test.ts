@@ -1,5 +1,9 @@
+import { join } from "node:path";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { runLever } from "../../src/cli/program.js";
+import { saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { initParams } from "../../src/selector/params.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
 
 let sim: SimWorkspace;
@@ -99,5 +103,27 @@ describe("lever eval", () => {
       "oracle",
     );
     expect(oracleOpenai.stderr).toMatch(/oracle retriever needs the simulated VLM/);
+  });
+});
+
+describe("lever eval selector:CKPT", () => {
+  it("uses the checkpoint's pool sampler, K and embedding when no flag is given, and flags when they are", async () => {
+    const config = SelectorConfigSchema.parse({ d: 64, hidden: 16, shots: 2, dropout: 0, attnDropout: 0 });
+    const ckpt = join(sim.dir, "cli-sel.safetensors");
+    saveCheckpoint(ckpt, {
+      config,
+      params: initParams(config, 3),
+      trainedK: 10,
+      shots: 2,
+      provenance: { stage: "init", createdAt: "2026-01-01T00:00:00Z", notes: { poolSampler: "text-sim" } },
+    });
+    const own = await lever(...base(), "--retriever", `random,selector:${ckpt}`);
+    expect(own.code).toBe(0);
+    expect(own.stderr).toMatch(
+      /note: selector:.*cli-sel\.safetensors@[0-9a-f]{12}: pool text-sim \(checkpoint\), K=10 \(checkpoint\), embedding joint \(default\)/,
+    );
+    expect(own.stdout).toMatch(/\nselector:\S+\s+1\s+random@1\s+20/);
+    const flagged = await lever(...base(), "--retriever", `selector:${ckpt}`, "--k", "16", "--pool-sampler", "random");
+    expect(flagged.stderr).toMatch(/pool random \(flag\), K=16 \(flag\), embedding joint \(default\)/);
   });
 });
