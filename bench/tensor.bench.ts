@@ -42,7 +42,7 @@ function gemmGflops(impl: typeof gemm, [m, n, k, transB]: Shape, budgetMs: numbe
   const ms = bestMs(
     () => impl(false, transB, m, n, k, 1, a, k, b, transB ? k : n, 0, c, n),
     budgetMs,
-    m >= 5000 ? 1 : 2,
+    m >= 5000 ? 1 : 5,
   );
   return (2 * m * n * k) / (ms * 1e6);
 }
@@ -171,7 +171,7 @@ export async function run(): Promise<void> {
   const measured = variants.map(([name, env]) => [name, childMeasure(env)?.results ?? {}] as const);
   for (const s of SHAPES) {
     const huge = s[0] >= 5000;
-    const ts = huge ? Number.NaN : gemmGflops(gemmTypeScript, s, 400);
+    const ts = huge ? Number.NaN : gemmGflops(gemmTypeScript, s, 2000); // JIT tier-up needs a few calls
     const own = measured.find(([name]) => name === "own ×1")?.[1][label(s)];
     rows.push([
       label(s),
