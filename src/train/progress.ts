@@ -1,0 +1,43 @@
+/**
+ * Terminal progress for training: on a TTY a single redrawn line (epoch, bar, step, loss, lr); in
+ * logs (no TTY) only one line per epoch. Writes to stderr so stdout stays machine-readable.
+ */
+import type { EpochInfo, StepInfo } from "./loop.js";
+
+export interface ProgressStream {
+  isTTY?: boolean;
+  write(text: string): unknown;
+}
+
+export class TrainingProgress {
+  private lastDraw = 0;
+
+  constructor(
+    private readonly label: string,
+    private readonly epochs: number,
+    private readonly out: ProgressStream = process.stderr,
+  ) {}
+
+  step(info: StepInfo): void {
+    if (!this.out.isTTY) return;
+    const now = Date.now();
+    if (now - this.lastDraw < 100 && info.batch + 1 < info.batches) return;
+    this.lastDraw = now;
+    const width = 24;
+    const filled = Math.round((width * (info.batch + 1)) / info.batches);
+    const bar = `${"#".repeat(filled)}${".".repeat(width - filled)}`;
+    this.out.write(
+      `\r${this.label} epoch ${info.epoch + 1}/${this.epochs} [${bar}] ${info.batch + 1}/${info.batches} ` +
+        `loss ${info.metrics.loss.toFixed(4)} lr ${info.metrics.lr.toExponential(2)}`,
+    );
+  }
+
+  epoch(info: EpochInfo): void {
+    const metrics = Object.entries(info.metrics)
+      .map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(4)}`)
+      .join("  ");
+    this.out.write(
+      `${this.out.isTTY ? "\r\x1b[K" : ""}${this.label} epoch ${info.epoch + 1}/${this.epochs}  ${metrics}${info.improved ? "  *best" : ""}\n`,
+    );
+  }
+}

@@ -1,0 +1,150 @@
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { describe, expect, it, vi } from "vitest";
+import { register } from "../../src/cli/train.js";
+import { importEmbedding } from "../../src/data/embeddings.js";
+import type { VqaItem } from "../../src/data/item.js";
+import { writeNpy } from "../../src/data/npy.js";
+import { loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { Workspace } from "../../src/store/workspace.js";
+import { syntheticWorld } from "../train/synthetic.js";
+
+const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
+const wsDir = join(dir, "ws");
+const world = syntheticWorld({ seed: 2, queries: 60, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });
+{
+  const ids = [...world.emb.rowOf.keys()];
+  const items: VqaItem[] = ids.map((id) => ({
+    questionId: id,
+    imageId: `img${id}`,
+    question: "q?",
+    answers: [{ answer: "a" }],
+    answer: "a",
+    questionType: "what",
+    answerType: "other",
+    imagePath: null,
+  }));
+  const ws = Workspace.open(wsDir);
+  ws.putDataset({ name: "synth", split: "train", source: "synth", files: [] }, items);
+  writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);
+  writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
+  importEmbedding(ws, {
+    file: join(dir, "emb.npy"),
+    idsFile: join(dir, "emb.ids.json"),
+    dataset: "synth",
+    kind: "joint",
+  });
+  ws.close();
+  writeFileSync(join(dir, "beams.json"), JSON.stringify(world.beams));
+  writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
+}
+
+async function run(args: string[]): Promise<string> {
+  const program = new Command().exitOverride().option("-w, --workspace <dir>");
+  register(program);
+  let out = "";
+  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    out += String(chunk);
+    return true;
+  });
+  try {
+    await program.parseAsync(["node", "lever", "--workspace", wsDir, "train", ...args]);
+  } finally {
+    spy.mockRestore();
+  }
+  return out;
+}
+
+const base = [
+  "sft",
+  "--beams",
+  join(dir, "beams.json"),
+  "--pools",
+  join(dir, "pools.json"),
+  "--dataset",
+  "synth",
+  "--embedding",
+  "joint",
+];
+
+describe("lever train sft", () => {
+  it("trains, records the run, streams metrics to the workspace and writes per-epoch and best checkpoints", async () => {
+    const out = JSON.parse(
+      await run([
+        ...base,
+        "--epochs",
+        "3",
+        "--hidden",
+        "8",
+        "--lr",
+        "1e-2",
+        "--batch-queries",
+        "8",
+        "--val-fraction",
+        "0.2",
+        "--quiet",
+        "--json",
+        "--early-stop",
+        "valTop1:max",
+      ]),
+    );
+    expect(out).toMatchObject({ queries: { train: 48, val: 12 }, trajectories: 120, shots: 2, K: 8, epochsRun: 3 });
+    const ws = Workspace.open(wsDir, { create: false });
+    try {
+      const runRecord = ws.getRun(out.runId)!;
+      expect(runRecord.status).toBe("done");
+      expect(ws.getStage(out.runId, "sft")?.status).toBe("done");
+      expect(ws.getStage(out.runId, "sft")?.artifacts).toHaveLength(4);
+      const epochRows = ws.getMetrics(out.runId, { name: "epoch.valTop1" });
+      expect(epochRows.map((r) => r.epoch)).toEqual([0, 1, 2]);
+      expect(ws.getMetrics(out.runId, { name: "loss" })).toHaveLength(3 * 6);
+    } finally {
+      ws.close();
+    }
+    expect(existsSync(out.bestCheckpoint)).toBe(true);
+    const best = loadCheckpoint(out.bestCheckpoint);
+    expect(best.provenance.runId).toBe(out.runId);
+    expect(Object.keys(best.provenance.dataHashes).sort()).toEqual([
+      "beams",
+      "indexEmbedding",
+      "pools",
+      "queryEmbedding",
+    ]);
+    expect(best.config).toMatchObject({ d: 8, hidden: 8, stateUpdate: "gate" });
+  });
+
+  it("takes a JSON config and lets flags override it; bad values name the field", async () => {
+    writeFileSync(
+      join(dir, "cfg.json"),
+      JSON.stringify({ model: { hidden: 4, stateUpdate: "gru" }, optim: { epochs: 1 }, seed: 5 }),
+    );
+    const out = JSON.parse(
+      await run([...base, "--config", join(dir, "cfg.json"), "--hidden", "6", "--quiet", "--json"]),
+    );
+    const best = loadCheckpoint(out.bestCheckpoint);
+    expect(best.config).toMatchObject({ hidden: 6, stateUpdate: "gru" });
+    expect(best.provenance.seed).toBe(5);
+    await expect(run([...base, "--lr", "-1", "--quiet"])).rejects.toThrow(/field "optim\.lr"/);
+    await expect(run([...base, "--state-update", "lstm", "--quiet"])).rejects.toThrow(/field "model\.stateUpdate"/);
+  });
+
+  it("refuses pools drawn from another dataset, naming the pool file", async () => {
+    writeFileSync(join(dir, "pools-other.json"), JSON.stringify({ ...world.pools, indexDataset: "other" }));
+    await expect(
+      run([
+        "sft",
+        "--beams",
+        join(dir, "beams.json"),
+        "--pools",
+        join(dir, "pools-other.json"),
+        "--dataset",
+        "synth",
+        "--embedding",
+        "joint",
+        "--quiet",
+      ]),
+    ).rejects.toThrow(/pools-other\.json, field "indexDataset"/);
+  });
+});
