@@ -211,6 +211,77 @@ napi_value AdamW(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// Views any float typed array; false (with a thrown error) otherwise.
+bool get_float_array(napi_env env, napi_value v, napi_typedarray_type* type, void** data, long* length,
+                     const char* what) {
+  bool is_typed = false;
+  size_t len;
+  napi_is_typedarray(env, v, &is_typed);
+  if (!is_typed || napi_get_typedarray_info(env, v, type, &len, data, nullptr, nullptr) != napi_ok ||
+      (*type != napi_float32_array && *type != napi_float64_array)) {
+    std::string msg = std::string(what) + " must be a Float32Array or Float64Array";
+    return throw_error(env, msg.c_str());
+  }
+  *length = static_cast<long>(len);
+  return true;
+}
+
+// sumSquares(x): Σ x² accumulated in double (for the global gradient norm).
+napi_value SumSquares(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  napi_typedarray_type type;
+  void* data;
+  long n;
+  if (argc != 1 || !get_float_array(env, argv[0], &type, &data, &n, "sumSquares: x")) return nullptr;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  long i = 0;
+  if (type == napi_float32_array) {
+    const float* x = static_cast<const float*>(data);
+    for (; i + 4 <= n; i += 4) {
+      s0 += double(x[i]) * x[i];
+      s1 += double(x[i + 1]) * x[i + 1];
+      s2 += double(x[i + 2]) * x[i + 2];
+      s3 += double(x[i + 3]) * x[i + 3];
+    }
+    for (; i < n; i++) s0 += double(x[i]) * x[i];
+  } else {
+    const double* x = static_cast<const double*>(data);
+    for (; i + 4 <= n; i += 4) {
+      s0 += x[i] * x[i];
+      s1 += x[i + 1] * x[i + 1];
+      s2 += x[i + 2] * x[i + 2];
+      s3 += x[i + 3] * x[i + 3];
+    }
+    for (; i < n; i++) s0 += x[i] * x[i];
+  }
+  napi_value out;
+  napi_create_double(env, (s0 + s1) + (s2 + s3), &out);
+  return out;
+}
+
+// scaleInPlace(x, s): x *= s.
+napi_value ScaleInPlace(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  napi_typedarray_type type;
+  void* data;
+  long n;
+  double s;
+  if (argc != 2 || !get_float_array(env, argv[0], &type, &data, &n, "scaleInPlace: x")) return nullptr;
+  if (napi_get_value_double(env, argv[1], &s) != napi_ok) return throw_error(env, "scaleInPlace: s must be a number"), nullptr;
+  if (type == napi_float32_array) {
+    float* x = static_cast<float*>(data);
+    for (long i = 0; i < n; i++) x[i] = static_cast<float>(x[i] * s);
+  } else {
+    double* x = static_cast<double*>(data);
+    for (long i = 0; i < n; i++) x[i] *= s;
+  }
+  return nullptr;
+}
+
 // setOpenBlasMinWork(n): route GEMMs with M·N·K < n to our own kernels (Infinity = never use OpenBLAS).
 napi_value SetOpenBlasMinWork(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -243,6 +314,8 @@ napi_value Init(napi_env env, napi_value exports) {
       {"sgemm", nullptr, Gemm<float>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"dgemm", nullptr, Gemm<double>, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"adamw", nullptr, AdamW, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"sumSquares", nullptr, SumSquares, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"scaleInPlace", nullptr, ScaleInPlace, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setOpenBlasMinWork", nullptr, SetOpenBlasMinWork, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

@@ -48,6 +48,10 @@ export interface NativeAddon {
     stepSize: number,
     invSqrtBc2: number,
   ): void;
+  /** Σ x² accumulated in float64 (four partial sums). */
+  sumSquares(x: Float32Array | Float64Array): number;
+  /** x *= s in place. */
+  scaleInPlace(x: Float32Array | Float64Array, s: number): void;
   info(): NativeInfo;
   /** GEMMs with M·N·K below this go to our own kernels even with OpenBLAS loaded (default 64³; Infinity = never OpenBLAS). */
   setOpenBlasMinWork(work: number): void;

@@ -76,9 +76,17 @@ export class AdamW {
     });
   }
 
-  /** Drops every parameter's gradient (PyTorch set_to_none). */
-  zeroGrad(): void {
-    for (const g of this.groups) for (const p of g.params) p.grad = null;
+  /**
+   * Clears every parameter's gradient: to null by default (PyTorch set_to_none, so a parameter the
+   * next loss does not reach is skipped by step()), or to zeros in place (reuses the buffers).
+   */
+  zeroGrad(setToNone = true): void {
+    for (const g of this.groups) {
+      for (const p of g.params) {
+        if (setToNone) p.grad = null;
+        else p.grad?.fill(0);
+      }
+    }
   }
 
   setLr(groupIndex: number, lr: number): void {
@@ -158,11 +166,12 @@ export function adamwKernel(
  * L2 norm exceeds maxNorm. Returns the norm before clipping (NaN/∞ are returned, grads left as is).
  */
 export function clipGradNorm(params: Tensor[], maxNorm: number): number {
+  const addon = native.addon;
   let sq = 0;
   for (const p of params) {
     const g = p.grad;
     if (g === null) continue;
-    for (let i = 0; i < g.length; i++) sq += g[i] * g[i];
+    sq += addon ? addon.sumSquares(g) : sumSquares(g);
   }
   const total = Math.sqrt(sq);
   const coef = maxNorm / (total + 1e-6);
@@ -170,8 +179,26 @@ export function clipGradNorm(params: Tensor[], maxNorm: number): number {
     for (const p of params) {
       const g = p.grad;
       if (g === null) continue;
-      for (let i = 0; i < g.length; i++) g[i] *= coef;
+      if (addon) addon.scaleInPlace(g, coef);
+      else for (let i = 0; i < g.length; i++) g[i] *= coef;
     }
   }
   return total;
+}
+
+/** Σ x² with the same four partial sums as the native sumSquares (identical results). */
+export function sumSquares(x: Data): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let i = 0;
+  for (; i + 4 <= x.length; i += 4) {
+    s0 += x[i] * x[i];
+    s1 += x[i + 1] * x[i + 1];
+    s2 += x[i + 2] * x[i + 2];
+    s3 += x[i + 3] * x[i + 3];
+  }
+  for (; i < x.length; i++) s0 += x[i] * x[i];
+  return s0 + s1 + (s2 + s3);
 }

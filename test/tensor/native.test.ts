@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { native } from "../../src/tensor/native.js";
-import { adamwKernel } from "../../src/tensor/optim.js";
+import { adamwKernel, sumSquares } from "../../src/tensor/optim.js";
 
 const script = `
 const addon = require(process.env.ADDON);
@@ -100,6 +100,16 @@ describe.skipIf(native.addon === null)("native addon: fused AdamW", () => {
       expect(Array.from(states[0].w)).toEqual(Array.from(states[1].w));
       expect(Array.from(states[0].v)).toEqual(Array.from(states[1].v));
       expect(states[0].w[3]).not.toBe(w0[3]);
+    }
+  });
+
+  it("computes the gradient-norm pieces (Σx², x·s) exactly like the TypeScript fallback", () => {
+    for (const Arr of [Float32Array, Float64Array]) {
+      const x = Arr.from({ length: 1003 }, (_, i) => Math.sin(i * 0.37) * 3);
+      expect(native.addon!.sumSquares(x)).toBe(sumSquares(x));
+      const a = Arr.from(x);
+      native.addon!.scaleInPlace(a, 0.3);
+      expect(Array.from(a)).toEqual(Array.from(x, (v) => (Arr === Float32Array ? Math.fround(v * 0.3) : v * 0.3)));
     }
   });
 });

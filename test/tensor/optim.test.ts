@@ -36,6 +36,10 @@ describe("AdamW", () => {
     opt.setLr(0, 0);
     opt.step();
     expect(a.data[0]).toBeCloseTo(0.9, 6);
+    const buffer = a.grad;
+    opt.zeroGrad(false);
+    expect(a.grad).toBe(buffer);
+    expect(Array.from(a.grad!)).toEqual([0]);
     opt.zeroGrad();
     expect(a.grad).toBeNull();
   });
