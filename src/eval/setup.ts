@@ -82,7 +82,6 @@ export function createVlm(
   options: EvalOptions,
   dataset: DatasetRecord,
   wrapBackend: (backend: Vlm) => Vlm = (backend) => backend,
-  cacheSafe = true,
 ): VlmSetup {
   let backend: Vlm;
   let sim: SimVlm | undefined;
@@ -102,7 +101,7 @@ export function createVlm(
     });
   }
   const sent = wrapBackend(backend);
-  const vlm = options.cache && cacheSafe ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  const vlm = options.cache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
   return { vlm, backend, sim };
 }
 
@@ -194,14 +193,8 @@ export async function prepareEvaluation(
   const index = ws.loadItems(options.index);
   const specs = options.retrievers.map(parseRetrieverSpec);
   const maxShots = Math.max(0, ...options.shots);
-  // The response cache keys a request by what is rendered (texts, image identities), which is right
-  // for a real VLM. The simulator also answers by question id, so without images two questions
-  // with the same text would share a cache entry: then the simulator runs uncached (it is fast).
   const warnings: string[] = [];
-  const cacheSafe = options.vlm !== "sim" || [...queries, ...index].every((item) => item.imagePath !== null);
-  if (options.cache && !cacheSafe)
-    warnings.push("the sim backend runs without the response cache: items without images cannot be told apart by it");
-  const vlm = createVlm(ws, options, dataset, hooks.wrapBackend, cacheSafe);
+  const vlm = createVlm(ws, options, dataset, hooks.wrapBackend);
 
   const config = evalRunConfig(options, {
     datasetItemsHash: dataset.itemsHash,

@@ -159,7 +159,7 @@ class ImageIdentities {
   }
 }
 
-const CACHE_KEY_VERSION = 1;
+const CACHE_KEY_VERSION = 2;
 
 /** The cache key of one request: what is rendered (texts, image identities, order), for which model and operation. */
 export async function requestKey(
@@ -169,7 +169,10 @@ export async function requestKey(
   answer: string | null,
   images: { get(path: string | null): Promise<ImageIdentity> } = new ImageIdentities(),
 ): Promise<string> {
-  const item = async (x: { imagePath: string | null; question: string; answer?: string }) => ({
+  // The question id is part of the key: a backend may read item identity (the simulator does), and two
+  // items with identical text and no image must not share an answer.
+  const item = async (x: { questionId: string; imagePath: string | null; question: string; answer?: string }) => ({
+    id: x.questionId,
     image: await images.get(x.imagePath),
     question: x.question,
     answer: x.answer,

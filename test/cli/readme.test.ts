@@ -1,0 +1,36 @@
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { Command as CommanderCommand } from "commander";
+import { describe, expect, it } from "vitest";
+import { registerCommands } from "../../src/cli/commands.js";
+
+function commandPaths(command: Command, prefix: string[] = []): string[] {
+  return command.commands.flatMap((sub) => {
+    const path = [...prefix, sub.name()];
+    return sub.commands.length > 0 ? commandPaths(sub, path) : [path.join(" ")];
+  });
+}
+
+describe("README", () => {
+  const readme = readFileSync("README.md", "utf8");
+  const program = new CommanderCommand("lever");
+  registerCommands(program);
+
+  it("lists every command that `lever --help` offers in its command reference", () => {
+    const reference = readme.slice(readme.indexOf("## Command reference"));
+    const missing = commandPaths(program).filter((path) => !reference.includes(`lever ${path}`));
+    expect(missing).toEqual([]);
+  });
+
+  it("lists no command that does not exist", () => {
+    const reference = readme.slice(readme.indexOf("## Command reference"));
+    const known = new Set(commandPaths(program));
+    const listed = [...reference.matchAll(/^\| `lever ([a-z][a-z -]*)`/gm)].map((m) => m[1].trim());
+    expect(listed.filter((path) => !known.has(path))).toEqual([]);
+  });
+
+  it("shows the two set-up commands: the main job on the simulated VLM, and the tests", () => {
+    expect(readme).toContain("npm ci && npm run lever -- demo");
+    expect(readme).toContain("npm ci && npm test");
+  });
+});
