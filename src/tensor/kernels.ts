@@ -160,6 +160,10 @@ export function gemmTypeScript(
     }
   }
   if (alpha === 0 || K === 0) return;
+  if (M <= 2) {
+    gemmFewRows(transA, transB, M, N, K, alpha, A, lda, B, ldb, C, ldc);
+    return;
+  }
   for (let k0 = 0; k0 < K; k0 += KC) {
     const kc = Math.min(KC, K - k0);
     for (let j0 = 0; j0 < N; j0 += NC) {
@@ -178,6 +182,52 @@ export function gemmTypeScript(
     }
   }
 }
+
+/** One or two rows of C: packing B would cost as much as the arithmetic (mirrors native/gemm.cc). */
+function gemmFewRows(
+  transA: boolean,
+  transB: boolean,
+  M: number,
+  N: number,
+  K: number,
+  alpha: number,
+  A: Data,
+  lda: number,
+  B: Data,
+  ldb: number,
+  C: Data,
+  ldc: number,
+): void {
+  const sa = transA ? lda : 1;
+  for (let i = 0; i < M; i++) {
+    const a0 = transA ? i : i * lda;
+    const c0 = i * ldc;
+    if (transB) {
+      for (let j = 0; j < N; j++) {
+        const b0 = j * ldb;
+        let s0 = 0;
+        let s1 = 0;
+        let k = 0;
+        for (; k + 2 <= K; k += 2) {
+          s0 += A[a0 + k * sa] * B[b0 + k];
+          s1 += A[a0 + (k + 1) * sa] * B[b0 + k + 1];
+        }
+        if (k < K) s0 += A[a0 + k * sa] * B[b0 + k];
+        C[c0 + j] += alpha * (s0 + s1);
+      }
+    } else {
+      const row = fewRowsAccumulator.length >= N ? fewRowsAccumulator : (fewRowsAccumulator = new Float64Array(N));
+      row.fill(0, 0, N);
+      for (let k = 0; k < K; k++) {
+        const ak = A[a0 + k * sa];
+        const b0 = k * ldb;
+        for (let j = 0; j < N; j++) row[j] += ak * B[b0 + j];
+      }
+      for (let j = 0; j < N; j++) C[c0 + j] += alpha * row[j];
+    }
+  }
+}
+let fewRowsAccumulator = new Float64Array(256);
 
 function packB(transB: boolean, B: Data, ldb: number, k0: number, kc: number, j0: number, nc: number): void {
   for (let js = 0; js < nc; js += NR) {
