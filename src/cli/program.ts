@@ -29,7 +29,9 @@ export async function runLever(args: string[]): Promise<number> {
       process.stderr.write(`error: ${error.message}\n`);
       return 2;
     }
-    process.stderr.write(`internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return 1;
   }
 }
