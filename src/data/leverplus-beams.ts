@@ -6,7 +6,7 @@
  * `id_list[b]` lists ICDs in PROMPT order (leftmost first) followed by the anchor. With
  * construct_order "left" (the default and only value used) every new ICD is inserted at the left,
  * so the first selected ICD sits next to the query: selected = reverse(id_list[b] minus the anchor),
- * prompt order "selection-reversed". `beams[b].shots` and `shot_scores[b]` are in selection order.
+ * prompt order "nearest". `beams[b].shots` and `shot_scores[b]` are in selection order.
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
@@ -60,7 +60,7 @@ export interface ImportResult<T> {
 }
 
 export function promptOrderOfConstruct(order: ConstructOrder): PromptOrder {
-  return order === "left" ? "selection-reversed" : "selection";
+  return order === "left" ? "nearest" : "farthest";
 }
 
 /** Reads `construct_order:left|right` from a Lever-Plus beam file name, if present. */

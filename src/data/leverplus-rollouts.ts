@@ -7,7 +7,7 @@
  *    whose `gt_answers_raw` are answer dicts;
  *  - files older than 2025-12-15 without the `query` block; the top-level `_meta` block.
  * `pointer` is in prompt order, which is also the order the pointer policy chose them (ex₁ is
- * placed first), so the set's prompt order is "selection". Fields we do not model are kept verbatim.
+ * placed first), so the set's prompt order is "farthest". Fields we do not model are kept verbatim.
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
@@ -199,7 +199,7 @@ export function importRollouts(
   const set: RolloutSet = {
     format: "lever.rollouts/1",
     dataset: index.name,
-    promptOrder: "selection",
+    promptOrder: "farthest",
     queries,
     ...(meta !== undefined ? { meta } : {}),
     ...(Object.keys(topExtra).length > 0 ? { extra: topExtra } : {}),

@@ -2,24 +2,24 @@
  * Our internal, question-id-keyed models of demonstration sequences (design §2.1, §2.3):
  * beam-search data (`BeamSet`) and scored rollouts (`RolloutSet`). Every sequence lists ICD
  * question ids in SELECTION order (first selected first); how that maps onto the prompt is the
- * set's recorded `promptOrder`:
- *  - "selection":          the first selected ICD is leftmost in the prompt (farthest from the query);
- *  - "selection-reversed": the first selected ICD sits next to the query (Lever-Plus beam data,
- *                          built with construct_order "left").
+ * set's recorded `promptOrder` (design §2.3), the same setting `lever eval --order` takes:
+ *  - "farthest": the first selected ICD is leftmost in the prompt (farthest from the query);
+ *  - "nearest":  the first selected ICD sits next to the query (Lever-Plus beam data, built with
+ *                construct_order "left"; RICES places the most similar demonstration there too).
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
 
-export const PROMPT_ORDERS = ["selection", "selection-reversed"] as const;
+export const PROMPT_ORDERS = ["nearest", "farthest"] as const;
 export const PromptOrderSchema = z.enum(PROMPT_ORDERS);
 export type PromptOrder = z.infer<typeof PromptOrderSchema>;
 
-/** The ICDs of a selection-ordered sequence in prompt order, leftmost first (the query follows). */
+/** Selection order (first selected first) → prompt order (index 0 rendered first; the query follows). */
 export function toPromptOrder<T>(selected: readonly T[], order: PromptOrder): T[] {
-  return order === "selection" ? [...selected] : [...selected].reverse();
+  return order === "farthest" ? [...selected] : [...selected].reverse();
 }
 
-/** Inverse of toPromptOrder. */
+/** Prompt order → selection order: the inverse of `toPromptOrder` for the same setting. */
 export function fromPromptOrder<T>(prompt: readonly T[], order: PromptOrder): T[] {
   return toPromptOrder(prompt, order);
 }

@@ -3,24 +3,12 @@
  * and the small interfaces through which the runner reaches storage.
  */
 
-/**
- * How selection order maps to prompt order (design §2.3). `nearest`: the first-selected demonstration
- * sits next to the query (last in the prompt), as RICES places the most similar one; `farthest`: the
- * first-selected demonstration is rendered first.
- */
-export const PROMPT_ORDERS = ["nearest", "farthest"] as const;
-
-export type PromptOrder = (typeof PROMPT_ORDERS)[number];
-
-/** Selection order (first selected first) → prompt order (index 0 rendered first). */
-export function toPromptOrder<T>(selection: readonly T[], order: PromptOrder): T[] {
-  return order === "nearest" ? [...selection].reverse() : [...selection];
-}
-
-/** Prompt order → selection order; the inverse of `toPromptOrder` for the same setting. */
-export function toSelectionOrder<T>(prompt: readonly T[], order: PromptOrder): T[] {
-  return order === "nearest" ? [...prompt].reverse() : [...prompt];
-}
+export {
+  fromPromptOrder as toSelectionOrder,
+  PROMPT_ORDERS,
+  type PromptOrder,
+  toPromptOrder,
+} from "../data/trajectories.js";
 
 /** One evaluated (retriever, shot, question). Failed VLM calls keep `failure` and have no accuracy. */
 export interface EvalPrediction {

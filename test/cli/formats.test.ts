@@ -83,9 +83,7 @@ describe("lever data import-beams / export-beams", () => {
       "--out",
       "b1",
     );
-    expect(out).toContain(
-      "imported 3 beams of 2 queries (2 shots, construct_order left → prompt order selection-reversed)",
-    );
+    expect(out).toContain("imported 3 beams of 2 queries (2 shots, construct_order left → prompt order nearest)");
     expect(out).toContain("artifacts/beams/b1.json");
     const set = withWorkspace((ws) => readBeamSet(ws, "b1"));
     expect(set.queries["310"].beams[0].selected).toEqual(["101", "530"]);

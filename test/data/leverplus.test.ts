@@ -40,7 +40,7 @@ describe("beam data", () => {
   it("reads id_list as prompt order: the first selected ICD is the one next to the anchor", () => {
     const { set, warnings } = importBeams(fixture("beams.json"), okvqa, { file: "beams.json" });
     expect(warnings).toEqual([]);
-    expect(set.promptOrder).toBe("selection-reversed");
+    expect(set.promptOrder).toBe("nearest");
     // id_list [4, 0, 2]: row 0 (qid 101) was selected first, then row 4 (qid 530).
     expect(set.queries["310"].beams[0]).toEqual({
       selected: ["101", "530"],
@@ -72,7 +72,7 @@ describe("beam data", () => {
 
   it("construct_order right reads id_list as selection order, and the beams block catches the wrong choice", () => {
     const legacy = importBeams(fixture("beams-legacy.json"), okvqa, { constructOrder: "right" }).set;
-    expect(legacy.promptOrder).toBe("selection");
+    expect(legacy.promptOrder).toBe("farthest");
     expect(legacy.queries["101"].beams[0].selected).toEqual(["422", "205"]);
     expect(() => importBeams(fixture("beams.json"), okvqa, { file: "b.json", constructOrder: "right" })).toThrow(
       /b\.json, record "2", field "beams\[0\]\.shots": lists ICDs \[0, 4\] in selection order, but id_list\[0\] read with construct_order "right" gives \[4, 0\] \(is construct_order "left"\?\)/,
@@ -174,7 +174,7 @@ describe("beam data", () => {
 describe("RL data", () => {
   it("v4 strict: global pointers become question ids in selection (= prompt) order; _meta and query block are kept", () => {
     const { set } = importRollouts(fixture("rl-v4.json"), okvqa, { file: "rl.json" });
-    expect(set.promptOrder).toBe("selection");
+    expect(set.promptOrder).toBe("farthest");
     expect(set.meta?.vqa_model).toBe("Qwen/Qwen2.5-VL-3B-Instruct");
     const q = set.queries["310"];
     expect(q.pool).toBeUndefined();
@@ -380,9 +380,9 @@ describe("RL data", () => {
     );
   });
 
-  it("exports a selection-reversed set with pointer in prompt order", () => {
+  it("exports a nearest-ordered set with pointer in prompt order", () => {
     const { set } = importRollouts(fixture("rl-k64.json"), okvqa);
-    const reversed = { ...set, promptOrder: "selection-reversed" as const };
+    const reversed = { ...set, promptOrder: "nearest" as const };
     const out = exportRollouts(reversed, okvqa) as Loose;
     expect(out["2"].pointer_candidates[0].pointer).toEqual([0, 1]);
     expect(out["2"].pointer_candidates[0].pointer_global).toEqual([4, 0]);
