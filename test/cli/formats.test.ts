@@ -99,7 +99,7 @@ describe("lever data import-beams / export-beams", () => {
     const name = "vqa-okvqa-RandSampler-construct_order:right-beam_size:5.json";
     copyFileSync(fixturePath("beams-legacy.json"), join(dir, name));
     const { out } = await lever("data", "import-beams", join(dir, name), "--dataset", "okvqa-train");
-    expect(out).toContain("construct_order right → prompt order selection");
+    expect(out).toContain("construct_order right → prompt order farthest");
     expect(out).toContain("artifacts/beams/vqa-okvqa-RandSampler-construct_order_right-beam_size_5.json");
   });
 
