@@ -31,6 +31,7 @@ import { type Data, type DType, noGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
 import type { SelectorConfig } from "./config.js";
+import { gateUpdate } from "./gate-op.js";
 import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
 /** Candidate rows projected once for many queries (evaluation): P = input_proj(table), Ĉ = normalise(cand_proj(P)). */
@@ -66,6 +67,8 @@ export interface Encoded {
   padMask: Uint8Array;
   /** Number of real candidates of each query. */
   validCount: Int32Array;
+  /** V4-1 gate split into its h and ĉ halves (taken once per forward). */
+  gate: { wh: Tensor; wc: Tensor; bias: Tensor; perSlot: Tensor | null } | null;
 }
 
 /** Decoding state of R = B·G rows (G rows per query, query-major). */
@@ -207,15 +210,15 @@ export class PointerSelector {
       const bv = T.narrow(bias, 0, 2 * H, H); // b_k cancels in the softmax (see header)
       const q = T.linear(x, Wq, bq); // [B, H]
       // u[b, h, :] = W_k,hᵀ q_h  — [n, B, hd] · [n, hd, H] → [n, B, H] → [B, n, H]
-      const qh = T.permute(T.reshape(q, [B, n, hd]), [1, 0, 2]);
-      const u = T.permute(T.matmul(qh, T.reshape(Wk, [n, hd, H])), [1, 0, 2]);
+      const qh = swap01(T.reshape(q, [B, n, hd]));
+      const u = swap01(T.matmul(qh, T.reshape(Wk, [n, hd, H])));
       const logits = T.scale(T.matmul(u, cand, { transB: true }), 1 / Math.sqrt(hd)); // [B, n, K]
       let attn = T.softmax(logits, attnMask);
       const withDropout = training && this.config.attnDropout > 0;
       if (withDropout) attn = T.dropout(attn, this.config.attnDropout, rng, true);
       const ctx = T.matmul(attn, cand); // [B, n, H] = Σ_j a_j c_j per head
       // v_h = W_v,h ctx_h — [n, B, H] · [n, hd, H]ᵀ → [n, B, hd] → [B, n, hd]
-      const vh = T.permute(T.matmul(T.permute(ctx, [1, 0, 2]), T.reshape(Wv, [n, hd, H]), { transB: true }), [1, 0, 2]);
+      const vh = swap01(T.matmul(swap01(ctx), T.reshape(Wv, [n, hd, H]), { transB: true }));
       // b_v enters with weight Σ_j a_j: 1, except after attention dropout.
       const bias3 = T.reshape(bv, [n, hd]);
       const v = T.reshape(T.add(vh, withDropout ? T.mul(T.sum(attn, 2, true), bias3) : bias3), [B, H]);
@@ -233,12 +236,27 @@ export class PointerSelector {
       candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));
     }
     const gram = this.config.redundancy === "max" ? T.matmul(candHat, candHat, { transB: true }) : null;
-    return { B, K, h0, candHat, gram, padMask, validCount };
+    let gate: Encoded["gate"] = null;
+    if (this.config.stateUpdate === "gate") {
+      const W = this.p("query_update_gate.weight");
+      gate = {
+        wh: T.narrow(W, 1, 0, H),
+        wc: T.narrow(W, 1, H, H),
+        bias: this.p("query_update_gate.bias"),
+        perSlot: null,
+      };
+    }
+    return { B, K, h0, candHat, gram, padMask, validCount, gate };
   }
 
   /** G rows per query, all starting from the query's h₀ with nothing chosen. */
   startRows(enc: Encoded, G: number): RowState {
     const { B, K } = enc;
+    // The gate's candidate half W_c·ĉ + b costs K·H² per query if taken for every slot, or G·S·H² if
+    // taken for each chosen row: precompute per slot when the rows would repeat it.
+    if (enc.gate && enc.gate.perSlot === null && G * this.config.shots > K) {
+      enc.gate.perSlot = T.linear(T.reshape(enc.candHat, [B * K, this.config.hidden]), enc.gate.wc, enc.gate.bias);
+    }
     const rowQuery = new Int32Array(B * G);
     for (let r = 0; r < rowQuery.length; r++) rowQuery[r] = Math.floor(r / G);
     const h = G === 1 ? enc.h0 : T.indexSelect(enc.h0, rowQuery, 0);
@@ -293,11 +311,11 @@ export class PointerSelector {
       state.redundancy = state.redundancy === null ? sim : T.maximum(state.redundancy, sim);
     }
     const h = state.h;
-    if (this.config.stateUpdate === "gate") {
-      const g = T.sigmoid(
-        T.linear(T.concat([h, c], 1), this.p("query_update_gate.weight"), this.p("query_update_gate.bias")),
-      );
-      state.h = T.l2Normalize(T.add(c, T.mul(g, T.sub(h, c)))); // g⊙h + (1−g)⊙ĉ
+    if (enc.gate !== null) {
+      // g = σ(W_g[h; ĉ] + b_g), h' = normalise(g⊙h + (1−g)⊙ĉ), with W_g split into its h and ĉ halves.
+      const { wh, wc, bias, perSlot } = enc.gate;
+      const cPart = perSlot !== null ? T.indexSelect(perSlot, flat, 0) : T.linear(c, wc, bias);
+      state.h = gateUpdate(T.linear(h, wh), cPart, h, c);
     } else if (this.config.stateUpdate === "gru") {
       state.h = T.l2Normalize(
         T.gruCell(
@@ -329,6 +347,12 @@ export class PointerSelector {
     }
     return { G, scores, masks };
   }
+}
+
+/** Swaps the first two of three dimensions; a plain reshape (no copy) when either is 1 (single head). */
+function swap01(x: Tensor): Tensor {
+  const [a, b, c] = x.shape;
+  return a === 1 || b === 1 ? T.reshape(x, [b, a, c]) : T.permute(x, [1, 0, 2]);
 }
 
 function isTableEncoding(x: Data | TableEncoding): x is TableEncoding {

@@ -157,6 +157,48 @@ describe("pointer selector behaviour", () => {
     }
   });
 
+  it("gives the same values and gradients when the gate's candidate half is precomputed per slot (G·S > K)", () => {
+    const cfg = makeConfig({ stateUpdate: "gate" });
+    const vals = randomParams(cfg, 21);
+    const m = new PointerSelector(cfg, vals, "float64");
+    const exs = makeExamples(cfg, 22, [4, 4]);
+    const one = pack(cfg, exs);
+    const G = 3; // 3 rows × 3 shots > K = 4: the per-slot path
+    const rng = new Rng(5);
+    const labels = new Int32Array(2 * G * 3);
+    for (let r = 0; r < 2 * G; r++) labels.set(rng.sampleWithoutReplacement(4, 3), r * 3);
+    const grads = (run: () => void) => {
+      m.parameters().forEach((p) => {
+        p.grad = null;
+      });
+      run();
+      return m.specs.map((s) => Array.from(m.params.get(s.name)!.grad ?? []));
+    };
+    let perSlot: number[] = [];
+    const gA = grads(() => {
+      const seq = sequenceLogProbs(m.teacherForce(m.encode(one.input), G, labels, 3), labels);
+      perSlot = Array.from(seq.data);
+      T.sum(seq).backward();
+    });
+    const gB = grads(() => {
+      // Each row on its own (G = 1: the per-row path), gradients accumulated over the rows.
+      for (let r = 0; r < 2 * G; r++) {
+        const b = Math.floor(r / G);
+        const single = pack(cfg, [exs[b]]);
+        const lab = labels.slice(r * 3, r * 3 + 3);
+        const seq = sequenceLogProbs(m.teacherForce(m.encode(single.input), 1, lab, 3), lab);
+        expect(seq.data[0]).toBeCloseTo(perSlot[r], 12);
+        expect(seq.data[0]).toBeCloseTo(refSequenceLogProb(cfg, vals, exs[b].query, exs[b].cands, [...lab]), 10);
+        seq.backward();
+      }
+    });
+    gA.forEach((g, i) => {
+      g.forEach((v, j) => {
+        expect(v).toBeCloseTo(gB[i][j], 10);
+      });
+    });
+  });
+
   it("reproduces training-mode dropout (attention weights, query, candidates) of the reference", () => {
     const cfg = makeConfig({ stateUpdate: "gate", heads: 2, dropout: 0.3, attnDropout: 0.2 });
     const vals = randomParams(cfg, 4);

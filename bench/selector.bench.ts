@@ -1,0 +1,153 @@
+/**
+ * Pointer-selector throughput (d = 512, H = 256, V4-1 gate, float32, dropout on):
+ *  - one training step = pack the batch + forward + backward + clip + AdamW, for B queries × G
+ *    trajectories, K candidates, 1 or 3 cross-attention layers, 4 shots;
+ *  - inference: greedy 4-shot decoding of 5,000 queries with K = 64 pools drawn from a 9,009-row
+ *    index (OKVQA train size), including the one-off projection of the index.
+ * Median of ≥ 10 timed runs after warm-up; rows/s = trajectories per second. The key configuration
+ * (8×16, K = 32, 3 layers) and inference are re-run in a child process with LEVER_NATIVE=0 to
+ * measure the TypeScript-only fallback.
+ */
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { SelectorConfigSchema } from "../src/selector/config.js";
+import { predict } from "../src/selector/decode.js";
+import { PointerSelector } from "../src/selector/model.js";
+import { initParams } from "../src/selector/params.js";
+import { kernelPath } from "../src/tensor/kernels.js";
+import type { EmbeddingTable, QueryGroup } from "../src/train/data.js";
+import { OptimSchema, train } from "../src/train/loop.js";
+import { sftObjective } from "../src/train/sft.js";
+import { Rng } from "../src/util/rng.js";
+
+const D = 512;
+const H = 256;
+const SHOTS = 4;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+function peakRssMb(): number {
+  return process.resourceUsage().maxRSS / 1024;
+}
+
+function table(rows: number, seed: number): EmbeddingTable {
+  const rng = new Rng(seed);
+  const data = new Float32Array(rows * D);
+  for (let i = 0; i < data.length; i++) data[i] = rng.normal() * 0.05;
+  return { dim: D, data, rowOf: new Map() };
+}
+
+function model(layers: number): PointerSelector {
+  const config = SelectorConfigSchema.parse({ d: D, hidden: H, layers, shots: SHOTS, stateUpdate: "gate" });
+  return new PointerSelector(config, initParams(config, 1), "float32");
+}
+
+/** Milliseconds per training step (median) for B queries × G trajectories. */
+export function measureStep(B: number, G: number, K: number, layers: number, runs = 10): number {
+  const rng = new Rng(7);
+  const emb = table(B * K + B, 3);
+  const groups: QueryGroup[] = Array.from({ length: B }, (_, b) => ({
+    queryId: String(b),
+    queryRow: B * K + b,
+    candRows: Int32Array.from({ length: K }, (_, k) => b * K + k),
+    trajectories: Array.from({ length: G }, () => Int32Array.from(rng.sampleWithoutReplacement(K, SHOTS))),
+    weights: Array(G).fill(1),
+    best: 0,
+  }));
+  const m = model(layers);
+  const data = { train: groups, val: [], queryEmb: emb, indexEmb: emb };
+  const objective = sftObjective(m, data, { labelSmoothing: 0 }, B);
+  const times: number[] = [];
+  const optim = OptimSchema.parse({ epochs: runs + 3, batchQueries: B, lr: 1e-4 });
+  let last = performance.now();
+  // One batch per epoch: each epoch is exactly one optimiser step; the first 3 are warm-up.
+  train(m, groups, objective, optim, 1, {
+    onStep: (info) => {
+      const now = performance.now();
+      if (info.epoch >= 3) times.push(now - last);
+      last = now;
+    },
+  });
+  return median(times);
+}
+
+/** Seconds (median) to greedily decode 5,000 queries × K = 64 pools from a 9,009-row index. */
+export function measureInference(layers: number, runs = 10): number {
+  const Q = 5000;
+  const K = 64;
+  const N = 9009;
+  const rng = new Rng(11);
+  const index = table(N, 5).data;
+  const queries = table(Q, 6).data;
+  const slots = new Int32Array(Q * K);
+  for (let q = 0; q < Q; q++) slots.set(rng.sampleWithoutReplacement(N, K), q * K);
+  const m = model(layers);
+  const input = { queries, table: index, slots, K };
+  predict(m, input, { shots: SHOTS });
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    predict(m, input, { shots: SHOTS });
+    times.push((performance.now() - t0) / 1000);
+  }
+  return median(times);
+}
+
+export async function run(): Promise<void> {
+  const path = kernelPath();
+  console.log(`kernel path: ${path}; d=${D}, H=${H}, gate, float32, ${SHOTS} shots, median of 10 after 3 warm-up`);
+  console.log("| B×G | K | layers | step ms | rows/s | peak RSS MB |");
+  console.log("|---|---|---|---|---|---|");
+  const key = { ms: 0 };
+  for (const [B, G] of [
+    [8, 16],
+    [32, 32],
+  ]) {
+    for (const K of [32, 64]) {
+      for (const layers of [1, 3]) {
+        const ms = measureStep(B, G, K, layers);
+        if (B === 8 && K === 32 && layers === 3) key.ms = ms;
+        console.log(
+          `| ${B}×${G} | ${K} | ${layers} | ${ms.toFixed(1)} | ${Math.round((B * G) / (ms / 1000))} | ${peakRssMb().toFixed(0)} |`,
+        );
+      }
+    }
+  }
+  console.log("\n| inference: 5,000 queries, K=64, greedy 4 shots | seconds | queries/s | peak RSS MB |");
+  console.log("|---|---|---|---|");
+  let inf3 = 0;
+  for (const layers of [1, 3]) {
+    const s = measureInference(layers);
+    if (layers === 3) inf3 = s;
+    console.log(`| ${layers} layer(s) | ${s.toFixed(3)} | ${Math.round(5000 / s)} | ${peakRssMb().toFixed(0)} |`);
+  }
+  if (path === "typescript") return;
+  // TypeScript-only fallback in a child process (the kernel choice is made at load time).
+  const here = fileURLToPath(import.meta.url);
+  const child = spawnSync(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `const m = await import(${JSON.stringify(`file://${here}`)}); console.log(JSON.stringify({ path: (await import(${JSON.stringify(`file://${here.replace(/bench\/selector\.bench\.js$/, "src/tensor/kernels.js")}`)})).kernelPath(), step: m.measureStep(8, 16, 32, 3, 10), inference: m.measureInference(3, 3) }));`,
+    ],
+    { env: { ...process.env, LEVER_NATIVE: "0" }, encoding: "utf8" },
+  );
+  if (child.status !== 0) {
+    console.log(`TS-only fallback run failed: ${child.stderr}`);
+    return;
+  }
+  const ts = JSON.parse(child.stdout.trim().split("\n").pop() ?? "{}") as {
+    path: string;
+    step: number;
+    inference: number;
+  };
+  console.log(`\nTS-only fallback (LEVER_NATIVE=0, kernel path ${ts.path}):`);
+  console.log(`  8×16, K=32, 3 layers step: ${ts.step.toFixed(1)} ms (${(ts.step / key.ms).toFixed(1)}× native)`);
+  console.log(
+    `  inference 5,000 queries, 3 layers: ${ts.inference.toFixed(3)} s (${(ts.inference / inf3).toFixed(1)}× native)`,
+  );
+}
