@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { Workspace } from "../store/workspace.js";
 import { SftConfigSchema } from "../train/sft-run.js";
-import { runSftStage } from "../train/sft-stage.js";
+import { resumeSftStage, runSftStage, type SftStageResult } from "../train/sft-stage.js";
 import { LeverError } from "../util/errors.js";
 import { group, printJson, workspaceDir } from "./common.js";
 
@@ -123,6 +123,31 @@ function resolveConfig(flags: SftFlags) {
   return parsed.data;
 }
 
+function printSummary(result: SftStageResult, json: boolean): void {
+  const summary = {
+    runId: result.runId,
+    queries: result.split,
+    trajectories: result.stats.trajectories,
+    shots: result.stats.shots,
+    K: result.stats.K,
+    skippedBeams: result.stats.skippedBeams,
+    epochsRun: result.epochsRun,
+    stoppedEarly: result.stoppedEarly,
+    bestEpoch: result.bestEpoch + 1,
+    best: result.history[result.bestEpoch] ?? null,
+    bestCheckpoint: result.bestCheckpoint,
+  };
+  if (json) return printJson(summary);
+  process.stdout.write(
+    `run ${summary.runId}: ${summary.queries.train}/${summary.queries.val} train/val queries, ${summary.trajectories} beams ` +
+      `(${summary.shots} shots, K=${summary.K}${summary.skippedBeams > 0 ? `, ${summary.skippedBeams} skipped` : ""}); ` +
+      `${summary.epochsRun} epochs${summary.stoppedEarly ? " (stopped early)" : ""}; best epoch ${summary.bestEpoch}: ` +
+      `${Object.entries(summary.best ?? {})
+        .map(([k, v]) => `${k} ${v.toFixed(4)}`)
+        .join(", ")}\nbest checkpoint ${summary.bestCheckpoint}\n`,
+  );
+}
+
 /** Registers the `train` commands. */
 export function register(program: Command): void {
   const train = group(program, "train", "train the pointer selector (SFT; RCE and GRPO build on the same loop)");
@@ -181,28 +206,24 @@ export function register(program: Command): void {
           name: flags.name,
           progress: flags.quiet ? null : process.stderr,
         });
-        const summary = {
-          runId: result.runId,
-          queries: result.split,
-          trajectories: result.stats.trajectories,
-          shots: result.stats.shots,
-          K: result.stats.K,
-          skippedBeams: result.stats.skippedBeams,
-          epochsRun: result.epochsRun,
-          stoppedEarly: result.stoppedEarly,
-          bestEpoch: result.bestEpoch + 1,
-          best: result.history[result.bestEpoch] ?? null,
-          bestCheckpoint: result.bestCheckpoint,
-        };
-        if (flags.json) return printJson(summary);
-        process.stdout.write(
-          `run ${summary.runId}: ${summary.queries.train}/${summary.queries.val} train/val queries, ${summary.trajectories} beams ` +
-            `(${summary.shots} shots, K=${summary.K}${summary.skippedBeams > 0 ? `, ${summary.skippedBeams} skipped` : ""}); ` +
-            `${summary.epochsRun} epochs${summary.stoppedEarly ? " (stopped early)" : ""}; best epoch ${summary.bestEpoch}: ` +
-            `${Object.entries(summary.best ?? {})
-              .map(([k, v]) => `${k} ${v.toFixed(4)}`)
-              .join(", ")}\nbest checkpoint ${summary.bestCheckpoint}\n`,
-        );
+        printSummary(result, flags.json === true);
+      } finally {
+        ws.close();
+      }
+    });
+
+  train
+    .command("resume")
+    .description(
+      "continue an interrupted training run from its last finished epoch (same result as an uninterrupted run)",
+    )
+    .argument("<run>", "run id, e.g. sft-0003")
+    .option("--quiet", "no progress output")
+    .option("--json", "print the result as JSON")
+    .action((runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+      const ws = Workspace.open(workspaceDir(command), { create: false });
+      try {
+        printSummary(resumeSftStage(ws, runId, flags.quiet ? null : process.stderr), flags.json === true);
       } finally {
         ws.close();
       }

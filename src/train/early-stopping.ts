@@ -13,6 +13,17 @@ export class EarlyStopping {
     readonly minDelta = 0,
   ) {}
 
+  /** Serializable state (for resuming). */
+  state(): { best: number | null; bestEpoch: number; sinceBest: number } {
+    return { best: this.best, bestEpoch: this.bestEpoch, sinceBest: this.sinceBest };
+  }
+
+  restore(s: { best: number | null; bestEpoch: number; sinceBest: number }): void {
+    this.best = s.best;
+    this.bestEpoch = s.bestEpoch;
+    this.sinceBest = s.sinceBest;
+  }
+
   /** Records the metric of `epoch`; `improved` = new best, `stop` = patience exhausted. */
   update(value: number, epoch: number): { improved: boolean; stop: boolean } {
     const better =

@@ -18,6 +18,7 @@ import { Rng } from "../util/rng.js";
 import { chunk } from "./batch.js";
 import { EarlyStopping } from "./early-stopping.js";
 import { lrMultiplier, ScheduleSchema } from "./schedule.js";
+import type { LoopState } from "./train-state.js";
 
 export const OptimSchema = z
   .object({
@@ -80,7 +81,8 @@ export interface EpochInfo {
 
 export interface TrainHooks {
   onStep?(info: StepInfo): void;
-  onEpoch?(info: EpochInfo): void;
+  /** After each epoch; `snapshot()` gives the state to resume from after this epoch. */
+  onEpoch?(info: EpochInfo, snapshot: () => LoopState): void;
 }
 
 export interface TrainResult {
@@ -99,6 +101,8 @@ export function train<G>(
   optim: OptimConfig,
   seed: number,
   hooks: TrainHooks = {},
+  /** Continue a run from the state saved after an earlier epoch (weights must already be in `model`). */
+  resume?: LoopState,
 ): TrainResult {
   if (groups.length === 0) throw new LeverError("no training examples");
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
@@ -127,6 +131,18 @@ export function train<G>(
   let step = 0;
   let stoppedEarly = false;
   let epoch = 0;
+  if (resume) {
+    optimizer.loadStateDict(resume.optimizer);
+    stopper.restore(resume.stopper);
+    history.push(...resume.history);
+    step = resume.step;
+    epoch = resume.nextEpoch;
+    // The run had already stopped early when this state was saved.
+    if (optim.earlyStopping.patience > 0 && resume.stopper.sinceBest >= optim.earlyStopping.patience) {
+      stoppedEarly = true;
+      epoch = Math.max(epoch, optim.epochs);
+    }
+  }
   for (; epoch < optim.epochs; epoch++) {
     const epochRng = root.child(`epoch-${epoch}`);
     const order = epochRng.child("shuffle").shuffle([...groups]);
@@ -166,14 +182,28 @@ export function train<G>(
     if (watched === undefined) {
       stopper.bestEpoch = epoch;
     }
-    hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch });
+    const nextEpoch = epoch + 1;
+    const stepsDone = step;
+    hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
+      nextEpoch,
+      step: stepsDone,
+      history: history.map((h) => ({ ...h })),
+      stopper: stopper.state(),
+      optimizer: optimizer.stateDict(),
+    }));
     if (stop) {
       stoppedEarly = true;
       epoch++;
       break;
     }
   }
-  return { epochsRun: epoch, bestEpoch: stopper.bestEpoch, best: stopper.best, stoppedEarly, history };
+  return {
+    epochsRun: Math.min(epoch, optim.epochs),
+    bestEpoch: stopper.bestEpoch,
+    best: stopper.best,
+    stoppedEarly,
+    history,
+  };
 }
 
 function gradientNorm(params: Tensor[]): number {

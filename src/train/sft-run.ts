@@ -17,6 +17,10 @@ import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.j
 import { type EpochInfo, OptimSchema, type StepInfo, type TrainResult, train } from "./loop.js";
 import { SftLossSchema, sftObjective } from "./sft.js";
 import { splitByQuery } from "./split.js";
+import { type SavedState, saveTrainState } from "./train-state.js";
+
+/** Resumable training state beside the checkpoints. */
+export const STATE_FILE = "state.safetensors";
 
 /** The model part of the config: everything but d, which comes from the embeddings. */
 export const ModelOptionsSchema = z
@@ -65,6 +69,8 @@ export interface SftRunInput {
   checkpointDir: string | null;
   /** Start from these weights instead of a fresh seeded init (its architecture wins over config.model). */
   init?: Checkpoint;
+  /** Continue an interrupted run from its saved training state (checkpointDir/state.safetensors). */
+  resume?: SavedState;
   provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt">;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void;
@@ -111,11 +117,25 @@ export function runSft(input: SftRunInput): SftRunResult {
     : SelectorConfigSchema.parse({ ...config.model, d: input.queryEmb.dim, shots: stats.shots });
   if (modelConfig.d !== input.queryEmb.dim)
     throw new LeverError(`initial checkpoint expects d=${modelConfig.d}, embeddings have ${input.queryEmb.dim}`);
-  const values = input.init ? input.init.params : initParams(modelConfig, new Rng(config.seed).child("init").seed);
+  const values = input.resume
+    ? input.resume.params
+    : input.init
+      ? input.init.params
+      : initParams(modelConfig, new Rng(config.seed).child("init").seed);
+  if (input.resume && input.resume.dtype !== config.dtype)
+    throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${config.dtype}`, {
+      field: "dtype",
+    });
   const model = new PointerSelector(modelConfig, values, config.dtype);
   const now = input.now ?? (() => new Date().toISOString());
+  const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
   const checkpoints: string[] = [];
   let bestCheckpoint: string | null = null;
+  if (input.resume && input.checkpointDir !== null) {
+    // Checkpoints written before the interruption stay part of the run.
+    for (let e = 0; e < input.resume.loop.nextEpoch; e++) checkpoints.push(join(input.checkpointDir, epochFile(e)));
+    if (input.resume.loop.stopper.bestEpoch >= 0) bestCheckpoint = join(input.checkpointDir, "best.safetensors");
+  }
   const save = (name: string, epoch: number, metrics: Record<string, number>) => {
     if (input.checkpointDir === null) return null;
     const path = join(input.checkpointDir, name);
@@ -136,13 +156,21 @@ export function runSft(input: SftRunInput): SftRunResult {
     config.seed,
     {
       onStep: input.onStep,
-      onEpoch: (info) => {
-        const path = save(`epoch-${String(info.epoch + 1).padStart(3, "0")}.safetensors`, info.epoch, info.metrics);
+      onEpoch: (info, snapshot) => {
+        const path = save(epochFile(info.epoch), info.epoch, info.metrics);
         if (path !== null) checkpoints.push(path);
         if (info.improved) bestCheckpoint = save("best.safetensors", info.epoch, info.metrics);
+        // Written last: a crash before this line resumes from the previous epoch and redoes this one.
+        if (input.checkpointDir !== null)
+          saveTrainState(
+            join(input.checkpointDir, STATE_FILE),
+            { loop: snapshot(), params: model.values(), dtype: config.dtype },
+            model.specs.map((s) => s.name),
+          );
         input.onEpoch?.({ ...info, checkpoint: path });
       },
     },
+    input.resume?.loop,
   );
   return {
     ...result,

@@ -4,18 +4,20 @@
  * per-epoch and best checkpoints as run artefacts and marks the stage done (or failed).
  */
 import { existsSync, readFileSync } from "node:fs";
-import { relative } from "node:path";
+import { join, resolve } from "node:path";
+import { z } from "zod";
 import { loadDatasetEmbedding } from "../data/embeddings.js";
 import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
 import { checkPoolSet, readPoolSet } from "../pools/artifact.js";
 import { type PoolSet, PoolSetSchema } from "../pools/types.js";
-import { loadCheckpoint } from "../selector/checkpoint.js";
+import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable } from "./data.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
-import { runSft, type SftConfig, type SftRunResult } from "./sft-run.js";
+import { runSft, type SftConfig, SftConfigSchema, type SftRunResult, STATE_FILE } from "./sft-run.js";
+import { loadTrainState, type SavedState } from "./train-state.js";
 
 export interface SftStageOptions {
   /** Beam artefact: a file path, or a name under artifacts/beams/ (NAME → beams/NAME.json). */
@@ -69,11 +71,22 @@ function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
   return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
 }
 
-export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResult {
-  const beams = resolveBeams(ws, opts.beams);
-  const pools = resolvePools(ws, opts.pools);
-  if (pools.set.indexDataset !== opts.dataset)
-    throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${opts.dataset}"`, {
+interface ResolvedInputs {
+  beams: { set: BeamSet; file: string };
+  pools: { set: PoolSet; file: string };
+  indexEmb: EmbeddingTable;
+  queryEmb: EmbeddingTable;
+  dataHashes: Record<string, string>;
+}
+
+function resolveInputs(
+  ws: Workspace,
+  refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string },
+): ResolvedInputs {
+  const beams = resolveBeams(ws, refs.beams);
+  const pools = resolvePools(ws, refs.pools);
+  if (pools.set.indexDataset !== refs.dataset)
+    throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${refs.dataset}"`, {
       file: pools.file,
       field: "indexDataset",
     });
@@ -85,46 +98,104 @@ export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResul
         field: "dataset",
       },
     );
-  const indexEmb = table(ws, opts.dataset, opts.embedding);
+  const indexEmb = table(ws, refs.dataset, refs.embedding);
   const queryEmb =
-    pools.set.queryDataset === opts.dataset ? indexEmb : table(ws, pools.set.queryDataset, opts.embedding);
-  const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
+    pools.set.queryDataset === refs.dataset ? indexEmb : table(ws, pools.set.queryDataset, refs.embedding);
   const dataHashes: Record<string, string> = {
     beams: hashFileSync(beams.file).sha256,
     pools: hashFileSync(pools.file).sha256,
-    indexEmbedding: ws.getEmbedding(opts.dataset, opts.embedding)!.sha256,
-    queryEmbedding: ws.getEmbedding(pools.set.queryDataset, opts.embedding)!.sha256,
-    ...(opts.init !== undefined ? { init: hashFileSync(opts.init).sha256 } : {}),
+    indexEmbedding: ws.getEmbedding(refs.dataset, refs.embedding)!.sha256,
+    queryEmbedding: ws.getEmbedding(pools.set.queryDataset, refs.embedding)!.sha256,
+    ...(refs.init !== undefined ? { init: hashFileSync(refs.init).sha256 } : {}),
   };
-  const resolved = {
+  return { beams, pools, indexEmb, queryEmb, dataHashes };
+}
+
+/** The run config stored in the workspace (what `resume` reads back). */
+const StoredRunSchema = z.object({
+  stage: z.literal("sft"),
+  beams: z.string(),
+  pools: z.string(),
+  dataset: z.string(),
+  embedding: z.string(),
+  init: z.string().optional(),
+  dataHashes: z.record(z.string(), z.string()),
+  sft: SftConfigSchema,
+});
+
+export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResult {
+  const inputs = resolveInputs(ws, opts);
+  const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
-    beams: relative(ws.dir, beams.file),
-    pools: relative(ws.dir, pools.file),
+    beams: existsSync(opts.beams) ? resolve(opts.beams) : opts.beams,
+    pools: existsSync(opts.pools) ? resolve(opts.pools) : opts.pools,
     dataset: opts.dataset,
     embedding: opts.embedding,
-    dataHashes,
-    ...opts.config,
+    ...(opts.init !== undefined ? { init: resolve(opts.init) } : {}),
+    dataHashes: inputs.dataHashes,
+    sft: opts.config,
   };
   const runId = ws.createRun({
     kind: "sft",
-    config: resolved,
+    config: stored,
     seed: opts.config.seed,
     ...(opts.name ? { name: opts.name } : {}),
   });
+  const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
+  return execute(ws, runId, inputs, opts.config, { init, progress: opts.progress });
+}
+
+/**
+ * Continues an interrupted SFT run from the state saved after its last finished epoch. The inputs
+ * must be unchanged (same sha256 as recorded); the result is the same as an uninterrupted run.
+ */
+export function resumeSftStage(ws: Workspace, runId: string, progress?: ProgressStream | null): SftStageResult {
+  const run = ws.getRun(runId);
+  if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
+  const parsed = StoredRunSchema.safeParse(run.config);
+  if (run.kind !== "sft" || !parsed.success) throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
+  if (ws.getStage(runId, "sft")?.status === "done")
+    throw new LeverError(`run ${runId} is already done`, { record: runId });
+  const stored = parsed.data;
+  const inputs = resolveInputs(ws, stored);
+  for (const [name, hash] of Object.entries(stored.dataHashes)) {
+    if (inputs.dataHashes[name] !== hash)
+      throw new LeverError(
+        `input "${name}" changed since the run started (sha256 ${inputs.dataHashes[name]}, recorded ${hash})`,
+        {
+          record: runId,
+          field: name,
+        },
+      );
+  }
+  const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
+  const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
+  const init = resume === undefined && stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
+  return execute(ws, runId, inputs, stored.sft, { init, resume, progress });
+}
+
+function execute(
+  ws: Workspace,
+  runId: string,
+  inputs: ResolvedInputs,
+  config: SftConfig,
+  extra: { init?: Checkpoint; resume?: SavedState; progress?: ProgressStream | null },
+): SftStageResult {
   ws.beginStage(runId, "sft");
   const checkpointDir = ws.artifactPath(`runs/${runId}/sft`);
-  const progress = opts.progress === null ? null : new TrainingProgress("sft", opts.config.optim.epochs, opts.progress);
+  const progress = extra.progress === null ? null : new TrainingProgress("sft", config.optim.epochs, extra.progress);
   try {
     const result = runSft({
-      config: opts.config,
-      beams: beams.set,
-      pools: pools.set,
-      queryEmb,
-      indexEmb,
-      files: { beams: beams.file, pools: pools.file },
+      config,
+      beams: inputs.beams.set,
+      pools: inputs.pools.set,
+      queryEmb: inputs.queryEmb,
+      indexEmb: inputs.indexEmb,
+      files: { beams: inputs.beams.file, pools: inputs.pools.file },
       checkpointDir,
-      init,
-      provenance: { runId, dataHashes },
+      init: extra.init,
+      resume: extra.resume,
+      provenance: { runId, dataHashes: inputs.dataHashes },
       onStep: (info) => {
         ws.logMetrics(
           Object.entries(info.metrics).map(([name, value]) => ({
@@ -148,7 +219,7 @@ export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResul
             value,
           })),
         );
-        ws.updateStageProgress(runId, "sft", info.epoch + 1, opts.config.optim.epochs);
+        ws.updateStageProgress(runId, "sft", info.epoch + 1, config.optim.epochs);
         progress?.epoch(info);
       },
     });

@@ -9,6 +9,8 @@ import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { Workspace } from "../../src/store/workspace.js";
+import { SftConfigSchema } from "../../src/train/sft-run.js";
+import { runSftStage } from "../../src/train/sft-stage.js";
 import { syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
@@ -146,5 +148,48 @@ describe("lever train sft", () => {
         "--quiet",
       ]),
     ).rejects.toThrow(/pools-other\.json, field "indexDataset"/);
+  });
+});
+
+describe("lever train resume", () => {
+  it("continues a crashed run from its last finished epoch to the same weights as an uninterrupted run", async () => {
+    const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "16", "--quiet", "--json"];
+    const straight = JSON.parse(await run([...base, ...flags]));
+    // Crash after epoch 2's state is saved: the progress stream fails when it prints that epoch.
+    const ws = Workspace.open(wsDir, { create: false });
+    let crashedRun = "";
+    try {
+      const config = SftConfigSchema.parse({
+        model: { hidden: 8 },
+        optim: { epochs: 3, lr: 1e-2, batchQueries: 16 },
+      });
+      expect(() =>
+        runSftStage(ws, {
+          beams: join(dir, "beams.json"),
+          pools: join(dir, "pools.json"),
+          dataset: "synth",
+          embedding: "joint",
+          config,
+          progress: {
+            isTTY: false,
+            write: (text: string) => {
+              if (text.includes("epoch 2/3")) throw new Error("simulated crash");
+            },
+          },
+        }),
+      ).toThrow(/simulated crash/);
+      crashedRun = ws.listRuns({ kind: "sft" }).at(-1)!.id;
+      expect(ws.getRun(crashedRun)?.status).toBe("failed");
+    } finally {
+      ws.close();
+    }
+    const resumed = JSON.parse(await run(["resume", crashedRun, "--quiet", "--json"]));
+    expect(resumed.runId).toBe(crashedRun);
+    expect(resumed.epochsRun).toBe(3);
+    const a = loadCheckpoint(straight.bestCheckpoint);
+    const b = loadCheckpoint(resumed.bestCheckpoint);
+    expect(b.provenance.epoch).toBe(a.provenance.epoch);
+    for (const [name, v] of a.params) expect(b.params.get(name)).toEqual(v);
+    await expect(run(["resume", crashedRun, "--quiet"])).rejects.toThrow(/already done/);
   });
 });

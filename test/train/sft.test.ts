@@ -6,7 +6,8 @@ import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { buildBatch } from "../../src/train/batch.js";
 import { buildSftGroups } from "../../src/train/data.js";
 import { sftValidation } from "../../src/train/sft.js";
-import { runSft, type SftConfigInput, SftConfigSchema } from "../../src/train/sft-run.js";
+import { runSft, type SftConfigInput, SftConfigSchema, STATE_FILE } from "../../src/train/sft-run.js";
+import { loadTrainState } from "../../src/train/train-state.js";
 import { syntheticWorld } from "./synthetic.js";
 
 const world = syntheticWorld({ seed: 1, queries: 240, perConcept: 20, concepts: 8, d: 12, K: 12, noise: 0.05 });
@@ -133,6 +134,7 @@ describe("SFT training", () => {
       [
         ...Array.from({ length: 12 }, (_, i) => `epoch-${String(i + 1).padStart(3, "0")}.safetensors`),
         "best.safetensors",
+        "state.safetensors",
       ].sort(),
     );
     const best = loadCheckpoint(join(dir, "best.safetensors"));
@@ -206,5 +208,31 @@ describe("SFT training", () => {
     const m2 = sftValidation(r.model, groups.slice(0, 10), { queryEmb: world.emb, indexEmb: world.emb }, 0, 10);
     expect(m1.valTop1).toBeCloseTo(m2.valTop1, 12);
     expect(m1.valLoss).toBeCloseTo(m2.valLoss, 5);
+  });
+});
+
+describe("SFT resume", () => {
+  it("continuing from the state saved after epoch 2 gives the same weights and history as an uninterrupted run", () => {
+    const cfg = config({ optim: { epochs: 4, batchQueries: 32, lr: 5e-3 } });
+    const full = runSft({ ...baseInput(), config: cfg });
+    const dir = mkdtempSync(join(tmpdir(), "lever-sft-resume-"));
+    expect(() =>
+      runSft({
+        ...baseInput(),
+        config: cfg,
+        checkpointDir: dir,
+        onEpoch: (info) => {
+          if (info.epoch === 1) throw new Error("simulated crash");
+        },
+      }),
+    ).toThrow(/simulated crash/);
+    const state = loadTrainState(join(dir, STATE_FILE));
+    expect(state.loop.nextEpoch).toBe(2);
+    const resumed = runSft({ ...baseInput(), config: cfg, checkpointDir: dir, resume: state });
+    for (const [name, v] of full.model.values()) expect(resumed.model.values().get(name)).toEqual(v);
+    expect(resumed.history).toEqual(full.history);
+    expect(resumed.checkpoints.map((p) => p.split("/").pop())).toEqual(
+      [1, 2, 3, 4].map((e) => `epoch-00${e}.safetensors`),
+    );
   });
 });

@@ -74,7 +74,7 @@ export function syntheticWorld(opts: {
     };
   }
   return {
-    beams: { format: "lever.beams/1", dataset: "synth", promptOrder: "selection", queries: beamQueries },
+    beams: { format: "lever.beams/1", dataset: "synth", promptOrder: "farthest", queries: beamQueries },
     pools: {
       format: "lever.pools/1",
       sampler: "random",
