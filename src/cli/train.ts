@@ -137,7 +137,10 @@ function printSummary(result: SftStageResult, json: boolean): void {
     best: result.history[result.bestEpoch] ?? null,
     bestCheckpoint: result.bestCheckpoint,
   };
-  if (json) return printJson(summary);
+  if (json) {
+    printJson(summary);
+    return;
+  }
   process.stdout.write(
     `run ${summary.runId}: ${summary.queries.train}/${summary.queries.val} train/val queries, ${summary.trajectories} beams ` +
       `(${summary.shots} shots, K=${summary.K}${summary.skippedBeams > 0 ? `, ${summary.skippedBeams} skipped` : ""}); ` +
