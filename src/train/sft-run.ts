@@ -12,6 +12,7 @@ import { SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.js";
 import { type EpochInfo, OptimSchema, type StepInfo, type TrainResult, train } from "./loop.js";
@@ -144,7 +145,20 @@ export function runSft(input: SftRunInput): SftRunResult {
       params: model.values(),
       trainedK: stats.K,
       shots: stats.shots,
-      provenance: { ...input.provenance, stage: "sft", epoch, metrics, seed: config.seed, createdAt: now() },
+      provenance: {
+        ...input.provenance,
+        stage: "sft",
+        epoch,
+        metrics,
+        seed: config.seed,
+        createdAt: now(),
+        // Positions are in selection order; how the beams mapped them onto the prompt must be reused at evaluation.
+        notes: {
+          promptOrder: input.beams.promptOrder,
+          configHash: hashValue(config),
+          ...(input.provenance.notes ?? {}),
+        },
+      },
     });
     return path;
   };

@@ -141,6 +141,8 @@ describe("SFT training", () => {
     expect(best.trainedK).toBe(12);
     expect(best.shots).toBe(2);
     expect(best.provenance.epoch).toBe(result.bestEpoch);
+    expect(best.provenance.notes.promptOrder).toBe("farthest");
+    expect(best.provenance.notes.configHash).toMatch(/^[0-9a-f]{64}$/);
     expect(best.provenance.metrics.valLoss).toBeCloseTo(epochs[result.bestEpoch].valLoss, 6);
   }, 20_000);
 
