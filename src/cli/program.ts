@@ -19,7 +19,7 @@ export function buildProgram(): Command {
 /** Runs `lever` with the given arguments (without "node lever"); returns the exit code. */
 export async function runLever(args: string[]): Promise<number> {
   const program = buildProgram();
-  program.exitOverride();
+  exitOverrideEverywhere(program);
   try {
     await program.parseAsync(args, { from: "user" });
     return 0;
@@ -34,4 +34,11 @@ export async function runLever(args: string[]): Promise<number> {
     );
     return 1;
   }
+}
+
+/** Commander only inherits exitOverride into sub-commands created after it is set; usage errors in
+ * `lever data import …` would otherwise call process.exit instead of returning a code. */
+function exitOverrideEverywhere(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) exitOverrideEverywhere(sub);
 }

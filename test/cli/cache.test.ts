@@ -1,30 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
-import { register } from "../../src/cli/cache.js";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Workspace } from "../../src/store/workspace.js";
-import { LeverError } from "../../src/util/errors.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
 let root: string;
 
-/** Runs `lever --workspace DIR cache …` in-process and returns what it printed. */
-async function runCache(dir: string, args: string[]): Promise<string> {
-  const program = new Command().exitOverride().option("-w, --workspace <dir>");
-  register(program);
-  let out = "";
-  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "--workspace", dir, "cache", ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
-}
+/** Runs `lever --workspace DIR cache …`, which must succeed; returns what it printed. */
+const runCache = (dir: string, args: string[]) => runCliOk(["--workspace", dir, "cache", ...args]);
 
 function workspaceWithEntries(name: string): string {
   const dir = join(root, name);
@@ -46,7 +30,6 @@ function workspaceWithEntries(name: string): string {
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), "lever-cache-cli-"));
 });
-afterEach(() => vi.restoreAllMocks());
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("lever cache", () => {
@@ -78,8 +61,11 @@ describe("lever cache", () => {
 
   test("prune refuses a missing filter and a bad day count with a one-line error naming the flag", async () => {
     const dir = workspaceWithEntries("refuse");
-    await expect(runCache(dir, ["prune"])).rejects.toThrow(LeverError);
-    await expect(runCache(dir, ["prune", "--older-than", "soon"])).rejects.toThrow(/field "--older-than"/);
+    expectUserError(await runCli(["--workspace", dir, "cache", "prune"]));
+    expectUserError(
+      await runCli(["--workspace", dir, "cache", "prune", "--older-than", "soon"]),
+      'field "--older-than"',
+    );
     const ws = Workspace.open(dir, { create: false });
     expect((ws.db.prepare("SELECT COUNT(*) AS n FROM vlm_cache").get() as { n: number }).n).toBe(3);
     ws.close();

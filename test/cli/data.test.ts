@@ -1,46 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Command, CommanderError } from "commander";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { register } from "../../src/cli/data.js";
-import { LeverError } from "../../src/util/errors.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { expectUserError, runCli } from "../helpers/cli.js";
 
 const FIXTURES = resolve("test/fixtures/vqa");
 const OK_Q = join(FIXTURES, "okvqa/OpenEnded_mscoco_train2014_questions.json");
 const OK_A = join(FIXTURES, "okvqa/mscoco_train2014_annotations.json");
-
-/** Runs `lever <args>` in-process the way main() does: LeverError → one line on stderr, exit 2. */
-async function lever(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const program = new Command().option("-w, --workspace <dir>").exitOverride();
-  program.configureOutput({ writeErr: (s) => void (stderr += s), writeOut: (s) => void (stdout += s) });
-  register(program);
-  for (const c of program.commands) c.exitOverride().configureOutput(program.configureOutput());
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
-    stdout += String(s);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
-    stderr += String(s);
-    return true;
-  });
-  let code = 0;
-  try {
-    await program.parseAsync(["node", "lever", "--workspace", wsDir, ...args]);
-  } catch (error) {
-    if (error instanceof LeverError) {
-      stderr += `error: ${error.message}\n`;
-      code = 2;
-    } else if (error instanceof CommanderError) code = error.exitCode;
-    else throw error;
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-  return { code, stdout, stderr };
-}
 
 let dir: string;
 let wsDir: string;
@@ -49,6 +15,7 @@ beforeEach(() => {
   wsDir = join(dir, "ws");
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+const lever = (...args: string[]) => runCli(["--workspace", wsDir, ...args]);
 
 const importArgs = [
   "data",
@@ -90,7 +57,7 @@ describe("lever data import / list / inspect", () => {
   it("prints an empty list for a directory without a workspace and does not create one", async () => {
     const list = await lever("data", "list", "--json");
     expect(JSON.parse(list.stdout)).toEqual([]);
-    expect((await lever("data", "inspect", "x")).stderr).toMatch(/^error: .*lever\.db: no lever workspace here/);
+    expectUserError(await lever("data", "inspect", "x"), /^error: .*lever\.db: no lever workspace here/);
   });
 
   it("fails with exit code 2 and one line naming file, record and field on a bad file", async () => {
@@ -116,8 +83,7 @@ describe("lever data import / list / inspect", () => {
   it("refuses an existing name without --replace and replaces with it", async () => {
     await lever(...importArgs, "--name", "ok");
     const again = await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--seed", "4");
-    expect(again.code).toBe(2);
-    expect(again.stderr).toContain('dataset "ok" already exists (use --replace');
+    expectUserError(again, 'dataset "ok" already exists (use --replace');
     const replaced = await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--seed", "4", "--replace");
     expect(replaced.code).toBe(0);
     const [record] = JSON.parse((await lever("data", "list", "--json")).stdout);
@@ -134,10 +100,7 @@ describe("lever data import / list / inspect", () => {
       [["--name", "../a"], /field "name": dataset name/],
     ];
     for (const [extra, pattern] of cases) {
-      const result = await lever(...importArgs, ...extra);
-      expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(pattern);
-      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+      expectUserError(await lever(...importArgs, ...extra), pattern);
     }
     const missing = await lever("data", "import", "--questions", OK_Q);
     expect(missing.code).toBe(1);

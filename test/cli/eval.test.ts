@@ -1,10 +1,10 @@
 import { join } from "node:path";
-import { beforeAll, describe, expect, it, vi } from "vitest";
-import { runLever } from "../../src/cli/program.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+import { expectUserError, runCli } from "../helpers/cli.js";
 
 let sim: SimWorkspace;
 let wsDir: string;
@@ -14,25 +14,7 @@ beforeAll(() => {
   sim.ws.close(); // the CLI opens its own connection
 });
 
-async function lever(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((s) => {
-    stdout += String(s);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((s) => {
-    stderr += String(s);
-    return true;
-  });
-  try {
-    const code = await runLever(["--workspace", wsDir, ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+const lever = (...args: string[]) => runCli(["--workspace", wsDir, ...args]);
 
 const base = () => [
   "eval",
@@ -80,17 +62,15 @@ describe("lever eval", () => {
   });
 
   it("reports bad input as one line naming the flag, with exit code 2", async () => {
-    const bad = await lever(...base(), "--retriever", "zero,nearest");
-    expect(bad.code).toBe(2);
-    expect(bad.stderr.trim().split("\n")).toHaveLength(1);
-    expect(bad.stderr).toMatch(/^error: field "--retriever": unknown retriever "nearest"/);
-    expect((await lever(...base(), "--shots", "1,x")).stderr).toMatch(/field "--shots"/);
-    expect((await lever(...base(), "--order", "middle")).stderr).toMatch(/field "--order"/);
-    expect((await lever(...base(), "--queries", "some")).stderr).toMatch(/field "--queries"/);
-    expect((await lever(...base(), "--vlm", "openai")).stderr).toMatch(/field "--base-url": the openai backend needs/);
-    const missing = await lever("eval", "--dataset", "nope", "--index", "train", "--world", sim.worldFile);
-    expect(missing.code).toBe(2);
-    expect(missing.stderr).toMatch(/nope/);
+    expectUserError(
+      await lever(...base(), "--retriever", "zero,nearest"),
+      /^error: field "--retriever": unknown retriever "nearest"/,
+    );
+    expectUserError(await lever(...base(), "--shots", "1,x"), 'field "--shots"');
+    expectUserError(await lever(...base(), "--order", "middle"), 'field "--order"');
+    expectUserError(await lever(...base(), "--queries", "some"), 'field "--queries"');
+    expectUserError(await lever(...base(), "--vlm", "openai"), 'field "--base-url": the openai backend needs');
+    expectUserError(await lever("eval", "--dataset", "nope", "--index", "train", "--world", sim.worldFile), "nope");
     const oracleOpenai = await lever(
       ...base(),
       "--vlm",
@@ -102,7 +82,7 @@ describe("lever eval", () => {
       "--retriever",
       "oracle",
     );
-    expect(oracleOpenai.stderr).toMatch(/oracle retriever needs the simulated VLM/);
+    expectUserError(oracleOpenai, "oracle retriever needs the simulated VLM");
   });
 });
 

@@ -1,15 +1,14 @@
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { register } from "../../src/cli/formats.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadDatasetEmbedding } from "../../src/data/embeddings.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { readBeamSet, readRolloutSet } from "../../src/data/trajectory-store.js";
 import { readPoolSet } from "../../src/pools/artifact.js";
 import { Workspace } from "../../src/store/workspace.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/leverplus");
 const fixturePath = (name: string) => join(FIXTURES, name);
@@ -36,32 +35,11 @@ beforeEach(() => {
   ws.putDataset({ name: "okvqa-train", split: "train", source: "vqa", files: [] }, items);
   ws.close();
 });
-afterEach(() => {
-  vi.restoreAllMocks();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Runs `lever -w <ws> …args` in-process; returns stdout and stderr. */
-async function lever(...args: string[]): Promise<{ out: string; err: string }> {
-  const program = new Command().exitOverride().option("-w, --workspace <dir>");
-  register(program);
-  let out = "";
-  let err = "";
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
-    err += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "-w", wsDir, ...args]);
-  } finally {
-    vi.restoreAllMocks();
-  }
-  return { out, err };
-}
+const lever = (...args: string[]) => runCli(["-w", wsDir, ...args]);
+/** `lever -w <ws> …args`, which must succeed; returns stdout. */
+const leverOk = (...args: string[]) => runCliOk(["-w", wsDir, ...args]);
 
 function withWorkspace<T>(fn: (ws: Workspace) => T): T {
   const ws = Workspace.open(wsDir, { create: false });
@@ -74,7 +52,7 @@ function withWorkspace<T>(fn: (ws: Workspace) => T): T {
 
 describe("lever data import-beams / export-beams", () => {
   it("stores artifacts/beams/<name>.json and exports the identical Lever-Plus file", async () => {
-    const { out } = await lever(
+    const out = await leverOk(
       "data",
       "import-beams",
       fixturePath("beams.json"),
@@ -90,25 +68,26 @@ describe("lever data import-beams / export-beams", () => {
     expect(set.source).toMatchObject({ file: fixturePath("beams.json"), settings: { constructOrder: "left" } });
 
     const exported = join(dir, "beams-out.json");
-    const res = await lever("data", "export-beams", "b1", "--out", exported);
-    expect(res.out).toContain("wrote 3 beams of 2 queries");
+    const res = await leverOk("data", "export-beams", "b1", "--out", exported);
+    expect(res).toContain("wrote 3 beams of 2 queries");
     expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture("beams.json"));
   });
 
   it("takes construct_order from a Lever-Plus file name and derives a safe artefact name from it", async () => {
     const name = "vqa-okvqa-RandSampler-construct_order:right-beam_size:5.json";
     copyFileSync(fixturePath("beams-legacy.json"), join(dir, name));
-    const { out } = await lever("data", "import-beams", join(dir, name), "--dataset", "okvqa-train");
+    const out = await leverOk("data", "import-beams", join(dir, name), "--dataset", "okvqa-train");
     expect(out).toContain("construct_order right → prompt order farthest");
     expect(out).toContain("artifacts/beams/vqa-okvqa-RandSampler-construct_order_right-beam_size_5.json");
   });
 
   it("refuses to overwrite an artefact without --replace and rejects a bad --construct-order", async () => {
-    await lever("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1");
-    await expect(
-      lever("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1"),
-    ).rejects.toThrow(/artefact already exists \(pass --replace/);
-    await lever(
+    await leverOk("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1");
+    expectUserError(
+      await lever("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1"),
+      /artefact already exists \(pass --replace/,
+    );
+    await leverOk(
       "data",
       "import-beams",
       fixturePath("beams.json"),
@@ -118,9 +97,18 @@ describe("lever data import-beams / export-beams", () => {
       "b1",
       "--replace",
     );
-    await expect(
-      lever("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--construct-order", "up"),
-    ).rejects.toThrow('field "--construct-order": must be one of left, right, got "up"');
+    expectUserError(
+      await lever(
+        "data",
+        "import-beams",
+        fixturePath("beams.json"),
+        "--dataset",
+        "okvqa-train",
+        "--construct-order",
+        "up",
+      ),
+      'field "--construct-order": must be one of left, right, got "up"',
+    );
   });
 });
 
@@ -128,12 +116,12 @@ describe("lever data import-rollouts / export-rollouts", () => {
   it("imports every flavour, prints a summary, and exports the identical file", async () => {
     for (const name of ["rl-v4.json", "rl-k64.json", "rl-balanced.json", "rl-old.json"]) {
       const out = name.replace(".json", "");
-      await lever("data", "import-rollouts", fixturePath(name), "--dataset", "okvqa-train", "--out", out);
+      await leverOk("data", "import-rollouts", fixturePath(name), "--dataset", "okvqa-train", "--out", out);
       const exported = join(dir, name);
-      await lever("data", "export-rollouts", out, "--out", exported);
+      await leverOk("data", "export-rollouts", out, "--out", exported);
       expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture(name));
     }
-    const { out } = await lever(
+    const out = await leverOk(
       "data",
       "import-rollouts",
       fixturePath("rl-v4.json"),
@@ -156,18 +144,18 @@ describe("lever data import-rollouts / export-rollouts", () => {
     delete bad["2"].pointer_candidates[0].pointer_global;
     const file = join(dir, "rl.json");
     writeFileSync(file, JSON.stringify(bad));
-    const error = await lever("data", "import-rollouts", file, "--dataset", "okvqa-train").catch((e: Error) => e);
-    expect((error as Error).message).toBe(
-      `${file}, record "2", field "pointer_candidates[0].pointer[1]": 9999 is outside the pool of 5`,
+    const result = await lever("data", "import-rollouts", file, "--dataset", "okvqa-train");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
+      `error: ${file}, record "2", field "pointer_candidates[0].pointer[1]": 9999 is outside the pool of 5\n`,
     );
     expect(existsSync(join(wsDir, "artifacts", "rollouts", "rl.json"))).toBe(false);
   });
 
   it("names a missing dataset and a missing artefact", async () => {
-    await expect(lever("data", "import-rollouts", fixturePath("rl-old.json"), "--dataset", "nope")).rejects.toThrow(
-      /nope/,
-    );
-    await expect(lever("data", "export-rollouts", "missing", "--out", join(dir, "x.json"))).rejects.toThrow(
+    expectUserError(await lever("data", "import-rollouts", fixturePath("rl-old.json"), "--dataset", "nope"), /nope/);
+    expectUserError(
+      await lever("data", "export-rollouts", "missing", "--out", join(dir, "x.json")),
       /rollouts\/missing\.json: no such artefact/,
     );
   });
@@ -177,7 +165,7 @@ describe("lever data import-pools", () => {
   it("reads sampler and K from the cache file name and writes a valid pool set", async () => {
     const name = "okvqa-RandSampler-anchor_sample_num: 3:3.json";
     copyFileSync(fixturePath("sampler-pools.json"), join(dir, name));
-    const { out } = await lever(
+    const out = await leverOk(
       "data",
       "import-pools",
       join(dir, name),
@@ -195,13 +183,25 @@ describe("lever data import-pools", () => {
   it("needs --sampler when the file name does not tell it, and reports contract violations", async () => {
     const file = join(dir, "pools.json");
     writeFileSync(file, JSON.stringify({ "2": [0, 3, 4] }));
-    await expect(
-      lever("data", "import-pools", file, "--dataset", "okvqa-train", "--queries", "okvqa-train"),
-    ).rejects.toThrow(/pass --sampler NAME/);
-    await expect(
-      lever("data", "import-pools", file, "--dataset", "okvqa-train", "--queries", "okvqa-train", "--sampler", "S"),
-    ).rejects.toThrow(/shares image 3 with the query/);
-    const { err, out } = await lever(
+    expectUserError(
+      await lever("data", "import-pools", file, "--dataset", "okvqa-train", "--queries", "okvqa-train"),
+      /pass --sampler NAME/,
+    );
+    expectUserError(
+      await lever(
+        "data",
+        "import-pools",
+        file,
+        "--dataset",
+        "okvqa-train",
+        "--queries",
+        "okvqa-train",
+        "--sampler",
+        "S",
+      ),
+      /shares image 3 with the query/,
+    );
+    const dropped = await lever(
       "data",
       "import-pools",
       file,
@@ -213,8 +213,9 @@ describe("lever data import-pools", () => {
       "S",
       "--drop-conflicts",
     );
-    expect(err).toMatch(/^warning: \S*pools\.json: dropped 1 candidates/);
-    expect(out).toContain("imported 1 pools of K = 2");
+    expect(dropped.code).toBe(0);
+    expect(dropped.stderr).toMatch(/^warning: \S*pools\.json: dropped 1 candidates/);
+    expect(dropped.stdout).toContain("imported 1 pools of K = 2");
   });
 });
 
@@ -223,7 +224,7 @@ describe("lever embed import", () => {
     const file = join(dir, "clip.npy");
     writeNpy(file, new Float32Array([3, 4, 0, 2]), [2, 2]);
     writeFileSync(join(dir, "clip.ids.json"), JSON.stringify([899, 101]));
-    const { out } = await lever("embed", "import", file, "--dataset", "okvqa-train", "--kind", "image", "--normalize");
+    const out = await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--kind", "image", "--normalize");
     expect(out).toContain('imported 2 × 2 image embeddings for "okvqa-train" (source <f4');
     expect(out).toContain("row norms: min 2.000, max 5.000, mean 3.500 → normalised to 1");
     expect(out).toContain("note: 6 of 8 dataset items have no row");
@@ -235,13 +236,15 @@ describe("lever embed import", () => {
   it("--dataset-order maps rows to the dataset's items; bad flags are refused", async () => {
     const file = join(dir, "lp.npy");
     writeNpy(file, new Float32Array(16).fill(0.5), [8, 2]);
-    const { out } = await lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order", "--json");
+    const out = await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order", "--json");
     expect(JSON.parse(out)).toMatchObject({ kind: "joint", rows: 8, idsSource: "dataset order", missingFromMatrix: 0 });
-    await expect(lever("embed", "import", file, "--dataset", "okvqa-train", "--kind", "audio")).rejects.toThrow(
+    expectUserError(
+      await lever("embed", "import", file, "--dataset", "okvqa-train", "--kind", "audio"),
       /field "--kind": must be one of image, text, joint/,
     );
-    await expect(
-      lever("embed", "import", file, "--dataset", "okvqa-train", "--ids", "x.json", "--dataset-order"),
-    ).rejects.toThrow(/either --ids or --dataset-order/);
+    expectUserError(
+      await lever("embed", "import", file, "--dataset", "okvqa-train", "--ids", "x.json", "--dataset-order"),
+      /either --ids or --dataset-order/,
+    );
   });
 });

@@ -1,28 +1,13 @@
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterEach, describe, expect, test, vi } from "vitest";
-import { register } from "../../src/cli/metric.js";
-import { LeverError } from "../../src/util/errors.js";
+import { describe, expect, test } from "vitest";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/metric");
 const fixture = (name: string) => join(FIXTURES, name);
 
-/** Runs `lever metric vqa …` in-process and returns what it printed. */
-async function runMetric(args: string[]): Promise<string> {
-  const program = new Command().exitOverride();
-  register(program);
-  let out = "";
-  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "metric", "vqa", ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
-}
+const runMetricCli = (args: string[]) => runCli(["metric", "vqa", ...args]);
+/** `lever metric vqa …`, which must succeed; returns what it printed. */
+const runMetric = (args: string[]) => runCliOk(["metric", "vqa", ...args]);
 
 const baseArgs = (results = "results.json") => [
   "--results",
@@ -34,8 +19,6 @@ const baseArgs = (results = "results.json") => [
 ];
 
 describe("lever metric vqa", () => {
-  afterEach(() => vi.restoreAllMocks());
-
   test("prints the variant, overall and per-type accuracy in the official layout", async () => {
     const out = await runMetric(baseArgs());
     expect(out).toContain("Variant: official");
@@ -62,8 +45,9 @@ describe("lever metric vqa", () => {
   });
 
   test("rejects an unknown variant", async () => {
-    vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-    await expect(runMetric([...baseArgs(), "--variant", "lenient"])).rejects.toThrow(/Allowed choices/);
+    const result = await runMetricCli([...baseArgs(), "--variant", "lenient"]);
+    expect(result.code).toBe(1); // commander's usage error, not a LeverError
+    expect(result.stderr).toMatch(/Allowed choices/);
   });
 
   test.each([
@@ -74,17 +58,16 @@ describe("lever metric vqa", () => {
     ["results-duplicate.json", /record "#2 \(question_id 1\)", field "question_id": duplicate result/],
     ["results-non-string-answer.json", /record "question_id 2", field "answer": .*expected string/],
   ])("names file, record and field for %s", async (name, message) => {
-    const run = runMetric(baseArgs(name));
-    await expect(run).rejects.toThrow(LeverError);
-    await expect(runMetric(baseArgs(name))).rejects.toThrow(message);
-    await expect(runMetric(baseArgs(name))).rejects.toThrow(name);
+    const result = await runMetricCli(baseArgs(name));
+    expectUserError(result, message);
+    expectUserError(result, name);
   });
 
   test("names the file when it is not JSON or misses the annotations array", async () => {
     const args = baseArgs();
     args[5] = fixture("questions.json"); // questions file given as annotations: no "annotations" key
-    await expect(runMetric(args)).rejects.toThrow(/questions\.json, field "annotations"/);
+    expectUserError(await runMetricCli(args), /questions\.json, field "annotations"/);
     args[5] = fixture("does-not-exist.json");
-    await expect(runMetric(args)).rejects.toThrow(/does-not-exist\.json: cannot read file/);
+    expectUserError(await runMetricCli(args), /does-not-exist\.json: cannot read file/);
   });
 });

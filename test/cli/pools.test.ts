@@ -1,13 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { afterEach, beforeEach, describe, expect, test, vi } from "vitest";
-import { register } from "../../src/cli/pools.js";
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { importEmbedding } from "../../src/data/embeddings.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { readPoolSet } from "../../src/pools/artifact.js";
 import { Workspace } from "../../src/store/workspace.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { makeEmbedding, makeItems } from "../pools/helpers.js";
 
 let dir: string;
@@ -37,21 +36,9 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-async function runPools(args: string[]): Promise<string> {
-  const program = new Command().exitOverride().option("-w, --workspace <dir>");
-  register(program);
-  let out = "";
-  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "--workspace", wsDir, "pools", ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
-}
+const runPoolsCli = (args: string[]) => runCli(["--workspace", wsDir, "pools", ...args]);
+/** `lever --workspace WS pools …`, which must succeed; returns what it printed. */
+const runPools = (args: string[]) => runCliOk(["--workspace", wsDir, "pools", ...args]);
 
 describe("lever pools", () => {
   test("stores a mix pool set as an artefact with the default name and prints a summary", async () => {
@@ -97,17 +84,21 @@ describe("lever pools", () => {
   });
 
   test("rejects K larger than the index, bad ratios and unknown datasets with one-line errors", async () => {
-    await expect(
-      runPools(["--queries", "val", "--index", "train", "--sampler", "random", "--k", "61"]),
-    ).rejects.toThrow(/field "k": K=61 is larger than the 60 eligible candidates/);
-    await expect(
-      runPools(["--queries", "val", "--index", "train", "--sampler", "mix", "--ratios", "0.5,0.5,0.5"]),
-    ).rejects.toThrow(/shares must sum to 1/);
-    await expect(
-      runPools(["--queries", "val", "--index", "train", "--sampler", "random", "--ratios", "1,0,0"]),
-    ).rejects.toThrow(/--ratios only applies to --sampler mix/);
-    await expect(runPools(["--queries", "nope", "--index", "train", "--sampler", "random"])).rejects.toThrow(/nope/);
-    await expect(runPools(["--queries", "val", "--index", "train", "--sampler", "joint-sim"])).rejects.toThrow(
+    expectUserError(
+      await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "random", "--k", "61"]),
+      /field "k": K=61 is larger than the 60 eligible candidates/,
+    );
+    expectUserError(
+      await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "mix", "--ratios", "0.5,0.5,0.5"]),
+      /shares must sum to 1/,
+    );
+    expectUserError(
+      await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "random", "--ratios", "1,0,0"]),
+      /--ratios only applies to --sampler mix/,
+    );
+    expectUserError(await runPoolsCli(["--queries", "nope", "--index", "train", "--sampler", "random"]), /nope/);
+    expectUserError(
+      await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "joint-sim"]),
       /has no "joint" embedding/,
     );
   });

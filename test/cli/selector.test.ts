@@ -1,33 +1,20 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { describe, expect, it, vi } from "vitest";
-import { register } from "../../src/cli/selector.js";
+import { describe, expect, it } from "vitest";
 import { writeNpy } from "../../src/data/npy.js";
 import { writeSafetensors } from "../../src/data/safetensors.js";
 import { saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams, paramSpecs } from "../../src/selector/params.js";
 import { Rng } from "../../src/util/rng.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-selector-cli-"));
 
-async function run(args: string[]): Promise<string> {
-  const program = new Command().exitOverride().option("-w, --workspace <dir>");
-  register(program);
-  let out = "";
-  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "selector", ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
-}
+const runSelectorCli = (args: string[]) => runCli(["selector", ...args]);
+/** `lever selector …`, which must succeed; returns what it printed. */
+const run = (args: string[]) => runCliOk(["selector", ...args]);
 
 const config = SelectorConfigSchema.parse({
   d: 8,
@@ -159,9 +146,10 @@ describe("lever selector", () => {
 
   it("names the file and record of bad inputs", async () => {
     writeNpy(join(dir, "q7.npy"), new Float32Array(Q * 7), [Q, 7]);
-    await expect(
-      run(["predict", ckpt, "--query-emb", join(dir, "q7.npy"), "--cand-emb", join(dir, "c.npy")]),
-    ).rejects.toThrow(/q7\.npy: query embeddings must be \[queries, 8\], got \[4, 7\]/);
+    expectUserError(
+      await runSelectorCli(["predict", ckpt, "--query-emb", join(dir, "q7.npy"), "--cand-emb", join(dir, "c.npy")]),
+      /q7\.npy: query embeddings must be \[queries, 8\], got \[4, 7\]/,
+    );
     writeFileSync(
       join(dir, "badpools.json"),
       JSON.stringify([
@@ -171,8 +159,8 @@ describe("lever selector", () => {
         [0, 1, 2],
       ]),
     );
-    await expect(
-      run([
+    expectUserError(
+      await runSelectorCli([
         "predict",
         ckpt,
         "--query-emb",
@@ -182,10 +170,11 @@ describe("lever selector", () => {
         "--pools",
         join(dir, "badpools.json"),
       ]),
-    ).rejects.toThrow(/badpools\.json, record "1": pool lists a row twice/);
+      /badpools\.json, record "1": pool lists a row twice/,
+    );
     writeFileSync(join(dir, "badt.json"), JSON.stringify([{ query: 0, positions: [0, 0, 1] }]));
-    await expect(
-      run([
+    expectUserError(
+      await runSelectorCli([
         "logprob",
         ckpt,
         "--query-emb",
@@ -195,10 +184,21 @@ describe("lever selector", () => {
         "--trajectories",
         join(dir, "badt.json"),
       ]),
-    ).rejects.toThrow(/badt\.json, record "0", field "positions": repeats a position/);
-    await expect(
-      run(["predict", ckpt, "--query-emb", join(dir, "q.npy"), "--cand-emb", join(dir, "c.npy"), "--shots", "6"]),
-    ).rejects.toThrow(/query 0 has 5 candidates; cannot choose 6/);
+      /badt\.json, record "0", field "positions": repeats a position/,
+    );
+    expectUserError(
+      await runSelectorCli([
+        "predict",
+        ckpt,
+        "--query-emb",
+        join(dir, "q.npy"),
+        "--cand-emb",
+        join(dir, "c.npy"),
+        "--shots",
+        "6",
+      ]),
+      /query 0 has 5 candidates; cannot choose 6/,
+    );
   });
 
   it("import-torch infers the architecture from a prefixed Lightning state dict and refuses converter renames", async () => {
@@ -240,9 +240,10 @@ describe("lever selector", () => {
       join(dir, "renamed.safetensors"),
       tensors((n) => n.replace("cross_attn_layers.0.", "cross_attn.").replace("attn_norms.0.", "attn_norm.")),
     );
-    await expect(
-      run(["import-torch", join(dir, "renamed.safetensors"), "--out", join(dir, "x.safetensors")]),
-    ).rejects.toThrow(/refusing renamed keys/);
+    expectUserError(
+      await runSelectorCli(["import-torch", join(dir, "renamed.safetensors"), "--out", join(dir, "x.safetensors")]),
+      /refusing renamed keys/,
+    );
     expect(() => readFileSync(join(dir, "x.safetensors"))).toThrow();
   });
 });

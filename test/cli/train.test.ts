@@ -1,9 +1,7 @@
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command } from "commander";
-import { describe, expect, it, vi } from "vitest";
-import { register } from "../../src/cli/train.js";
+import { describe, expect, it } from "vitest";
 import { importEmbedding } from "../../src/data/embeddings.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
@@ -11,6 +9,7 @@ import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { runSftStage } from "../../src/train/sft-stage.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
@@ -43,21 +42,9 @@ const world = syntheticWorld({ seed: 2, queries: 60, perConcept: 8, concepts: 6,
   writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
 }
 
-async function run(args: string[]): Promise<string> {
-  const program = new Command().exitOverride().option("-w, --workspace <dir>");
-  register(program);
-  let out = "";
-  const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(["node", "lever", "--workspace", wsDir, "train", ...args]);
-  } finally {
-    spy.mockRestore();
-  }
-  return out;
-}
+const runTrainCli = (args: string[]) => runCli(["--workspace", wsDir, "train", ...args]);
+/** `lever --workspace WS train …`, which must succeed; returns what it printed. */
+const run = (args: string[]) => runCliOk(["--workspace", wsDir, "train", ...args]);
 
 const base = [
   "sft",
@@ -128,14 +115,14 @@ describe("lever train sft", () => {
     const best = loadCheckpoint(out.bestCheckpoint);
     expect(best.config).toMatchObject({ hidden: 6, stateUpdate: "gru" });
     expect(best.provenance.seed).toBe(5);
-    await expect(run([...base, "--lr", "-1", "--quiet"])).rejects.toThrow(/field "optim\.lr"/);
-    await expect(run([...base, "--state-update", "lstm", "--quiet"])).rejects.toThrow(/field "model\.stateUpdate"/);
+    expectUserError(await runTrainCli([...base, "--lr", "-1", "--quiet"]), /field "optim\.lr"/);
+    expectUserError(await runTrainCli([...base, "--state-update", "lstm", "--quiet"]), /field "model\.stateUpdate"/);
   });
 
   it("refuses pools drawn from another dataset, naming the pool file", async () => {
     writeFileSync(join(dir, "pools-other.json"), JSON.stringify({ ...world.pools, indexDataset: "other" }));
-    await expect(
-      run([
+    expectUserError(
+      await runTrainCli([
         "sft",
         "--beams",
         join(dir, "beams.json"),
@@ -147,7 +134,8 @@ describe("lever train sft", () => {
         "joint",
         "--quiet",
       ]),
-    ).rejects.toThrow(/pools-other\.json, field "indexDataset"/);
+      /pools-other\.json, field "indexDataset"/,
+    );
   });
 });
 
@@ -190,6 +178,6 @@ describe("lever train resume", () => {
     const b = loadCheckpoint(resumed.bestCheckpoint);
     expect(b.provenance.epoch).toBe(a.provenance.epoch);
     for (const [name, v] of a.params) expect(b.params.get(name)).toEqual(v);
-    await expect(run(["resume", crashedRun, "--quiet"])).rejects.toThrow(/already done/);
+    expectUserError(await runTrainCli(["resume", crashedRun, "--quiet"]), /already done/);
   });
 });

@@ -1,0 +1,37 @@
+import { describe, expect, it, vi } from "vitest";
+import { expectUserError, runCli } from "../helpers/cli.js";
+
+describe("runLever (the real program, as the CLI runs it)", () => {
+  it("returns commander's usage error code from a nested sub-command instead of exiting the process", async () => {
+    const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as never);
+    try {
+      const result = await runCli(["data", "import", "--questions", "q.json"]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain("required option");
+      expect(exit).not.toHaveBeenCalled();
+    } finally {
+      exit.mockRestore();
+    }
+  });
+
+  it("prints a nested sub-command's help on stdout and returns 0", async () => {
+    const result = await runCli(["metric", "vqa", "--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: lever metric vqa/);
+  });
+
+  it("turns a LeverError into exit code 2 and one 'error:' line naming the file", async () => {
+    const result = await runCli([
+      "metric",
+      "vqa",
+      "--results",
+      "/nonexistent/r.json",
+      "--questions",
+      "q",
+      "--annotations",
+      "a",
+    ]);
+    expectUserError(result, /^error: .*: cannot read file/);
+    expect(result.stdout).toBe("");
+  });
+});
