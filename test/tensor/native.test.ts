@@ -89,8 +89,8 @@ describe.skipIf(native.addon === null)("native addon: fused AdamW", () => {
   it("gives bit-identical results to the TypeScript AdamW kernel for float32 and float64 weights", () => {
     for (const Arr of [Float32Array, Float64Array]) {
       const n = 1000;
-      const w0 = Arr.from({ length: n }, (_, i) => Math.sin(i) * 0.3);
-      const g = Arr.from({ length: n }, (_, i) => Math.cos(i * 1.7) * 1e-2);
+      const w0 = Arr.from(Array.from({ length: n }, (_, i) => Math.sin(i) * 0.3));
+      const g = Arr.from(Array.from({ length: n }, (_, i) => Math.cos(i * 1.7) * 1e-2));
       const states = [0, 1].map(() => ({ w: Arr.from(w0), m: new Float64Array(n), v: new Float64Array(n) }));
       for (let t = 1; t <= 3; t++) {
         const args = [0.9, 0.999, 1e-8, 1 - 1e-3 * 0.01, 1e-3 / (1 - 0.9 ** t), 1 / Math.sqrt(1 - 0.999 ** t)] as const;
@@ -105,7 +105,7 @@ describe.skipIf(native.addon === null)("native addon: fused AdamW", () => {
 
   it("computes the gradient-norm pieces (Σx², x·s) exactly like the TypeScript fallback", () => {
     for (const Arr of [Float32Array, Float64Array]) {
-      const x = Arr.from({ length: 1003 }, (_, i) => Math.sin(i * 0.37) * 3);
+      const x = Arr.from(Array.from({ length: 1003 }, (_, i) => Math.sin(i * 0.37) * 3));
       expect(native.addon!.sumSquares(x)).toBe(sumSquares(x));
       const a = Arr.from(x);
       native.addon!.scaleInPlace(a, 0.3);

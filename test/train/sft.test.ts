@@ -103,7 +103,10 @@ describe("SFT data", () => {
     expect([...batch.input.slots.subarray(7, 12)]).toEqual([-1, -1, -1, -1, -1]);
     expect(batch.weights.reduce((s, v) => s + v, 0)).toBe(a.trajectories.length + 2);
     // The compact table holds each distinct index row once.
-    expect(batch.input.table.length / 12).toBe(new Set([...a.candRows, ...groups[1].candRows]).size);
+    // buildBatch gives the raw table (a TableEncoding only comes from encodeTable at evaluation).
+    expect((batch.input.table as ArrayLike<number>).length / 12).toBe(
+      new Set([...a.candRows, ...groups[1].candRows]).size,
+    );
   });
 });
 
