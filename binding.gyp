@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "lever_native",
-      "sources": ["native/lever_native.cc", "native/gemm.cc"],
+      "sources": ["native/lever_native.cc", "native/gemm.cc", "native/pool_topk.cc"],
       "cflags_cc": ["-O3", "-std=gnu++17"],
       "defines": ["LEVER_OPENBLAS_PATH=\"<(openblas_path)\""],
       "libraries": ["-ldl"],

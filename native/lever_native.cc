@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gemm.h"
+#include "pool_topk.h"
 
 #ifndef LEVER_OPENBLAS_PATH
 #define LEVER_OPENBLAS_PATH ""
@@ -317,6 +318,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"sumSquares", nullptr, SumSquares, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"scaleInPlace", nullptr, ScaleInPlace, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setOpenBlasMinWork", nullptr, SetOpenBlasMinWork, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"topkScan", nullptr, lever::TopkScan, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

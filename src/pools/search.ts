@@ -8,7 +8,10 @@
  * independent of which GEMM produced the float32 screening scores (TypeScript or native), and
  * exact ties always go to the lower row.
  */
+
+import { availableParallelism } from "node:os";
 import { kernelPath, gemm as tensorGemm } from "../tensor/kernels.js";
+import { native } from "../tensor/native.js";
 import { LeverError } from "../util/errors.js";
 
 /** C = A·Bᵀ, row-major float32: A is M×K, B is N×K, C is M×N (overwritten). */
@@ -126,6 +129,108 @@ export interface TopKOptions {
   indexBlock?: number;
   /** Extra candidates kept beyond K for the float64 re-scoring (default 8). */
   margin?: number;
+  /** Which top-K scan folds score blocks into the heaps (default: native when the addon has it). */
+  scan?: ScanPath;
+}
+
+export type ScanPath = "native" | "typescript";
+
+/**
+ * Running top-`cap` heaps of every query (row-major, `cap` slots per query) plus the
+ * exclusions in CSR form: query q must skip excludeRows[excludeStart[q] .. excludeStart[q+1]).
+ */
+interface ScanState {
+  cap: number;
+  heapScore: Float32Array;
+  heapRow: Int32Array;
+  heapSize: Int32Array;
+  excludeRows: Int32Array;
+  excludeStart: Int32Array;
+}
+
+/** Folds the qb × nb score block C (index rows n0.., queries q0..) into the heaps. */
+type ScanBlock = (C: Float32Array, qb: number, nb: number, n0: number, q0: number, state: ScanState) => void;
+
+interface TopkScanAddon {
+  topkScan(
+    C: Float32Array,
+    qb: number,
+    nb: number,
+    ldc: number,
+    n0: number,
+    q0: number,
+    cap: number,
+    heapScore: Float32Array,
+    heapRow: Int32Array,
+    heapSize: Int32Array,
+    excludeRows: Int32Array,
+    excludeStart: Int32Array,
+    threads: number,
+  ): void;
+}
+
+/** The native scan (native/pool_topk.cc), or null when the addon is missing or predates it. */
+function nativeScan(): ScanBlock | null {
+  const addon = native.addon as (typeof native.addon & Partial<TopkScanAddon>) | null;
+  const topkScan = addon?.topkScan;
+  if (typeof topkScan !== "function") return null;
+  const threads = Math.min(2, availableParallelism());
+  return (C, qb, nb, n0, q0, st) =>
+    topkScan(
+      C,
+      qb,
+      nb,
+      nb,
+      n0,
+      q0,
+      st.cap,
+      st.heapScore,
+      st.heapRow,
+      st.heapSize,
+      st.excludeRows,
+      st.excludeStart,
+      threads,
+    );
+}
+
+/** Which scan `cosineTopK` uses by default. */
+export function defaultScanPath(): ScanPath {
+  return nativeScan() === null ? "typescript" : "native";
+}
+
+const scanBlockTypeScript: ScanBlock = (C, qb, nb, n0, q0, st) => {
+  const { cap, heapScore, heapRow, heapSize, excludeRows, excludeStart } = st;
+  for (let i = 0; i < qb; i++) {
+    const q = q0 + i;
+    const base = q * cap;
+    const exBegin = excludeStart[q];
+    const exEnd = excludeStart[q + 1];
+    let size = heapSize[q];
+    // Rows arrive in increasing order, so a candidate tying the heap's worst never beats it
+    // (the heap's entry has the lower row): strict ">" is the tie rule.
+    let worst = size < cap ? Number.NEGATIVE_INFINITY : heapScore[base];
+    const rowOffset = i * nb;
+    for (let j = 0; j < nb; j++) {
+      const s = C[rowOffset + j];
+      if (!(s > worst)) continue;
+      const row = n0 + j;
+      if (exBegin < exEnd && isExcluded(excludeRows, exBegin, exEnd, row)) continue;
+      if (size < cap) {
+        heapPush(heapScore, heapRow, base, size, s, row);
+        size++;
+        if (size === cap) worst = heapScore[base];
+      } else {
+        heapReplaceRoot(heapScore, heapRow, base, cap, s, row);
+        worst = heapScore[base];
+      }
+    }
+    heapSize[q] = size;
+  }
+};
+
+function isExcluded(rows: Int32Array, begin: number, end: number, row: number): boolean {
+  for (let e = begin; e < end; e++) if (rows[e] === row) return true;
+  return false;
 }
 
 export interface TopKResult {
@@ -157,12 +262,24 @@ export function cosineTopK(queries: Float32Array, index: Float32Array, dim: numb
       );
   }
   const gemm = options.gemm ?? defaultGemm().gemm;
+  const scan = options.scan === "typescript" ? scanBlockTypeScript : (nativeScan() ?? scanBlockTypeScript);
+  if (options.scan === "native" && scan === scanBlockTypeScript)
+    throw new LeverError("the native top-K scan is not available (addon missing or built without topkScan)");
   const qBlock = options.queryBlock ?? 512;
   const nBlock = options.indexBlock ?? 8192;
   const cap = Math.min(k + (options.margin ?? 8), N);
-  const heapScore = new Float32Array(Q * cap);
-  const heapRow = new Int32Array(Q * cap);
-  const heapSize = new Int32Array(Q);
+  const excludeStart = new Int32Array(Q + 1);
+  for (let q = 0; q < Q; q++) excludeStart[q + 1] = excludeStart[q] + (exclude[q]?.length ?? 0);
+  const excludeRows = new Int32Array(excludeStart[Q]);
+  for (let q = 0; q < Q; q++) excludeRows.set(exclude[q] ?? [], excludeStart[q]);
+  const state: ScanState = {
+    cap,
+    heapScore: new Float32Array(Q * cap),
+    heapRow: new Int32Array(Q * cap),
+    heapSize: new Int32Array(Q),
+    excludeRows,
+    excludeStart,
+  };
   const block = new Float32Array(Math.min(qBlock, Q) * Math.min(nBlock, N));
 
   // Index blocks outside, query blocks inside: the big matrix is streamed through the cache once.
@@ -173,34 +290,11 @@ export function cosineTopK(queries: Float32Array, index: Float32Array, dim: numb
       const qb = Math.min(qBlock, Q - q0);
       const C = block.subarray(0, qb * nb);
       gemm(qb, nb, dim, queries.subarray(q0 * dim, (q0 + qb) * dim), B, C);
-      for (let i = 0; i < qb; i++) {
-        const q = q0 + i;
-        const base = q * cap;
-        const excluded = exclude[q];
-        let size = heapSize[q];
-        // Rows arrive in increasing order, so a candidate tying the heap's worst never beats it
-        // (the heap's entry has the lower row): strict ">" is the tie rule.
-        let worst = size < cap ? Number.NEGATIVE_INFINITY : heapScore[base];
-        const rowOffset = i * nb;
-        for (let j = 0; j < nb; j++) {
-          const s = C[rowOffset + j];
-          if (!(s > worst)) continue;
-          const row = n0 + j;
-          if (excluded?.includes(row)) continue;
-          if (size < cap) {
-            heapPush(heapScore, heapRow, base, size, s, row);
-            size++;
-            if (size === cap) worst = heapScore[base];
-          } else {
-            heapReplaceRoot(heapScore, heapRow, base, cap, s, row);
-            worst = heapScore[base];
-          }
-        }
-        heapSize[q] = size;
-      }
+      scan(C, qb, nb, n0, q0, state);
     }
   }
 
+  const { heapRow, heapSize } = state;
   const rows = new Int32Array(Q * k);
   const scores = new Float64Array(Q * k);
   for (let q = 0; q < Q; q++) {

@@ -1,5 +1,12 @@
 import { describe, expect, test } from "vitest";
-import { cosineTopK, defaultGemm, gemmNTNative, gemmNTTypeScript, unitRows } from "../../src/pools/search.js";
+import {
+  cosineTopK,
+  defaultGemm,
+  defaultScanPath,
+  gemmNTNative,
+  gemmNTTypeScript,
+  unitRows,
+} from "../../src/pools/search.js";
 import { Rng } from "../../src/util/rng.js";
 import { bruteForceTopK, makeEmbedding, makeItems } from "./helpers.js";
 
@@ -84,6 +91,60 @@ describe("cosineTopK", () => {
     expect(() => cosineTopK(unitQueries, unitIndex, 12, { k: 178, exclude })).toThrow(
       /K=178 but the index has only 177 eligible items/,
     );
+  });
+});
+
+describe.skipIf(defaultScanPath() !== "native")("native top-K scan", () => {
+  // Coordinates in {-1, 0, 1}: every dot product is a small integer, exact in float32 and
+  // float64, so hundreds of rows tie and the (score desc, row asc) rule decides membership.
+  function ternary(rows: number, dim: number, seed: number): Float32Array {
+    const rng = new Rng(seed);
+    return Float32Array.from({ length: rows * dim }, () => rng.int(3) - 1);
+  }
+  const dim = 8;
+  const [Q, N] = [37, 1003];
+  const queries = ternary(Q, dim, 11);
+  const index = ternary(N, dim, 12);
+  const exclude = Array.from({ length: Q }, (_, q) => (q % 5 === 4 ? undefined : [q, (q * 31) % N, 500 + q, 17]));
+
+  function naiveTopK(q: number, k: number): number[] {
+    const banned = new Set(exclude[q]);
+    const ranked: { row: number; score: number }[] = [];
+    for (let r = 0; r < N; r++) {
+      if (banned.has(r)) continue;
+      let s = 0;
+      for (let c = 0; c < dim; c++) s += queries[q * dim + c] * index[r * dim + c];
+      ranked.push({ row: r, score: s });
+    }
+    ranked.sort((a, b) => b.score - a.score || a.row - b.row);
+    return ranked.slice(0, k).map((x) => x.row);
+  }
+
+  test.each([
+    [37, 1003, 0, 64], // one block, two scan threads, index tail not a multiple of the 16-score chunk
+    [16, 50, 0, 64], // many blocks: heaps carried across calls
+    [5, 7, 8, 10], // fewer than 8 query rows per block: single-threaded scan
+    [37, 256, 8, 200],
+  ])(
+    "gives the same rows and scores as the TypeScript scan, with ties and exclusions (query block %i, index block %i, margin %i, K %i)",
+    (queryBlock, indexBlock, margin, k) => {
+      const options = { k, exclude, queryBlock, indexBlock, margin };
+      const fast = cosineTopK(queries, index, dim, { ...options, scan: "native" });
+      const slow = cosineTopK(queries, index, dim, { ...options, scan: "typescript" });
+      expect(Array.from(fast.rows)).toEqual(Array.from(slow.rows));
+      expect(Array.from(fast.scores)).toEqual(Array.from(slow.scores));
+      for (const q of [0, 4, 36]) expect(Array.from(fast.rows.subarray(q * k, (q + 1) * k))).toEqual(naiveTopK(q, k));
+    },
+  );
+
+  test("never keeps a NaN score, like the TypeScript scan", () => {
+    const withNaN = index.slice();
+    withNaN[3 * dim] = Number.NaN; // row 3 scores NaN against every query
+    const options = { k: 20, exclude, queryBlock: 37, indexBlock: 64, margin: 0 };
+    const fast = cosineTopK(queries, withNaN, dim, { ...options, scan: "native" });
+    const slow = cosineTopK(queries, withNaN, dim, { ...options, scan: "typescript" });
+    expect(Array.from(fast.rows)).toEqual(Array.from(slow.rows));
+    expect(Array.from(fast.rows)).not.toContain(3);
   });
 });
 
