@@ -3,12 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadDatasetEmbedding } from "../../src/data/embeddings.js";
-import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { readBeamSet, readRolloutSet } from "../../src/data/trajectory-store.js";
 import { readPoolSet } from "../../src/pools/artifact.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
+import { stubItem } from "../helpers/items.js";
 
 const FIXTURES = join(import.meta.dirname, "../fixtures/leverplus");
 const fixturePath = (name: string) => join(FIXTURES, name);
@@ -21,16 +21,7 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "lever-cli-formats-"));
   wsDir = join(dir, "ws");
   const rows = fixture("dataset.json") as { question_id: number; image_id: number }[];
-  const items: VqaItem[] = rows.map((r) => ({
-    questionId: String(r.question_id),
-    imageId: String(r.image_id),
-    question: "q?",
-    answers: [{ answer: "a" }],
-    answer: "a",
-    questionType: "what",
-    answerType: "other",
-    imagePath: null,
-  }));
+  const items = rows.map((r) => stubItem(String(r.question_id), String(r.image_id)));
   const ws = Workspace.open(wsDir);
   ws.putDataset({ name: "okvqa-train", split: "train", source: "vqa", files: [] }, items);
   ws.close();
@@ -40,6 +31,18 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 const lever = (...args: string[]) => runCli(["-w", wsDir, ...args]);
 /** `lever -w <ws> …args`, which must succeed; returns stdout. */
 const leverOk = (...args: string[]) => runCliOk(["-w", wsDir, ...args]);
+
+/** `data import-beams FILE` / `data import-pools FILE` into the fixture dataset (queries from it too). */
+const importBeams = (file: string) => ["data", "import-beams", file, "--dataset", "okvqa-train"];
+const importPools = (file: string) => [
+  "data",
+  "import-pools",
+  file,
+  "--dataset",
+  "okvqa-train",
+  "--queries",
+  "okvqa-train",
+];
 
 function withWorkspace<T>(fn: (ws: Workspace) => T): T {
   const ws = Workspace.open(wsDir, { create: false });
@@ -52,15 +55,7 @@ function withWorkspace<T>(fn: (ws: Workspace) => T): T {
 
 describe("lever data import-beams / export-beams", () => {
   it("stores artifacts/beams/<name>.json and exports the identical Lever-Plus file", async () => {
-    const out = await leverOk(
-      "data",
-      "import-beams",
-      fixturePath("beams.json"),
-      "--dataset",
-      "okvqa-train",
-      "--out",
-      "b1",
-    );
+    const out = await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1");
     expect(out).toContain("imported 3 beams of 2 queries (2 shots, construct_order left → prompt order nearest)");
     expect(out).toContain("artifacts/beams/b1.json");
     const set = withWorkspace((ws) => readBeamSet(ws, "b1"));
@@ -76,37 +71,20 @@ describe("lever data import-beams / export-beams", () => {
   it("takes construct_order from a Lever-Plus file name and derives a safe artefact name from it", async () => {
     const name = "vqa-okvqa-RandSampler-construct_order:right-beam_size:5.json";
     copyFileSync(fixturePath("beams-legacy.json"), join(dir, name));
-    const out = await leverOk("data", "import-beams", join(dir, name), "--dataset", "okvqa-train");
+    const out = await leverOk(...importBeams(join(dir, name)));
     expect(out).toContain("construct_order right → prompt order farthest");
     expect(out).toContain("artifacts/beams/vqa-okvqa-RandSampler-construct_order_right-beam_size_5.json");
   });
 
   it("refuses to overwrite an artefact without --replace and rejects a bad --construct-order", async () => {
-    await leverOk("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1");
+    await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1");
     expectUserError(
-      await lever("data", "import-beams", fixturePath("beams.json"), "--dataset", "okvqa-train", "--out", "b1"),
+      await lever(...importBeams(fixturePath("beams.json")), "--out", "b1"),
       /artefact already exists \(pass --replace/,
     );
-    await leverOk(
-      "data",
-      "import-beams",
-      fixturePath("beams.json"),
-      "--dataset",
-      "okvqa-train",
-      "--out",
-      "b1",
-      "--replace",
-    );
+    await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1", "--replace");
     expectUserError(
-      await lever(
-        "data",
-        "import-beams",
-        fixturePath("beams.json"),
-        "--dataset",
-        "okvqa-train",
-        "--construct-order",
-        "up",
-      ),
+      await lever(...importBeams(fixturePath("beams.json")), "--construct-order", "up"),
       'field "--construct-order": must be one of left, right, got "up"',
     );
   });
@@ -165,15 +143,7 @@ describe("lever data import-pools", () => {
   it("reads sampler and K from the cache file name and writes a valid pool set", async () => {
     const name = "okvqa-RandSampler-anchor_sample_num: 3:3.json";
     copyFileSync(fixturePath("sampler-pools.json"), join(dir, name));
-    const out = await leverOk(
-      "data",
-      "import-pools",
-      join(dir, name),
-      "--dataset",
-      "okvqa-train",
-      "--queries",
-      "okvqa-train",
-    );
+    const out = await leverOk(...importPools(join(dir, name)));
     expect(out).toContain("imported 3 pools of K = 3 (sampler RandSampler)");
     const set = withWorkspace((ws) => readPoolSet(ws, "okvqa-RandSampler-anchor_sample_num_3_3"));
     expect(set.pools["310"]).toEqual(["101", "530", "707"]);
@@ -183,36 +153,9 @@ describe("lever data import-pools", () => {
   it("needs --sampler when the file name does not tell it, and reports contract violations", async () => {
     const file = join(dir, "pools.json");
     writeFileSync(file, JSON.stringify({ "2": [0, 3, 4] }));
-    expectUserError(
-      await lever("data", "import-pools", file, "--dataset", "okvqa-train", "--queries", "okvqa-train"),
-      /pass --sampler NAME/,
-    );
-    expectUserError(
-      await lever(
-        "data",
-        "import-pools",
-        file,
-        "--dataset",
-        "okvqa-train",
-        "--queries",
-        "okvqa-train",
-        "--sampler",
-        "S",
-      ),
-      /shares image 3 with the query/,
-    );
-    const dropped = await lever(
-      "data",
-      "import-pools",
-      file,
-      "--dataset",
-      "okvqa-train",
-      "--queries",
-      "okvqa-train",
-      "--sampler",
-      "S",
-      "--drop-conflicts",
-    );
+    expectUserError(await lever(...importPools(file)), /pass --sampler NAME/);
+    expectUserError(await lever(...importPools(file), "--sampler", "S"), /shares image 3 with the query/);
+    const dropped = await lever(...importPools(file), "--sampler", "S", "--drop-conflicts");
     expect(dropped.code).toBe(0);
     expect(dropped.stderr).toMatch(/^warning: \S*pools\.json: dropped 1 candidates/);
     expect(dropped.stdout).toContain("imported 1 pools of K = 2");

@@ -51,6 +51,15 @@ const pools = [
 ];
 writeFileSync(join(dir, "pools.json"), JSON.stringify(pools));
 
+/** The checkpoint and embedding files every predict/logprob call starts with. */
+const embArgs = (cand = "c.npy", query = "q.npy") => [
+  ckpt,
+  "--query-emb",
+  join(dir, query),
+  "--cand-emb",
+  join(dir, cand),
+];
+
 describe("lever selector", () => {
   it("inspect prints the architecture, per-group parameter counts and provenance", async () => {
     const info = JSON.parse(await run(["inspect", ckpt, "--json"]));
@@ -64,9 +73,7 @@ describe("lever selector", () => {
   });
 
   it("predict returns one trajectory per query in query order; logprob re-scores them identically", async () => {
-    const out = JSON.parse(
-      await run(["predict", ckpt, "--query-emb", join(dir, "q.npy"), "--cand-emb", join(dir, "c.npy"), "--json"]),
-    );
+    const out = JSON.parse(await run(["predict", ...embArgs(), "--json"]));
     expect(out.map((r: { query: number }) => r.query)).toEqual([0, 1, 2, 3]);
     for (const r of out) {
       expect(r.positions).toHaveLength(3);
@@ -78,37 +85,11 @@ describe("lever selector", () => {
         out.map((r: { query: number; positions: number[] }) => ({ query: r.query, positions: r.positions })),
       ),
     );
-    const lps = JSON.parse(
-      await run([
-        "logprob",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "c.npy"),
-        "--trajectories",
-        join(dir, "t.json"),
-        "--json",
-      ]),
-    );
+    const lps = JSON.parse(await run(["logprob", ...embArgs(), "--trajectories", join(dir, "t.json"), "--json"]));
     lps.forEach((v: number, i: number) => {
       expect(v).toBeCloseTo(out[i].logprob, 5);
     });
-    const beam = JSON.parse(
-      await run([
-        "predict",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "c.npy"),
-        "--beam",
-        "4",
-        "--shots",
-        "2",
-        "--json",
-      ]),
-    );
+    const beam = JSON.parse(await run(["predict", ...embArgs(), "--beam", "4", "--shots", "2", "--json"]));
     beam.forEach((r: { logprob: number; positions: number[] }) => {
       expect(r.positions).toHaveLength(2);
     });
@@ -116,38 +97,19 @@ describe("lever selector", () => {
 
   it("predict over an index with per-query pools of different sizes", async () => {
     const out = JSON.parse(
-      await run([
-        "predict",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "index.npy"),
-        "--pools",
-        join(dir, "pools.json"),
-        "--json",
-      ]),
+      await run(["predict", ...embArgs("index.npy"), "--pools", join(dir, "pools.json"), "--json"]),
     );
     out.forEach((r: { positions: number[] }, q: number) => {
       for (const p of r.positions) expect(p).toBeLessThan(pools[q].length);
     });
-    const text = await run([
-      "predict",
-      ckpt,
-      "--query-emb",
-      join(dir, "q.npy"),
-      "--cand-emb",
-      join(dir, "index.npy"),
-      "--pools",
-      join(dir, "pools.json"),
-    ]);
+    const text = await run(["predict", ...embArgs("index.npy"), "--pools", join(dir, "pools.json")]);
     expect(text.trim().split("\n")).toHaveLength(4);
   });
 
   it("names the file and record of bad inputs", async () => {
     writeNpy(join(dir, "q7.npy"), new Float32Array(Q * 7), [Q, 7]);
     expectUserError(
-      await runSelectorCli(["predict", ckpt, "--query-emb", join(dir, "q7.npy"), "--cand-emb", join(dir, "c.npy")]),
+      await runSelectorCli(["predict", ...embArgs("c.npy", "q7.npy")]),
       /q7\.npy: query embeddings must be \[queries, 8\], got \[4, 7\]/,
     );
     writeFileSync(
@@ -160,43 +122,16 @@ describe("lever selector", () => {
       ]),
     );
     expectUserError(
-      await runSelectorCli([
-        "predict",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "index.npy"),
-        "--pools",
-        join(dir, "badpools.json"),
-      ]),
+      await runSelectorCli(["predict", ...embArgs("index.npy"), "--pools", join(dir, "badpools.json")]),
       /badpools\.json, record "1": pool lists a row twice/,
     );
     writeFileSync(join(dir, "badt.json"), JSON.stringify([{ query: 0, positions: [0, 0, 1] }]));
     expectUserError(
-      await runSelectorCli([
-        "logprob",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "c.npy"),
-        "--trajectories",
-        join(dir, "badt.json"),
-      ]),
+      await runSelectorCli(["logprob", ...embArgs(), "--trajectories", join(dir, "badt.json")]),
       /badt\.json, record "0", field "positions": repeats a position/,
     );
     expectUserError(
-      await runSelectorCli([
-        "predict",
-        ckpt,
-        "--query-emb",
-        join(dir, "q.npy"),
-        "--cand-emb",
-        join(dir, "c.npy"),
-        "--shots",
-        "6",
-      ]),
+      await runSelectorCli(["predict", ...embArgs(), "--shots", "6"]),
       /query 0 has 5 candidates; cannot choose 6/,
     );
   });

@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { importEmbedding } from "../../src/data/embeddings.js";
-import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { runSftStage } from "../../src/train/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
+import { stubItem } from "../helpers/items.js";
 import { syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
@@ -17,16 +17,7 @@ const wsDir = join(dir, "ws");
 const world = syntheticWorld({ seed: 2, queries: 60, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });
 {
   const ids = [...world.emb.rowOf.keys()];
-  const items: VqaItem[] = ids.map((id) => ({
-    questionId: id,
-    imageId: `img${id}`,
-    question: "q?",
-    answers: [{ answer: "a" }],
-    answer: "a",
-    questionType: "what",
-    answerType: "other",
-    imagePath: null,
-  }));
+  const items = ids.map((id) => stubItem(id, `img${id}`));
   const ws = Workspace.open(wsDir);
   ws.putDataset({ name: "synth", split: "train", source: "synth", files: [] }, items);
   writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);

@@ -6,6 +6,7 @@ import { lineColumnAt, streamJsonArrayField } from "../../src/data/json-stream.j
 import { LeverError } from "../../src/util/errors.js";
 import { sha256 } from "../../src/util/hash.js";
 import { Rng } from "../../src/util/rng.js";
+import { leverErrorOf } from "../helpers/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-json-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -29,16 +30,6 @@ function stream(path: string, field: string, chunkBytes?: number) {
     { chunkBytes },
   );
   return { elements, ...result };
-}
-
-function errorOf(fn: () => unknown): LeverError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LeverError);
-    return error as LeverError;
-  }
-  throw new Error("expected an error");
 }
 
 /** Random JSON values with the awkward parts: escapes, brackets in strings, multi-byte characters. */
@@ -94,7 +85,7 @@ describe("streamJsonArrayField", () => {
 
   it("reports a syntax error inside an element with its exact byte offset, line and column", () => {
     const text = '{"data_type": "x",\n "annotations": [{"a": 1},\n  {"a": 2,}]}';
-    const err = errorOf(() => stream(file(text), "annotations", 5));
+    const err = leverErrorOf(() => stream(file(text), "annotations", 5));
     const offset = text.indexOf(",}") + 1; // the "}" where a property name was expected
     expect(err.message).toContain(`at byte ${offset} (line 3, column ${offset - text.lastIndexOf("\n", offset)})`);
     expect(err.location.record).toBe("annotations[1]");
@@ -102,7 +93,7 @@ describe("streamJsonArrayField", () => {
 
   it("reports an unexpected token by the offset where its value starts", () => {
     const text = '{"q": [{"a": 1}, {"a": x}]}';
-    const err = errorOf(() => stream(file(text), "q"));
+    const err = leverErrorOf(() => stream(file(text), "q"));
     expect(err.message).toContain(`in the value starting at byte ${text.indexOf('{"a": x')}`);
     expect(err.message).toContain("Unexpected token 'x'");
   });
@@ -119,18 +110,18 @@ describe("streamJsonArrayField", () => {
       ['{"q": [1, ]}', /q\[1\]/],
       ["", /expected a JSON object/],
     ];
-    for (const [text, pattern] of cases) expect(errorOf(() => stream(file(text), "q")).message).toMatch(pattern);
+    for (const [text, pattern] of cases) expect(leverErrorOf(() => stream(file(text), "q")).message).toMatch(pattern);
   });
 
   it("names the missing field and the fields that are present", () => {
-    const err = errorOf(() => stream(file('{"info": {}, "questions": []}'), "annotations"));
+    const err = leverErrorOf(() => stream(file('{"info": {}, "questions": []}'), "annotations"));
     expect(err.message).toMatch(
       /field "annotations": missing top-level array "annotations" \(fields present: info, questions\)/,
     );
   });
 
   it("reports a missing file as file not found", () => {
-    expect(errorOf(() => stream(join(dir, "absent.json"), "q")).message).toBe(
+    expect(leverErrorOf(() => stream(join(dir, "absent.json"), "q")).message).toBe(
       `${join(dir, "absent.json")}: file not found`,
     );
   });

@@ -4,8 +4,8 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { selectSubset } from "../../src/data/splits.js";
 import { majorityAnswer, readVqaDataset } from "../../src/data/vqa.js";
-import { LeverError } from "../../src/util/errors.js";
 import { sha256 } from "../../src/util/hash.js";
+import { leverErrorOf } from "../helpers/errors.js";
 
 const FIXTURES = resolve("test/fixtures/vqa");
 const OK_Q = join(FIXTURES, "okvqa/OpenEnded_mscoco_train2014_questions.json");
@@ -24,16 +24,6 @@ function write(value: Json | string): string {
   const path = join(dir, `variant${n++}.json`);
   writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value));
   return path;
-}
-
-function errorOf(fn: () => unknown): LeverError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(LeverError);
-    return error as LeverError;
-  }
-  throw new Error("expected an error");
 }
 
 const okvqa = (overrides: { questions?: string; annotations?: string } = {}) =>
@@ -201,14 +191,14 @@ describe("subsets at import", () => {
 describe("malformed files: one error naming file, record and field", () => {
   it("reports a missing file", () => {
     const missing = join(dir, "nope.json");
-    expect(errorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: file not found`);
+    expect(leverErrorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: file not found`);
   });
 
   it("reports bad JSON with its byte offset and the element", () => {
     const text = readFileSync(OK_A, "utf8");
     const at = text.indexOf('"question_id": 2971475') + '"question_id"'.length; // annotations[3]
     const broken = `${text.slice(0, at)}${text.slice(at + 1)}`; // drop the ":"
-    const err = errorOf(() => okvqa({ annotations: write(broken) }));
+    const err = leverErrorOf(() => okvqa({ annotations: write(broken) }));
     const offset = at + 1; // the number where ":" was expected (fixture is ASCII: chars = bytes)
     const line = broken.slice(0, offset).split("\n").length;
     const column = offset - broken.lastIndexOf("\n", offset - 1);
@@ -219,7 +209,7 @@ describe("malformed files: one error naming file, record and field", () => {
   it("reports a question without an annotation", () => {
     const a = load(OK_A);
     a.annotations = a.annotations.filter((x: Json) => x.question_id !== 1806825);
-    const err = errorOf(() => okvqa({ annotations: write(a) }));
+    const err = leverErrorOf(() => okvqa({ annotations: write(a) }));
     expect(err.message).toMatch(
       /record "questions\[2\] question_id 1806825", field "question_id": question has no annotation .*\(1 questions lack one\)/,
     );
@@ -229,7 +219,7 @@ describe("malformed files: one error naming file, record and field", () => {
   it("reports an annotation without a question", () => {
     const q = load(OK_Q);
     q.questions = q.questions.filter((x: Json) => x.question_id !== 2971475);
-    const err = errorOf(() => okvqa({ questions: write(q) }));
+    const err = leverErrorOf(() => okvqa({ questions: write(q) }));
     expect(err.location).toEqual({ file: OK_A, record: "annotations[3] question_id 2971475", field: "question_id" });
     expect(err.message).toContain("no question with this id");
   });
@@ -237,18 +227,20 @@ describe("malformed files: one error naming file, record and field", () => {
   it("reports duplicated question ids in either file", () => {
     const q = load(OK_Q);
     q.questions.push({ ...q.questions[1] });
-    expect(errorOf(() => okvqa({ questions: write(q) })).message).toMatch(
+    expect(leverErrorOf(() => okvqa({ questions: write(q) })).message).toMatch(
       /record "questions\[6\] question_id 2971475", field "question_id": duplicated question id \(also questions\[1\]\)/,
     );
     const a = load(OK_A);
     a.annotations.push({ ...a.annotations[0] });
-    expect(errorOf(() => okvqa({ annotations: write(a) })).location.record).toBe("annotations[6] question_id 57045");
+    expect(leverErrorOf(() => okvqa({ annotations: write(a) })).location.record).toBe(
+      "annotations[6] question_id 57045",
+    );
   });
 
   it("reports an image_id mismatch between the files", () => {
     const a = load(OK_A);
     a.annotations[2].image_id = 1;
-    const err = errorOf(() => okvqa({ annotations: write(a) }));
+    const err = leverErrorOf(() => okvqa({ annotations: write(a) }));
     expect(err.location.field).toBe("image_id");
     expect(err.message).toContain("image_id 1 differs from image_id 460887");
   });
@@ -256,7 +248,7 @@ describe("malformed files: one error naming file, record and field", () => {
   it("rejects a question with other than ten answers", () => {
     const a = load(OK_A);
     a.annotations[1].answers.pop();
-    const err = errorOf(() => okvqa({ annotations: write(a) }));
+    const err = leverErrorOf(() => okvqa({ annotations: write(a) }));
     expect(err.message).toMatch(
       /record "annotations\[1\] question_id 516065", field "answers": expected 10 answers, found 9/,
     );
@@ -265,21 +257,21 @@ describe("malformed files: one error naming file, record and field", () => {
   it("names the field that breaks the schema", () => {
     const a = load(OK_A);
     delete a.annotations[0].question_type;
-    const missing = errorOf(() => okvqa({ annotations: write(a) }));
+    const missing = leverErrorOf(() => okvqa({ annotations: write(a) }));
     expect(missing.location.field).toBe("question_type");
     expect(missing.message).toMatch(/missing \(expected string\)$/);
     const b = load(OK_A);
     b.annotations[0].answers[3].answer = 7;
-    expect(errorOf(() => okvqa({ annotations: write(b) })).location.field).toBe("answers[3].answer");
+    expect(leverErrorOf(() => okvqa({ annotations: write(b) })).location.field).toBe("answers[3].answer");
     const q = load(OK_Q);
     q.questions[0].question_id = -5;
-    expect(errorOf(() => okvqa({ questions: write(q) })).location).toMatchObject({
+    expect(leverErrorOf(() => okvqa({ questions: write(q) })).location).toMatchObject({
       record: "questions[0] question_id -5",
       field: "question_id",
     });
   });
 
   it("reports a file without the expected top-level array", () => {
-    expect(errorOf(() => okvqa({ questions: OK_A })).message).toMatch(/missing top-level array "questions"/);
+    expect(leverErrorOf(() => okvqa({ questions: OK_A })).message).toMatch(/missing top-level array "questions"/);
   });
 });
