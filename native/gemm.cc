@@ -9,6 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#endif
+
 namespace lever {
 namespace generic_f32 {
 #define REAL float
@@ -59,6 +63,43 @@ namespace avx2_f64 {
 #undef MR
 #undef NV
 }  // namespace avx2_f64
+// Contiguous dot products for the few-rows Bᵀ path (one query row against K candidate rows, called
+// tens of thousands of times per inference): 4×8 (float) / 4×4 (double) FMA lanes instead of the
+// portable path's 4 scalar chains, which are latency-bound.
+namespace avx2_dot {
+float dot(const float* a, const float* b, long K) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  long k = 0;
+  for (; k + 32 <= K; k += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), _mm256_loadu_ps(b + k + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), _mm256_loadu_ps(b + k + 24), s3);
+  }
+  for (; k + 8 <= K; k += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
+  float lane[8];
+  _mm256_storeu_ps(lane, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  float s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  for (; k < K; k++) s += a[k] * b[k];
+  return s;
+}
+double dot(const double* a, const double* b, long K) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd(), s2 = _mm256_setzero_pd(), s3 = _mm256_setzero_pd();
+  long k = 0;
+  for (; k + 16 <= K; k += 16) {
+    s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k), _mm256_loadu_pd(b + k), s0);
+    s1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k + 4), _mm256_loadu_pd(b + k + 4), s1);
+    s2 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k + 8), _mm256_loadu_pd(b + k + 8), s2);
+    s3 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k + 12), _mm256_loadu_pd(b + k + 12), s3);
+  }
+  for (; k + 4 <= K; k += 4) s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + k), _mm256_loadu_pd(b + k), s0);
+  double lane[4];
+  _mm256_storeu_pd(lane, _mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+  double s = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+  for (; k < K; k++) s += a[k] * b[k];
+  return s;
+}
+}  // namespace avx2_dot
 #pragma GCC pop_options
 #endif
 
@@ -116,6 +157,12 @@ void gemm_few_rows(bool transA, bool transB, long M, long N, long K, T alpha, co
     T* c = C + i * ldc;
     const long sa = transA ? lda : 1;
     const T* a = transA ? A + i : A + i * lda;
+#ifdef LEVER_HAVE_AVX2_KERNELS
+    if (transB && sa == 1 && use_avx2()) {
+      for (long j = 0; j < N; j++) c[j] += alpha * avx2_dot::dot(a, B + j * ldb, K);
+      continue;
+    }
+#endif
     if (transB) {
       for (long j = 0; j < N; j++) {
         const T* b = B + j * ldb;
