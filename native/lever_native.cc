@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <node_api.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -283,6 +284,64 @@ napi_value ScaleInPlace(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// gateForward(a, b, h, c, H, out, g, y, norms): the selector's fused V4-1 state update (see
+// src/selector/gate-op.ts): g = σ(a + b), y = c + g⊙(h − c), out = y / max(‖y‖, 1e-12) per row of H.
+// a, b, h, c, out share a dtype; g, y (for the backward) and norms are float64, as in the TS version.
+template <typename T>
+void gate_forward_kernel(const T* a, const T* b, const T* h, const T* c, long rows, long H, T* out, double* g,
+                         double* y, double* norms) {
+  for (long r = 0; r < rows; r++) {
+    const long o = r * H;
+    double sq = 0;
+    for (long j = o; j < o + H; j++) {
+      const double gj = 1 / (1 + std::exp(-(static_cast<double>(a[j]) + static_cast<double>(b[j]))));
+      const double yj = c[j] + gj * (static_cast<double>(h[j]) - c[j]);
+      g[j] = gj;
+      y[j] = yj;
+      sq += yj * yj;
+    }
+    const double n = std::sqrt(sq);
+    norms[r] = n;
+    const double inv = 1 / (n > 1e-12 ? n : 1e-12);
+    for (long j = o; j < o + H; j++) out[j] = static_cast<T>(y[j] * inv);
+  }
+}
+
+napi_value GateForward(napi_env env, napi_callback_info info) {
+  size_t argc = 9;
+  napi_value argv[9];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 9) return throw_error(env, "gateForward: expected 9 arguments"), nullptr;
+  napi_typedarray_type type[5];
+  void* data[5];
+  long len[5], H, lg, ly, ln;
+  const char* names[5] = {"gateForward: a", "gateForward: b", "gateForward: h", "gateForward: c", "gateForward: out"};
+  for (int i = 0; i < 5; i++) {
+    const int arg = i < 4 ? i : 5;
+    if (!get_float_array(env, argv[arg], &type[i], &data[i], &len[i], names[i])) return nullptr;
+    if (type[i] != type[0] || len[i] != len[0])
+      return throw_error(env, "gateForward: a, b, h, c, out must share dtype and length"), nullptr;
+  }
+  double *g, *y, *norms;
+  if (!get_long(env, argv[4], &H, "gateForward: H") ||
+      !get_array(env, argv[6], napi_float64_array, &g, &lg, "gateForward: g") ||
+      !get_array(env, argv[7], napi_float64_array, &y, &ly, "gateForward: y") ||
+      !get_array(env, argv[8], napi_float64_array, &norms, &ln, "gateForward: norms"))
+    return nullptr;
+  const long rows = H == 0 ? 0 : len[0] / H;
+  if (H == 0 || rows * H != len[0] || lg != len[0] || ly != len[0] || ln != rows)
+    return throw_error(env, "gateForward: lengths do not match H"), nullptr;
+  if (type[0] == napi_float32_array)
+    gate_forward_kernel(static_cast<const float*>(data[0]), static_cast<const float*>(data[1]),
+                        static_cast<const float*>(data[2]), static_cast<const float*>(data[3]), rows, H,
+                        static_cast<float*>(data[4]), g, y, norms);
+  else
+    gate_forward_kernel(static_cast<const double*>(data[0]), static_cast<const double*>(data[1]),
+                        static_cast<const double*>(data[2]), static_cast<const double*>(data[3]), rows, H,
+                        static_cast<double*>(data[4]), g, y, norms);
+  return nullptr;
+}
+
 // setOpenBlasMinWork(n): route GEMMs with M·N·K < n to our own kernels (Infinity = never use OpenBLAS).
 napi_value SetOpenBlasMinWork(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -319,6 +378,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"scaleInPlace", nullptr, ScaleInPlace, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setOpenBlasMinWork", nullptr, SetOpenBlasMinWork, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"topkScan", nullptr, lever::TopkScan, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"gateForward", nullptr, GateForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

@@ -6,7 +6,8 @@
  *   dy = (dh' − ŷ(ŷ·dh'))/‖y‖,  dz = dy⊙(h − ĉ)⊙g(1−g) → da = db = dz,  dh = dy⊙g,  dĉ = dy⊙(1−g).
  * Checked by the model's finite-difference and PyTorch-golden gradient tests.
  */
-import { allocData, commonDtype, gradBuffer, needsGrad, Tensor } from "../tensor/tensor.js";
+import { native } from "../tensor/native.js";
+import { allocData, commonDtype, type Data, gradBuffer, needsGrad, Tensor } from "../tensor/tensor.js";
 
 export function gateUpdate(a: Tensor, b: Tensor, h: Tensor, c: Tensor): Tensor {
   const dtype = commonDtype("gateUpdate", a, b, h, c);
@@ -22,21 +23,9 @@ export function gateUpdate(a: Tensor, b: Tensor, h: Tensor, c: Tensor): Tensor {
   const Bd = b.data;
   const hs = h.data;
   const cs = c.data;
-  for (let r = 0; r < rows; r++) {
-    const o = r * H;
-    let sq = 0;
-    for (let j = o; j < o + H; j++) {
-      const gj = 1 / (1 + Math.exp(-(A[j] + Bd[j])));
-      const yj = cs[j] + gj * (hs[j] - cs[j]);
-      g[j] = gj;
-      y[j] = yj;
-      sq += yj * yj;
-    }
-    const n = Math.sqrt(sq);
-    norms[r] = n;
-    const inv = 1 / Math.max(n, 1e-12);
-    for (let j = o; j < o + H; j++) out[j] = y[j] * inv;
-  }
+  // Native when available: Math.exp is half of this loop's time in V8.
+  if (native.addon !== null && h.size > 0) native.addon.gateForward(A, Bd, hs, cs, H, out, g, y, norms);
+  else gateForwardTypeScript(A, Bd, hs, cs, H, out, g, y, norms);
   const result = new Tensor(out, h.shape);
   if (!needsGrad(a, b, h, c)) return result;
   result.setGradFn([a, b, h, c], (grad) => {
@@ -62,4 +51,34 @@ export function gateUpdate(a: Tensor, b: Tensor, h: Tensor, c: Tensor): Tensor {
     }
   });
   return result;
+}
+
+/** The forward loop (also the reference for the native gateForward; rows of H values). */
+export function gateForwardTypeScript(
+  A: Data,
+  Bd: Data,
+  hs: Data,
+  cs: Data,
+  H: number,
+  out: Data,
+  g: Float64Array,
+  y: Float64Array,
+  norms: Float64Array,
+): void {
+  const rows = norms.length;
+  for (let r = 0; r < rows; r++) {
+    const o = r * H;
+    let sq = 0;
+    for (let j = o; j < o + H; j++) {
+      const gj = 1 / (1 + Math.exp(-(A[j] + Bd[j])));
+      const yj = cs[j] + gj * (hs[j] - cs[j]);
+      g[j] = gj;
+      y[j] = yj;
+      sq += yj * yj;
+    }
+    const n = Math.sqrt(sq);
+    norms[r] = n;
+    const inv = 1 / Math.max(n, 1e-12);
+    for (let j = o; j < o + H; j++) out[j] = y[j] * inv;
+  }
 }

@@ -7,6 +7,8 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
+type Data = Float32Array | Float64Array;
+
 type GemmFn<T> = (
   transA: boolean,
   transB: boolean,
@@ -52,6 +54,18 @@ export interface NativeAddon {
   sumSquares(x: Float32Array | Float64Array): number;
   /** x *= s in place. */
   scaleInPlace(x: Float32Array | Float64Array, s: number): void;
+  /** Forward of the selector's fused gate update; see gateUpdate in src/selector/gate-op.ts for the formula. */
+  gateForward(
+    a: Data,
+    b: Data,
+    h: Data,
+    c: Data,
+    H: number,
+    out: Data,
+    g: Float64Array,
+    y: Float64Array,
+    norms: Float64Array,
+  ): void;
   info(): NativeInfo;
   /** GEMMs with M·N·K below this go to our own kernels even with OpenBLAS loaded (default 64³; Infinity = never OpenBLAS). */
   setOpenBlasMinWork(work: number): void;
