@@ -10,7 +10,7 @@
 import type { EmbeddingMatrix } from "../src/data/embeddings.js";
 import type { VqaItem } from "../src/data/item.js";
 import { PoolBuilder, type SamplerName } from "../src/pools/samplers.js";
-import { defaultGemm } from "../src/pools/search.js";
+import { cosineTopK, defaultGemm, defaultScanPath, type Gemm, type ScanPath } from "../src/pools/search.js";
 import { Rng } from "../src/util/rng.js";
 
 function envInt(name: string, fallback: number): number {
@@ -55,6 +55,35 @@ function unitEmbedding(list: readonly VqaItem[], dim: number, seed: number): Emb
   return { ids: list.map((item) => item.questionId), dim, data };
 }
 
+/**
+ * Nanoseconds per score of the top-K scan alone: a stand-in GEMM fills the 512 × 8192 score block
+ * with random values once and leaves it, so every later block is the scan's steady state (the
+ * heaps are full and almost nothing beats their worst entry, as deep into a real search).
+ */
+function scanCost(scan: ScanPath, k: number): number {
+  const [queries, blockRows, blocks] = [512, 8192, 32];
+  let x = new Rng(5).nextUint32() | 1;
+  let filled = false;
+  const gemm: Gemm = (_M, _N, _K, _A, _B, C) => {
+    if (filled) return;
+    for (let i = 0; i < C.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      C[i] = ((x >>> 0) / 4294967296 - 0.5) * 0.3;
+    }
+    filled = true;
+  };
+  const t = performance.now();
+  cosineTopK(new Float32Array(queries), new Float32Array(blockRows * blocks), 1, {
+    k,
+    gemm,
+    scan,
+    indexBlock: blockRows,
+  });
+  return ((performance.now() - t) * 1e6) / (queries * blockRows * blocks);
+}
+
 export async function run(): Promise<void> {
   const nQueries = envInt("LEVER_BENCH_POOLS_QUERIES", 5000);
   const nIndex = envInt("LEVER_BENCH_POOLS_INDEX", 443_757);
@@ -70,8 +99,11 @@ export async function run(): Promise<void> {
   const queryEmbeddings = { text: unitEmbedding(queries, dim, 3), image: unitEmbedding(queries, dim, 4) };
   const setup = (performance.now() - t) / 1000;
   console.log(
-    `index ${nIndex} × ${dim}, ${nQueries} queries, K=${k}, gemm: ${path} (data generation ${setup.toFixed(1)} s)`,
+    `index ${nIndex} × ${dim}, ${nQueries} queries, K=${k}, gemm: ${path}, top-K scan: ${defaultScanPath()} (data generation ${setup.toFixed(1)} s)`,
   );
+
+  const scans: ScanPath[] = defaultScanPath() === "native" ? ["typescript", "native"] : ["typescript"];
+  console.log(`top-K scan alone, ns per score: ${scans.map((s) => `${s} ${scanCost(s, k).toFixed(2)}`).join(", ")}`);
 
   const builder = new PoolBuilder({ index, indexEmbeddings, gemm });
   console.log("| sampler | queries timed | seconds | seconds for all queries | queries/s |");
