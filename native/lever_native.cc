@@ -26,11 +26,13 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float*, int,
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
                          double*, int);
 typedef int (*threads_fn)();
+typedef void (*set_threads_fn)(int);
 
 struct OpenBlas {
   sgemm_fn sgemm = nullptr;
   dgemm_fn dgemm = nullptr;
-  threads_fn threads = nullptr;
+  set_threads_fn set_threads = nullptr;
+  int max_threads = 1;  // OpenBLAS's own count at load (OPENBLAS_NUM_THREADS, else online CPUs)
   std::string path;
 };
 
@@ -44,8 +46,10 @@ OpenBlas load_openblas() {
   if (handle == nullptr) return lib;
   lib.sgemm = reinterpret_cast<sgemm_fn>(dlsym(handle, "cblas_sgemm"));
   lib.dgemm = reinterpret_cast<dgemm_fn>(dlsym(handle, "cblas_dgemm"));
-  lib.threads = reinterpret_cast<threads_fn>(dlsym(handle, "openblas_get_num_threads"));
+  auto threads = reinterpret_cast<threads_fn>(dlsym(handle, "openblas_get_num_threads"));
+  lib.set_threads = reinterpret_cast<set_threads_fn>(dlsym(handle, "openblas_set_num_threads"));
   if (lib.sgemm == nullptr || lib.dgemm == nullptr) return OpenBlas();
+  if (threads != nullptr) lib.max_threads = threads();
   lib.path = path;
   return lib;
 }
@@ -58,6 +62,22 @@ const OpenBlas& openblas() {
 // Problems below this many multiply-adds go to our own GEMM even when OpenBLAS is loaded: for
 // tiny products OpenBLAS's threading and dispatch cost more than the arithmetic.
 double openblas_min_work = 64.0 * 64 * 64;
+
+// OpenBLAS runs a product on all its threads only from this many multiply-adds on. The selector's
+// many small GEMMs (≤ 256×512×256) lose more to waking and spinning workers on a shared 2-core
+// machine than they gain (training-step GEMM time halved on one thread), while the pool search's
+// 512×8192×512 blocks need every core. The choice is per call, so both get what suits them.
+const double openblas_parallel_work = 64.0 * 1024 * 1024;
+
+void use_openblas_threads(const OpenBlas& blas, double work) {
+  static int current = -1;
+  if (blas.set_threads == nullptr) return;
+  const int wanted = work >= openblas_parallel_work ? blas.max_threads : 1;
+  if (wanted != current) {
+    blas.set_threads(wanted);
+    current = wanted;
+  }
+}
 
 bool throw_error(napi_env env, const char* message) {
   napi_throw_range_error(env, nullptr, message);
@@ -135,6 +155,7 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
   const int tb = transB ? CblasTrans : CblasNoTrans;
   if constexpr (sizeof(T) == 4) {
     if (blas.sgemm != nullptr && K > 0 && static_cast<double>(M) * N * K >= openblas_min_work) {
+      use_openblas_threads(blas, static_cast<double>(M) * N * K);
       blas.sgemm(CblasRowMajor, ta, tb, M, N, K, static_cast<float>(alpha), A, lda, B, ldb, static_cast<float>(beta), C,
                  ldc);
     } else {
@@ -142,6 +163,7 @@ napi_value Gemm(napi_env env, napi_callback_info info) {
     }
   } else {
     if (blas.dgemm != nullptr && K > 0 && static_cast<double>(M) * N * K >= openblas_min_work) {
+      use_openblas_threads(blas, static_cast<double>(M) * N * K);
       blas.dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     } else {
       lever::dgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -361,7 +383,7 @@ napi_value Info(napi_env env, napi_callback_info) {
   napi_value obj, path, threads, simd;
   napi_create_object(env, &obj);
   napi_create_string_utf8(env, blas.path.c_str(), NAPI_AUTO_LENGTH, &path);
-  napi_create_int32(env, blas.sgemm != nullptr && blas.threads != nullptr ? blas.threads() : lever::gemm_threads(), &threads);
+  napi_create_int32(env, blas.sgemm != nullptr ? blas.max_threads : lever::gemm_threads(), &threads);
   napi_create_string_utf8(env, lever::gemm_simd(), NAPI_AUTO_LENGTH, &simd);
   napi_set_named_property(env, obj, "openblas", path);
   napi_set_named_property(env, obj, "threads", threads);

@@ -93,30 +93,9 @@ function load(): NativeLoad {
   if (path === null) return { addon: null, detail: "build/Release/lever_native.node not found (run npm run install)" };
   try {
     const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    withSingleThreadedOpenBlas(addon);
     return { addon, detail: path };
   } catch (error) {
     return { addon: null, detail: `failed to load ${path}: ${(error as Error).message}` };
-  }
-}
-
-/**
- * OpenBLAS reads OPENBLAS_NUM_THREADS once, when the addon dlopens it on its first GEMM. Our GEMMs are
- * small (a few hundred rows per call, thousands of calls per training step) and the target machines
- * have 2 cores shared with other work: spinning OpenBLAS worker threads cost more in wake-ups and
- * contention than they gain (the 8×16 training step's GEMM time halved in the issue-3 benchmark). So
- * default to one thread unless the user chose a count, and restore the variable so child processes
- * are unaffected.
- */
-function withSingleThreadedOpenBlas(addon: NativeAddon): void {
-  const previous = process.env.OPENBLAS_NUM_THREADS;
-  if (previous !== undefined) return;
-  process.env.OPENBLAS_NUM_THREADS = "1";
-  try {
-    const one = new Float32Array(1);
-    addon.sgemm(false, false, 1, 1, 1, 1, one, 1, one, 1, 0, new Float32Array(1), 1); // triggers the dlopen
-  } finally {
-    delete process.env.OPENBLAS_NUM_THREADS;
   }
 }
 
