@@ -1,3 +1,5 @@
+import type { PredictionRow } from "../store/types.js";
+
 /**
  * Shared types of the ICL evaluation: what a retriever returns, what one stored prediction holds,
  * and the small interfaces through which the runner reaches storage.
@@ -10,24 +12,12 @@ export {
   toPromptOrder,
 } from "../data/trajectories.js";
 
-/** One evaluated (retriever, shot, question). Failed VLM calls keep `failure` and have no accuracy. */
-export interface EvalPrediction {
-  retriever: string;
-  shot: number;
-  questionId: string;
-  /**
-   * Demonstration question ids in PROMPT order (index 0 rendered first), as the store documents;
-   * selection order is recovered with `toSelectionOrder(demonstrations, run order)`.
-   */
-  demonstrations: string[];
-  /** hashValue of the VLM id and the prompt (demonstrations in prompt order + query). */
-  promptHash: string;
-  rawAnswer: string | null;
-  answer: string | null;
-  /** Official VQA accuracy in [0, 1]; null when the VLM call failed. */
-  accuracy: number | null;
-  failure: string | null;
-}
+/**
+ * One evaluated (retriever, shot, question): the store's prediction row without its run id.
+ * `demonstrations` are in PROMPT order (index 0 rendered first); selection order is recovered with
+ * `toSelectionOrder(demonstrations, run order)`. Failed VLM calls keep `failure` and have no accuracy.
+ */
+export type EvalPrediction = Omit<PredictionRow, "runId">;
 
 /** Where predictions of one run live: the workspace in production, memory in tests. */
 export interface PredictionStore {

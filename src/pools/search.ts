@@ -18,104 +18,14 @@ import { LeverError } from "../util/errors.js";
 export type Gemm = (M: number, N: number, K: number, A: Float32Array, B: Float32Array, C: Float32Array) => void;
 
 /**
- * TypeScript C = A·Bᵀ. Both operands are read along contiguous rows, so a 4×4 register block of
- * dot products (16 accumulators, 8 loads per step) is the whole kernel; edges fall back to single
- * dot products.
+ * C = A·Bᵀ through src/tensor's sgemm: the native addon (OpenBLAS or our C++ GEMM) when it loaded,
+ * else the engine's TypeScript kernels. One GEMM for the whole product; no copy of it here.
  */
-export const gemmNTTypeScript: Gemm = (M, N, K, A, B, C) => {
-  const M4 = M - (M % 4);
-  const N4 = N - (N % 4);
-  for (let i = 0; i < M4; i += 4) {
-    const a0 = i * K;
-    const a1 = a0 + K;
-    const a2 = a1 + K;
-    const a3 = a2 + K;
-    for (let j = 0; j < N4; j += 4) {
-      const b0 = j * K;
-      const b1 = b0 + K;
-      const b2 = b1 + K;
-      const b3 = b2 + K;
-      let c00 = 0;
-      let c01 = 0;
-      let c02 = 0;
-      let c03 = 0;
-      let c10 = 0;
-      let c11 = 0;
-      let c12 = 0;
-      let c13 = 0;
-      let c20 = 0;
-      let c21 = 0;
-      let c22 = 0;
-      let c23 = 0;
-      let c30 = 0;
-      let c31 = 0;
-      let c32 = 0;
-      let c33 = 0;
-      for (let k = 0; k < K; k++) {
-        const x0 = A[a0 + k];
-        const x1 = A[a1 + k];
-        const x2 = A[a2 + k];
-        const x3 = A[a3 + k];
-        const y0 = B[b0 + k];
-        const y1 = B[b1 + k];
-        const y2 = B[b2 + k];
-        const y3 = B[b3 + k];
-        c00 += x0 * y0;
-        c01 += x0 * y1;
-        c02 += x0 * y2;
-        c03 += x0 * y3;
-        c10 += x1 * y0;
-        c11 += x1 * y1;
-        c12 += x1 * y2;
-        c13 += x1 * y3;
-        c20 += x2 * y0;
-        c21 += x2 * y1;
-        c22 += x2 * y2;
-        c23 += x2 * y3;
-        c30 += x3 * y0;
-        c31 += x3 * y1;
-        c32 += x3 * y2;
-        c33 += x3 * y3;
-      }
-      const r0 = i * N + j;
-      const r1 = r0 + N;
-      const r2 = r1 + N;
-      const r3 = r2 + N;
-      C[r0] = c00;
-      C[r0 + 1] = c01;
-      C[r0 + 2] = c02;
-      C[r0 + 3] = c03;
-      C[r1] = c10;
-      C[r1 + 1] = c11;
-      C[r1 + 2] = c12;
-      C[r1 + 3] = c13;
-      C[r2] = c20;
-      C[r2 + 1] = c21;
-      C[r2 + 2] = c22;
-      C[r2 + 3] = c23;
-      C[r3] = c30;
-      C[r3 + 1] = c31;
-      C[r3 + 2] = c32;
-      C[r3 + 3] = c33;
-    }
-    for (let j = N4; j < N; j++) for (let r = 0; r < 4; r++) C[(i + r) * N + j] = dot32(A, (i + r) * K, B, j * K, K);
-  }
-  for (let i = M4; i < M; i++) for (let j = 0; j < N; j++) C[i * N + j] = dot32(A, i * K, B, j * K, K);
-};
+export const gemmNT: Gemm = (M, N, K, A, B, C) => tensorGemm(false, true, M, N, K, 1, A, K, B, K, 0, C, N);
 
-/** C = A·Bᵀ through src/tensor's sgemm (the native addon: OpenBLAS or our C++ GEMM). */
-export const gemmNTNative: Gemm = (M, N, K, A, B, C) => tensorGemm(false, true, M, N, K, 1, A, K, B, K, 0, C, N);
-
-/** The fastest available kernel: native when the addon loaded, else the TypeScript one above. */
+/** The GEMM cosine search uses, and which kernel path serves it. */
 export function defaultGemm(): { gemm: Gemm; path: string } {
-  const path = kernelPath();
-  return path === "typescript" ? { gemm: gemmNTTypeScript, path } : { gemm: gemmNTNative, path };
-}
-
-function dot32(A: Float32Array, a: number, B: Float32Array, b: number, K: number): number {
-  let s = 0;
-  for (let k = 0; k < K; k++) s += A[a + k] * B[b + k];
-  return s;
+  return { gemm: gemmNT, path: kernelPath() };
 }
 
 export interface TopKOptions {

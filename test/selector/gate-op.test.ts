@@ -6,7 +6,7 @@ import { Rng } from "../../src/util/rng.js";
 
 function operands(Arr: typeof Float32Array | typeof Float64Array, rows: number, H: number, seed: number) {
   const rng = new Rng(seed);
-  return Array.from({ length: 4 }, () => Arr.from({ length: rows * H }, () => rng.normal() * 2));
+  return Array.from({ length: 4 }, () => Arr.from(Array.from({ length: rows * H }, () => rng.normal() * 2)));
 }
 
 describe("gateUpdate", () => {
