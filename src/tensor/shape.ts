@@ -138,7 +138,11 @@ export function stack(tensors: Tensor[], axis = 0): Tensor {
   return concat(expanded, ax);
 }
 
-/** The slice [start, start + length) of dimension `axis` (copy). */
+/**
+ * The slice [start, start + length) of dimension `axis`. When the slice is one contiguous block
+ * (every dimension before `axis` is 1) it is a zero-copy view sharing x's data, whose gradient is
+ * the matching slice of x's gradient buffer (no copy, no scatter-add); otherwise a copy.
+ */
 export function narrow(x: Tensor, axis: number, start: number, length: number): Tensor {
   const ax = normAxis("narrow", axis, x.ndim);
   const n = x.shape[ax];
@@ -148,6 +152,16 @@ export function narrow(x: Tensor, axis: number, start: number, length: number): 
   const shape = x.shape.slice();
   shape[ax] = length;
   const chunk = length * inner;
+  if (outer === 1) {
+    const from = start * inner;
+    const view = new Tensor(x.data.subarray(from, from + chunk), shape);
+    if (needsGrad(x)) {
+      // Gradients already land in x's buffer through gradSlice; backward has nothing left to do.
+      view.setGradFn([x], () => {});
+      view.gradSlice = () => gradBuffer(x).subarray(from, from + chunk);
+    }
+    return view;
+  }
   const out = allocData(x.dtype, outer * chunk);
   for (let o = 0; o < outer; o++) {
     const src = (o * n + start) * inner;

@@ -67,6 +67,11 @@ export class Tensor {
   requiresGrad: boolean;
   /** Inputs of the op that produced this tensor (null for leaves and for outputs that need no grad). */
   parents: Tensor[] | null = null;
+  /**
+   * @internal Set on zero-copy views (contiguous `narrow`): returns the matching slice of the base's
+   * gradient buffer, so consumers accumulate straight into the base and the view's backward is a no-op.
+   */
+  gradSlice: (() => Data) | null = null;
   private backwardFn: BackwardFn | null = null;
   private stamp = 0;
 
@@ -202,7 +207,7 @@ function topologicalOrder(root: Tensor): Tensor[] {
 
 /** The gradient buffer of `t`, created (zeros) on first use. Backward closures accumulate into it. */
 export function gradBuffer(t: Tensor): Data {
-  if (t.grad === null) t.grad = allocData(t.dtype, t.size);
+  if (t.grad === null) t.grad = t.gradSlice !== null ? t.gradSlice() : allocData(t.dtype, t.size);
   return t.grad;
 }
 

@@ -135,6 +135,13 @@ const cases: Case[] = [
   { name: "transpose", inputs: (d) => [p([3, 4], 1, d)], fn: (a) => T.transpose(a) },
   { name: "narrow", inputs: (d) => [p([3, 5], 1, d)], fn: (a) => T.narrow(a, 1, 1, 3) },
   {
+    // contiguous slices are zero-copy views whose gradient lives in the base's buffer: overlapping
+    // views of a leaf and of an intermediate must still sum their contributions
+    name: "narrow axis 0 (overlapping views, of a leaf and of an intermediate)",
+    inputs: (d) => [p([3, 4], 1, d)],
+    fn: (a) => T.mul(T.narrow(T.scale(a, 2), 0, 1, 2), T.add(T.narrow(a, 0, 0, 2), T.narrow(a, 0, 1, 2))),
+  },
+  {
     name: "dropout (fixed seed)",
     inputs: (d) => [p([4, 5], 1, d)],
     fn: (a) => T.dropout(a, 0.3, new Rng(9), true),

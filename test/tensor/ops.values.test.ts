@@ -154,6 +154,10 @@ describe("forward values", () => {
     expectClose(T.indexSelect(x, Int32Array.from([2, 0]), 1).data, [3, 1, 6, 4]);
     expectClose(T.concat([x, x], 1).data, [1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6]);
     expectClose(T.narrow(x, 1, 1, 2).data, [2, 3, 5, 6]);
+    const rows = T.narrow(x, 0, 1, 1); // contiguous: a view, so later in-place updates of x show through
+    expectClose(rows.data, [4, 5, 6]);
+    expect(rows.shape).toEqual([1, 3]);
+    expect(rows.data.buffer).toBe(x.data.buffer);
     expectClose(T.transpose(x).data, [1, 4, 2, 5, 3, 6]);
     expect(Array.from(T.argmax(x))).toEqual([2, 2]);
     expect(Array.from(T.argmax(x, Uint8Array.from([0, 0, 1])))).toEqual([1, 1]);
