@@ -67,8 +67,8 @@ export interface Encoded {
   padMask: Uint8Array;
   /** Number of real candidates of each query. */
   validCount: Int32Array;
-  /** V4-1 gate split into its h and ĉ halves (taken once per forward). */
-  gate: { wh: Tensor; wc: Tensor; bias: Tensor; perSlot: Tensor | null } | null;
+  /** V4-1 gate W_g [H, 2H] (used as its h and ĉ column halves, read in place) and b_g. */
+  gate: { weight: Tensor; bias: Tensor; perSlot: Tensor | null } | null;
 }
 
 /** Decoding state of R = B·G rows (G rows per query, query-major). */
@@ -238,13 +238,7 @@ export class PointerSelector {
     const gram = this.config.redundancy === "max" ? T.matmul(candHat, candHat, { transB: true }) : null;
     let gate: Encoded["gate"] = null;
     if (this.config.stateUpdate === "gate") {
-      const W = this.p("query_update_gate.weight");
-      gate = {
-        wh: T.narrow(W, 1, 0, H),
-        wc: T.narrow(W, 1, H, H),
-        bias: this.p("query_update_gate.bias"),
-        perSlot: null,
-      };
+      gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
     }
     return { B, K, h0, candHat, gram, padMask, validCount, gate };
   }
@@ -255,7 +249,8 @@ export class PointerSelector {
     // The gate's candidate half W_c·ĉ + b costs K·H² per query if taken for every slot, or G·S·H² if
     // taken for each chosen row: precompute per slot when the rows would repeat it.
     if (enc.gate && enc.gate.perSlot === null && G * this.config.shots > K) {
-      enc.gate.perSlot = T.linear(T.reshape(enc.candHat, [B * K, this.config.hidden]), enc.gate.wc, enc.gate.bias);
+      const H = this.config.hidden;
+      enc.gate.perSlot = T.linearColumns(T.reshape(enc.candHat, [B * K, H]), enc.gate.weight, H, H, enc.gate.bias);
     }
     const rowQuery = new Int32Array(B * G);
     for (let r = 0; r < rowQuery.length; r++) rowQuery[r] = Math.floor(r / G);
@@ -313,9 +308,10 @@ export class PointerSelector {
     const h = state.h;
     if (enc.gate !== null) {
       // g = σ(W_g[h; ĉ] + b_g), h' = normalise(g⊙h + (1−g)⊙ĉ), with W_g split into its h and ĉ halves.
-      const { wh, wc, bias, perSlot } = enc.gate;
-      const cPart = perSlot !== null ? T.indexSelect(perSlot, flat, 0) : T.linear(c, wc, bias);
-      state.h = gateUpdate(T.linear(h, wh), cPart, h, c);
+      const { weight, bias, perSlot } = enc.gate;
+      const H = this.config.hidden;
+      const cPart = perSlot !== null ? T.indexSelect(perSlot, flat, 0) : T.linearColumns(c, weight, H, H, bias);
+      state.h = gateUpdate(T.linearColumns(h, weight, 0, H), cPart, h, c);
     } else if (this.config.stateUpdate === "gru") {
       state.h = T.l2Normalize(
         T.gruCell(

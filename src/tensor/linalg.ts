@@ -102,9 +102,24 @@ function view(data: Data, offset: number, length: number): Data {
 
 /** PyTorch nn.Linear: x[..., in] · weightᵀ + bias, weight [out, in], bias [out]. */
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
+  if (weight.ndim !== 2) throw new RangeError(`linear: weight must be [out, in], got ${formatShape(weight.shape)}`);
+  return linearColumns(x, weight, 0, weight.shape[1], bias);
+}
+
+/**
+ * nn.Linear with the column block weight[:, start:start + length] (x[..., length]), read in place
+ * through the GEMM's leading dimension: no copy of the block and no scatter-add of its gradient
+ * (e.g. the h and ĉ halves of the selector's gate weight).
+ */
+export function linearColumns(x: Tensor, weight: Tensor, start: number, length: number, bias?: Tensor | null): Tensor {
   const dtype = bias ? commonDtype("linear", x, weight, bias) : commonDtype("linear", x, weight);
   if (weight.ndim !== 2) throw new RangeError(`linear: weight must be [out, in], got ${formatShape(weight.shape)}`);
-  const [outF, inF] = weight.shape;
+  const [outF, ldw] = weight.shape;
+  const inF = length;
+  if (!Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 0 || start + length > ldw)
+    throw new RangeError(
+      `linear: columns [${start}, ${start + length}) out of range for weight ${formatShape(weight.shape)}`,
+    );
   if (x.ndim < 1 || x.shape[x.ndim - 1] !== inF)
     throw new RangeError(`linear: input ${formatShape(x.shape)} does not end in ${inF}`);
   if (bias && (bias.ndim !== 1 || bias.shape[0] !== outF))
@@ -112,13 +127,15 @@ export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor 
   const rows = inF === 0 ? shapeSize(x.shape.slice(0, -1)) : x.size / inF;
   const out = allocData(dtype, rows * outF);
   if (bias) for (let r = 0; r < rows; r++) out.set(bias.data, r * outF);
-  gemmData(false, true, rows, outF, inF, 1, x.data, inF, weight.data, inF, bias ? 1 : 0, out, outF);
+  const block = (data: Data) => (start === 0 ? data : data.subarray(start));
+  gemmData(false, true, rows, outF, inF, 1, x.data, inF, block(weight.data), ldw, bias ? 1 : 0, out, outF);
   const result = new Tensor(out, [...x.shape.slice(0, -1), outF]);
   if (!needsGrad(x, weight, bias)) return result;
   result.setGradFn(bias ? [x, weight, bias] : [x, weight], (g) => {
-    if (x.requiresGrad) gemmData(false, false, rows, inF, outF, 1, g, outF, weight.data, inF, 1, gradBuffer(x), inF);
+    if (x.requiresGrad)
+      gemmData(false, false, rows, inF, outF, 1, g, outF, block(weight.data), ldw, 1, gradBuffer(x), inF);
     if (weight.requiresGrad)
-      gemmData(true, false, outF, inF, rows, 1, g, outF, x.data, inF, 1, gradBuffer(weight), inF);
+      gemmData(true, false, outF, inF, rows, 1, g, outF, x.data, inF, 1, block(gradBuffer(weight)), ldw);
     if (bias?.requiresGrad) {
       const gb = gradBuffer(bias);
       for (let r = 0; r < rows; r++) {

@@ -21,7 +21,7 @@ export {
   sub,
   tanh,
 } from "./elementwise.js";
-export { linear, type MatmulOptions, matmul } from "./linalg.js";
+export { linear, linearColumns, type MatmulOptions, matmul } from "./linalg.js";
 export { type CrossEntropyOptions, crossEntropy } from "./loss.js";
 export { dropout, gruCell, l2Normalize, layerNorm, logSoftmax, maskedFill, softmax } from "./nn.js";
 export { argmax, mean, sum } from "./reduce.js";

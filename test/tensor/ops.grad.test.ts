@@ -93,6 +93,12 @@ const cases: Case[] = [
   },
   { name: "linear without bias", inputs: (d) => [p([3, 4], 1, d), p([2, 4], 2, d)], fn: (x, w) => T.linear(x, w) },
   {
+    // both column halves of one weight, one with a bias: gradients accumulate into the strided blocks
+    name: "linearColumns (the two halves of a [2, 6] weight)",
+    inputs: (d) => [p([4, 3], 1, d), p([4, 3], 2, d), p([2, 6], 3, d), p([2], 4, d)],
+    fn: (x, y, w, b) => T.mul(T.linearColumns(x, w, 0, 3), T.linearColumns(y, w, 3, 3, b)),
+  },
+  {
     name: "layerNorm",
     inputs: (d) => [p([3, 5], 1, d, -2, 2), p([5], 2, d, 0.5, 1.5), p([5], 3, d)],
     fn: (x, w, b) => T.layerNorm(x, w, b),

@@ -154,6 +154,12 @@ describe("forward values", () => {
     expectClose(T.indexSelect(x, Int32Array.from([2, 0]), 1).data, [3, 1, 6, 4]);
     expectClose(T.concat([x, x], 1).data, [1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6]);
     expectClose(T.narrow(x, 1, 1, 2).data, [2, 3, 5, 6]);
+    const w = f64([1, 2, 3, 4, 5, 6, 7, 8], [2, 4]); // columns 1..2 = [[2, 3], [6, 7]]
+    expectClose(T.linearColumns(f64([1, -1], [1, 2]), w, 1, 2, f64([10, 20], [2])).data, [9, 19]);
+    expectClose(
+      T.linearColumns(f64([1, -1], [1, 2]), w, 1, 2).data,
+      T.linear(f64([1, -1], [1, 2]), T.narrow(w, 1, 1, 2)).data,
+    );
     const rows = T.narrow(x, 0, 1, 1); // contiguous: a view, so later in-place updates of x show through
     expectClose(rows.data, [4, 5, 6]);
     expect(rows.shape).toEqual([1, 3]);
