@@ -1,16 +1,6 @@
 /** Shape and indexing ops: reshape (a view), permute/transpose, concat/stack, narrow, gathers. */
 import { splitAt } from "./reduce.js";
-import {
-  accumulate,
-  allocData,
-  commonDtype,
-  formatShape,
-  gradBuffer,
-  needsGrad,
-  normAxis,
-  shapeSize,
-  Tensor,
-} from "./tensor.js";
+import { allocData, commonDtype, formatShape, gradBuffer, needsGrad, normAxis, shapeSize, Tensor } from "./tensor.js";
 
 /** Same data under a new shape (no copy; one dimension may be −1). */
 export function reshape(x: Tensor, shape: number[]): Tensor {
@@ -26,7 +16,11 @@ export function reshape(x: Tensor, shape: number[]): Tensor {
   if (shapeSize(resolved) !== x.size)
     throw new RangeError(`reshape: cannot reshape ${formatShape(x.shape)} into ${formatShape(shape)}`);
   const result = new Tensor(x.data, resolved);
-  if (needsGrad(x)) result.setGradFn([x], (g) => accumulate(x, g));
+  if (needsGrad(x)) {
+    // The gradient is x's own buffer under the new shape, so backward has nothing left to do.
+    result.setGradFn([x], () => {});
+    result.gradSlice = () => gradBuffer(x);
+  }
   return result;
 }
 

@@ -68,7 +68,7 @@ export class Tensor {
   /** Inputs of the op that produced this tensor (null for leaves and for outputs that need no grad). */
   parents: Tensor[] | null = null;
   /**
-   * @internal Set on zero-copy views (contiguous `narrow`): returns the matching slice of the base's
+   * @internal Set on zero-copy views (reshape, contiguous `narrow`): returns the matching slice of the base's
    * gradient buffer, so consumers accumulate straight into the base and the view's backward is a no-op.
    */
   gradSlice: (() => Data) | null = null;
@@ -159,10 +159,8 @@ export class Tensor {
       throw new RangeError(`backward(): root must be a scalar, got shape ${formatShape(this.shape)}`);
     if (!this.requiresGrad) throw new Error("backward(): the root does not require grad (no parameter reaches it)");
     const order = topologicalOrder(this);
-    const seed = allocData(this.dtype, 1);
-    seed[0] = 1;
-    if (this.isLeaf) accumulate(this, seed);
-    else this.grad = seed;
+    // Through gradBuffer: a root that is a view seeds its base's buffer (gradSlice).
+    gradBuffer(this)[0] += 1;
     for (let i = order.length - 1; i >= 0; i--) {
       const node = order[i];
       if (node.isLeaf) continue;

@@ -216,6 +216,19 @@ describe("autograd engine", () => {
     expectClose(x.grad!, [5, 7]);
   });
 
+  it("views (reshape, contiguous narrow) hand gradients to their base, also when the view is the root", () => {
+    const x = param64([1, 2, 3], [3]);
+    T.reshape(T.sum(T.mul(x, x)), [1]).backward(); // root is a reshape of an intermediate
+    expectClose(x.grad!, [2, 4, 6]);
+    T.narrow(x, 0, 1, 1).backward(); // root is a view of the leaf itself: adds 1 to x.grad[1]
+    expectClose(x.grad!, [2, 5, 6]);
+    const m = T.reshape(x, [3, 1]);
+    // [1, 3] ⊙ [3, 1] broadcasts to the outer product: Σ_ij x_j·2x_i = 2(Σx)², gradient 4Σx = 24 each
+    T.sum(T.mul(T.reshape(m, [1, 3]), T.narrow(T.scale(m, 2), 0, 0, 3))).backward();
+    expectClose(x.grad!, [26, 29, 30]);
+    expect(m.grad).toBeNull();
+  });
+
   it("does not record under noGrad, and detach cuts the graph", () => {
     const x = param64([1, 2], [2]);
     const y = T.noGrad(() => T.mul(x, x));
