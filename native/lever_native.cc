@@ -11,6 +11,7 @@
 #include <string>
 
 #include "gemm.h"
+#include "napi_args.h"
 #include "pool_topk.h"
 
 #ifndef LEVER_OPENBLAS_PATH
@@ -79,38 +80,9 @@ void use_openblas_threads(const OpenBlas& blas, double work) {
   }
 }
 
-bool throw_error(napi_env env, const char* message) {
-  napi_throw_range_error(env, nullptr, message);
-  return false;
-}
-
-bool get_long(napi_env env, napi_value v, long* out, const char* name) {
-  double d;
-  if (napi_get_value_double(env, v, &d) != napi_ok || d < 0 || d != static_cast<double>(static_cast<long>(d)) ||
-      d > 2147483647.0) {
-    std::string msg = std::string(name) + " must be a non-negative 32-bit integer";
-    return throw_error(env, msg.c_str());
-  }
-  *out = static_cast<long>(d);
-  return true;
-}
-
-template <typename T>
-bool get_array(napi_env env, napi_value v, napi_typedarray_type want, T** data, long* length, const char* name) {
-  bool is_typed = false;
-  napi_is_typedarray(env, v, &is_typed);
-  napi_typedarray_type type;
-  size_t len;
-  void* ptr;
-  if (!is_typed || napi_get_typedarray_info(env, v, &type, &len, &ptr, nullptr, nullptr) != napi_ok ||
-      type != want) {
-    std::string msg = std::string(name) + (want == napi_float32_array ? " must be a Float32Array" : " must be a Float64Array");
-    return throw_error(env, msg.c_str());
-  }
-  *data = static_cast<T*>(ptr);
-  *length = static_cast<long>(len);
-  return true;
-}
+using lever::get_array;
+using lever::get_long;
+using lever::throw_error;
 
 long required(long rows, long cols, long ld) { return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols; }
 

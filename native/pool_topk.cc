@@ -6,6 +6,8 @@
 #define NAPI_VERSION 8
 #include "pool_topk.h"
 
+#include "napi_args.h"
+
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -124,29 +126,6 @@ bool fail(napi_env env, const std::string& message) {
   return false;
 }
 
-bool get_long(napi_env env, napi_value v, long* out, const char* name) {
-  double d;
-  if (napi_get_value_double(env, v, &d) != napi_ok || !(d >= 0) || d > 2147483647.0 ||
-      d != static_cast<double>(static_cast<long>(d)))
-    return fail(env, std::string(name) + " must be a non-negative 32-bit integer");
-  *out = static_cast<long>(d);
-  return true;
-}
-
-template <typename T>
-bool get_array(napi_env env, napi_value v, napi_typedarray_type want, T** data, long* length, const char* name) {
-  bool is_typed = false;
-  napi_is_typedarray(env, v, &is_typed);
-  napi_typedarray_type type;
-  size_t len;
-  void* ptr;
-  if (!is_typed || napi_get_typedarray_info(env, v, &type, &len, &ptr, nullptr, nullptr) != napi_ok || type != want)
-    return fail(env, std::string(name) + (want == napi_float32_array ? " must be a Float32Array" : " must be an Int32Array"));
-  *data = static_cast<T*>(ptr);
-  *length = static_cast<long>(len);
-  return true;
-}
-
 }  // namespace
 
 // topkScan(C, qb, nb, ldc, n0, q0, cap, heapScore, heapRow, heapSize, excludeRows, excludeStart, threads)
@@ -160,16 +139,16 @@ napi_value TopkScan(napi_env env, napi_callback_info info) {
   float *C, *score;
   int32_t *row, *size, *ex_rows, *ex_start;
   long lenC, lenScore, lenRow, lenSize, lenExRows, lenExStart, threads;
-  if (!get_array(env, argv[0], napi_float32_array, &C, &lenC, "C") || !get_long(env, argv[1], &b.qb, "qb") ||
-      !get_long(env, argv[2], &b.nb, "nb") || !get_long(env, argv[3], &b.ldc, "ldc") ||
-      !get_long(env, argv[4], &b.n0, "n0") || !get_long(env, argv[5], &b.q0, "q0") ||
-      !get_long(env, argv[6], &h.cap, "cap") ||
-      !get_array(env, argv[7], napi_float32_array, &score, &lenScore, "heapScore") ||
-      !get_array(env, argv[8], napi_int32_array, &row, &lenRow, "heapRow") ||
-      !get_array(env, argv[9], napi_int32_array, &size, &lenSize, "heapSize") ||
-      !get_array(env, argv[10], napi_int32_array, &ex_rows, &lenExRows, "excludeRows") ||
-      !get_array(env, argv[11], napi_int32_array, &ex_start, &lenExStart, "excludeStart") ||
-      !get_long(env, argv[12], &threads, "threads"))
+  if (!get_array(env, argv[0], napi_float32_array, &C, &lenC, "topkScan: C") || !get_long(env, argv[1], &b.qb, "topkScan: qb") ||
+      !get_long(env, argv[2], &b.nb, "topkScan: nb") || !get_long(env, argv[3], &b.ldc, "topkScan: ldc") ||
+      !get_long(env, argv[4], &b.n0, "topkScan: n0") || !get_long(env, argv[5], &b.q0, "topkScan: q0") ||
+      !get_long(env, argv[6], &h.cap, "topkScan: cap") ||
+      !get_array(env, argv[7], napi_float32_array, &score, &lenScore, "topkScan: heapScore") ||
+      !get_array(env, argv[8], napi_int32_array, &row, &lenRow, "topkScan: heapRow") ||
+      !get_array(env, argv[9], napi_int32_array, &size, &lenSize, "topkScan: heapSize") ||
+      !get_array(env, argv[10], napi_int32_array, &ex_rows, &lenExRows, "topkScan: excludeRows") ||
+      !get_array(env, argv[11], napi_int32_array, &ex_start, &lenExStart, "topkScan: excludeStart") ||
+      !get_long(env, argv[12], &threads, "topkScan: threads"))
     return nullptr;
   const long queries = b.q0 + b.qb;
   if (b.qb > 0 && (b.ldc < b.nb || lenC < (b.qb - 1) * b.ldc + b.nb))

@@ -12,6 +12,9 @@ import { syntheticWorld } from "./synthetic.js";
 
 const world = syntheticWorld({ seed: 1, queries: 240, perConcept: 20, concepts: 8, d: 12, K: 12, noise: 0.05 });
 const files = { beams: "beams.json", pools: "pools.json" };
+/** SFT groups of the synthetic world's own beams and pools. */
+const worldGroups = (options: Parameters<typeof buildSftGroups>[4]) =>
+  buildSftGroups(world.beams, world.pools, world.emb, world.emb, options, files);
 const baseInput = () => ({
   ...world,
   queryEmb: world.emb,
@@ -33,14 +36,7 @@ function config(over: SftConfigInput = {}) {
 
 describe("SFT data", () => {
   it("labels each beam by the positions of its ICDs in the query's pool, in selection order", () => {
-    const { groups, stats } = buildSftGroups(
-      world.beams,
-      world.pools,
-      world.emb,
-      world.emb,
-      { weighting: "uniform", missing: "error" },
-      files,
-    );
+    const { groups, stats } = worldGroups({ weighting: "uniform", missing: "error" });
     expect(stats).toMatchObject({ queries: 240, trajectories: 480, shots: 2, K: 12, skippedBeams: 0 });
     for (const g of groups.slice(0, 20)) {
       const pool = world.pools.pools[g.queryId];
@@ -72,26 +68,12 @@ describe("SFT data", () => {
   });
 
   it("weights beams by score rank when asked (1, 1/2, …)", () => {
-    const { groups } = buildSftGroups(
-      world.beams,
-      world.pools,
-      world.emb,
-      world.emb,
-      { weighting: "rank", missing: "error" },
-      files,
-    );
+    const { groups } = worldGroups({ weighting: "rank", missing: "error" });
     expect(groups[0].weights).toEqual([1, 1 / 2]);
   });
 
   it("packs queries with different pool sizes and trajectory counts into one padded batch", () => {
-    const { groups } = buildSftGroups(
-      world.beams,
-      world.pools,
-      world.emb,
-      world.emb,
-      { weighting: "uniform", missing: "error" },
-      files,
-    );
+    const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
     const a = { ...groups[0], candRows: groups[0].candRows.slice(0, 7) };
     a.trajectories = a.trajectories.filter((t) => t.every((p) => p < 7));
     a.weights = a.trajectories.map(() => 1);
@@ -192,14 +174,7 @@ describe("SFT training", () => {
   });
 
   it("validation agreement of a model equals a direct count over greedy decodes", () => {
-    const { groups } = buildSftGroups(
-      world.beams,
-      world.pools,
-      world.emb,
-      world.emb,
-      { weighting: "uniform", missing: "error" },
-      files,
-    );
+    const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
     const r = runSft({
       config: config({ optim: { epochs: 1 } }),
       ...world,
