@@ -7,20 +7,20 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { EmbeddingMatrix } from "../data/embeddings.js";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer } from "../metrics/vqa.js";
 import { type EmbeddingSet, PoolBuilder, type SimilarityKind } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
+import { SimOracle } from "../sim/oracle.js";
+import { SimVlm } from "../sim/vlm.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { OpenAiVlm } from "../vlm/openai.js";
-import { SimVlm } from "../vlm/sim.js";
-import { SimOracle } from "../vlm/sim-oracle.js";
 import type { Vlm } from "../vlm/types.js";
 import {
   configDifferences,

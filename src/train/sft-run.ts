@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
+import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import type { PoolSet } from "../pools/types.js";
 import { type Checkpoint, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
 import { SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";

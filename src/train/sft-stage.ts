@@ -6,12 +6,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
+import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
 import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
-import { checkPoolSet, readPoolSet } from "../pools/artifact.js";
-import { type PoolSet, PoolSetSchema } from "../pools/types.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { readPoolSet } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable } from "./data.js";

@@ -2,10 +2,9 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadDatasetEmbedding } from "../../src/data/embeddings.js";
 import { writeNpy } from "../../src/data/npy.js";
-import { readBeamSet, readRolloutSet } from "../../src/data/trajectory-store.js";
-import { readPoolSet } from "../../src/pools/artifact.js";
+import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
+import { readBeamSet, readPoolSet, readRolloutSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { stubItem } from "../helpers/items.js";

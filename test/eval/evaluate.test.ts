@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
 import { toSelectionOrder } from "../../src/eval/types.js";
-import { SimVlm } from "../../src/vlm/sim.js";
-import { SimOracle } from "../../src/vlm/sim-oracle.js";
+import { SimOracle } from "../../src/sim/oracle.js";
+import { SimVlm } from "../../src/sim/vlm.js";
 import type { Vlm } from "../../src/vlm/types.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
 

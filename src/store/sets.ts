@@ -1,13 +1,11 @@
 /**
- * Beam and rollout sets as workspace artefacts: `artifacts/beams/<name>.json` and
- * `artifacts/rollouts/<name>.json`, canonical JSON (sorted keys), validated on write and on read.
+ * Named JSON artefacts of the workspace — pool sets (`artifacts/pools/<name>.json`), beam sets
+ * (`artifacts/beams/<name>.json`) and rollout sets (`artifacts/rollouts/<name>.json`) — written as
+ * canonical JSON (sorted keys) atomically, validated on write and on read. An existing artefact is
+ * only replaced when the caller says so.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { NAME_PATTERN } from "../store/datasets.js";
-import type { ArtifactRef } from "../store/types.js";
-import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
-import { canonicalJson } from "../util/hash.js";
+import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
 import {
   type BeamSet,
   checkBeamSet,
@@ -15,7 +13,12 @@ import {
   parseBeamSet,
   parseRolloutSet,
   type RolloutSet,
-} from "./trajectories.js";
+} from "../data/trajectories.js";
+import { LeverError } from "../util/errors.js";
+import { canonicalJson, sha256 } from "../util/hash.js";
+import { NAME_PATTERN } from "./datasets.js";
+import type { ArtifactRef } from "./types.js";
+import type { Workspace } from "./workspace.js";
 
 function artifactPath(folder: string, name: string): string {
   if (!NAME_PATTERN.test(name))
@@ -23,16 +26,26 @@ function artifactPath(folder: string, name: string): string {
   return `${folder}/${name}.json`;
 }
 
+export const poolArtifactPath = (name: string) => artifactPath("pools", name);
 export const beamArtifactPath = (name: string) => artifactPath("beams", name);
 export const rolloutArtifactPath = (name: string) => artifactPath("rollouts", name);
 
-/** Refuses to overwrite unless `replace`; the write itself is atomic. */
+/**
+ * Writes atomically. An existing artefact with other content is only replaced with `replace`; one
+ * with identical content is left as it is (re-running a deterministic stage is a no-op).
+ */
 function write(ws: Workspace, relative: string, value: unknown, replace: boolean): ArtifactRef {
-  if (!replace && existsSync(ws.artifactPath(relative)))
-    throw new LeverError("artefact already exists (pass --replace to overwrite it)", {
-      file: ws.artifactPath(relative),
-    });
-  return ws.writeArtifact(relative, `${canonicalJson(value)}\n`);
+  const text = `${canonicalJson(value)}\n`;
+  const path = ws.artifactPath(relative);
+  if (existsSync(path)) {
+    const existing = readFileSync(path);
+    if (existing.equals(Buffer.from(text))) return { path: relative, sha256: sha256(existing) };
+    if (!replace)
+      throw new LeverError("artefact already exists with other content (pass --replace to overwrite it)", {
+        file: path,
+      });
+  }
+  return ws.writeArtifact(relative, text);
 }
 
 function read(ws: Workspace, relative: string): { path: string; json: unknown } {
@@ -43,6 +56,27 @@ function read(ws: Workspace, relative: string): { path: string; json: unknown } 
   } catch (error) {
     throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
   }
+}
+
+export function writePoolSet(
+  ws: Workspace,
+  name: string,
+  set: PoolSet,
+  options: { replace?: boolean } = {},
+): ArtifactRef {
+  checkPoolSet(set, poolArtifactPath(name));
+  return write(ws, poolArtifactPath(name), set, options.replace === true);
+}
+
+export function readPoolSet(ws: Workspace, name: string): PoolSet {
+  const { path, json } = read(ws, poolArtifactPath(name));
+  const parsed = PoolSetSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new LeverError(issue.message, { file: path, field: issue.path.join(".") || undefined });
+  }
+  checkPoolSet(parsed.data, path);
+  return parsed.data;
 }
 
 export function writeBeamSet(

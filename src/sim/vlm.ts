@@ -9,10 +9,10 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
-import { AnswerModel, pairHash } from "./sim-model.js";
-import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "./types.js";
+import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../vlm/types.js";
+import { AnswerModel, pairHash } from "./model.js";
+import { type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import { World } from "./world.js";
-import { type WorldParamsInput, WorldParamsSchema } from "./world-params.js";
 
 export const WORLD_FILE_FORMAT = "lever.synth-world/1";
 

@@ -20,8 +20,8 @@
  * One instance owns scratch buffers: it is not re-entrant, which is fine in single-threaded JS.
  */
 
+import type { AnswerModelParams } from "./params.js";
 import type { World } from "./world.js";
-import type { AnswerModelParams } from "./world-params.js";
 
 /** Relevance classes: bit 0 = same concept, bit 1 = same question type. */
 export const RELEVANCE_CLASSES = ["none", "sameConcept", "sameType", "sameCell"] as const;

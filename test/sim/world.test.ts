@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { normalizeAnswer } from "../../src/metrics/vqa.js";
-import { ANNOTATORS, mostFrequent, World } from "../../src/vlm/world.js";
-import { splitEmbeddings } from "../../src/vlm/world-embed.js";
-import { WorldParamsSchema } from "../../src/vlm/world-params.js";
-import { KIND_WORDS, QUESTION_TYPES, SYNONYMS } from "../../src/vlm/world-vocab.js";
+import { splitEmbeddings } from "../../src/sim/embed.js";
+import { WorldParamsSchema } from "../../src/sim/params.js";
+import { KIND_WORDS, QUESTION_TYPES, SYNONYMS } from "../../src/sim/vocab.js";
+import { ANNOTATORS, mostFrequent, World } from "../../src/sim/world.js";
 
 const small = { seed: 5, trainItems: 600, valItems: 200, concepts: 12 };
 const world = World.generate(small);

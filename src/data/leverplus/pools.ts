@@ -8,11 +8,10 @@
  * shortest remaining length (sampler order kept; counts recorded in the pool set's settings).
  */
 import { z } from "zod";
-import type { PoolSet } from "../pools/types.js";
-import { PoolSetSchema } from "../pools/types.js";
-import { LeverError } from "../util/errors.js";
-import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey } from "./leverplus-common.js";
-import { schemaError } from "./leverplus-json.js";
+import { LeverError } from "../../util/errors.js";
+import { type PoolSet, PoolSetSchema } from "../pool-set.js";
+import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey } from "./common.js";
+import { schemaError } from "./json.js";
 
 const RawPoolSchema = z.array(z.number().int());
 

@@ -5,25 +5,35 @@
  */
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { writePoolSet } from "../pools/artifact.js";
-import type { ArtifactRef } from "../store/types.js";
-import type { Workspace } from "../store/workspace.js";
-import { writeFileAtomic } from "../util/atomic.js";
-import { LeverError } from "../util/errors.js";
-import { sha256 } from "../util/hash.js";
-import { type ConstructOrder, constructOrderFromFileName, exportBeams, importBeams } from "./leverplus-beams.js";
-import { type DatasetIndex, datasetIndex } from "./leverplus-common.js";
-import { parsePythonJson } from "./leverplus-json.js";
-import { importSamplerPools, samplerFromFileName } from "./leverplus-pools.js";
-import { exportRollouts, importRollouts } from "./leverplus-rollouts.js";
-import { type BeamSetSummary, type RolloutSetSummary, summarizeBeamSet, summarizeRolloutSet } from "./trajectories.js";
+import {
+  type ConstructOrder,
+  constructOrderFromFileName,
+  exportBeams,
+  importBeams,
+} from "../../data/leverplus/beams.js";
+import { type DatasetIndex, datasetIndex } from "../../data/leverplus/common.js";
+import { parsePythonJson } from "../../data/leverplus/json.js";
+import { importSamplerPools, samplerFromFileName } from "../../data/leverplus/pools.js";
+import { exportRollouts, importRollouts } from "../../data/leverplus/rollouts.js";
+import {
+  type BeamSetSummary,
+  type RolloutSetSummary,
+  summarizeBeamSet,
+  summarizeRolloutSet,
+} from "../../data/trajectories.js";
+import { writeFileAtomic } from "../../util/atomic.js";
+import { LeverError } from "../../util/errors.js";
+import { sha256 } from "../../util/hash.js";
 import {
   artifactNameFromFile,
   readBeamSet,
   readRolloutSet,
   writeBeamSet,
+  writePoolSet,
   writeRolloutSet,
-} from "./trajectory-store.js";
+} from "../sets.js";
+import type { ArtifactRef } from "../types.js";
+import type { Workspace } from "../workspace.js";
 
 function readSource(file: string): { json: unknown; sha256: string } {
   let bytes: Buffer;

@@ -3,7 +3,7 @@
  * pools. The Python files identify items by `idx`, the row of the split sorted by question_id; we
  * identify them by question id, mapping through the dataset's items (leverplus-common.ts).
  */
-export * from "./leverplus-beams.js";
-export * from "./leverplus-common.js";
-export * from "./leverplus-pools.js";
-export * from "./leverplus-rollouts.js";
+export * from "./beams.js";
+export * from "./common.js";
+export * from "./pools.js";
+export * from "./rollouts.js";

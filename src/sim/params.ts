@@ -4,7 +4,7 @@
  * parameters; the world (items, latents, embeddings) and the simulator are rebuilt from them exactly.
  */
 import { z } from "zod";
-import { QUESTION_TYPES } from "./world-vocab.js";
+import { QUESTION_TYPES } from "./vocab.js";
 
 const unit = z.number().min(0).max(1);
 const nonNegative = z.number().min(0);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
 import { vqaAccuracy } from "../../src/metrics/vqa.js";
+import { SimOracle } from "../../src/sim/oracle.js";
+import { SimVlm } from "../../src/sim/vlm.js";
 import { Rng } from "../../src/util/rng.js";
-import { SimVlm } from "../../src/vlm/sim.js";
-import { SimOracle } from "../../src/vlm/sim-oracle.js";
 import type { GenerateResult } from "../../src/vlm/types.js";
 
 const sim = SimVlm.fromParams({ seed: 21, trainItems: 1000, valItems: 200, concepts: 8 });

@@ -15,10 +15,10 @@
 import { join } from "node:path";
 import { writeNpy } from "../data/npy.js";
 import { writeFileAtomic } from "../util/atomic.js";
-import { worldFileContent } from "../vlm/sim.js";
-import { SPLITS, type Split, World } from "../vlm/world.js";
-import { EMBEDDING_KINDS, splitEmbeddings } from "../vlm/world-embed.js";
-import type { WorldParamsInput } from "../vlm/world-params.js";
+import { EMBEDDING_KINDS, splitEmbeddings } from "./embed.js";
+import type { WorldParamsInput } from "./params.js";
+import { worldFileContent } from "./vlm.js";
+import { SPLITS, type Split, World } from "./world.js";
 
 export const WORLD_FILE = "world.json";
 

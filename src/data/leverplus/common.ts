@@ -1,6 +1,6 @@
 /** The idx ⇄ question-id mapping shared by the Lever-Plus importers and exporters. */
-import { LeverError } from "../util/errors.js";
-import { compareQuestionIds } from "./item.js";
+import { LeverError } from "../../util/errors.js";
+import { compareQuestionIds } from "../item.js";
 
 /** The row ⇄ question-id mapping of one dataset (rows in question-id order, as Python sorts them). */
 export interface DatasetIndex {

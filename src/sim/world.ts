@@ -12,8 +12,8 @@
 import { createHash } from "node:crypto";
 import { check } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
-import { answerKeyText } from "./sim-metric.js";
-import { type WorldParams, type WorldParamsInput, WorldParamsSchema } from "./world-params.js";
+import { answerKeyText } from "./metric.js";
+import { type WorldParams, type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import {
   conceptName,
   KIND_WORDS,
@@ -22,7 +22,7 @@ import {
   QUESTION_TYPES,
   type QuestionTypeSpec,
   SYNONYMS,
-} from "./world-vocab.js";
+} from "./vocab.js";
 
 export const SPLITS = ["train", "val"] as const;
 export type Split = (typeof SPLITS)[number];

@@ -1,9 +1,9 @@
-import type { DatasetRecord } from "../store/types.js";
-import { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
-import { findMissingImages } from "./images.js";
-import type { VqaItem } from "./item.js";
-import { readVqaDataset, type VqaDataset, type VqaReadOptions } from "./vqa.js";
+import { findMissingImages } from "../../data/images.js";
+import type { VqaItem } from "../../data/item.js";
+import { readVqaDataset, type VqaDataset, type VqaReadOptions } from "../../data/vqa.js";
+import { LeverError } from "../../util/errors.js";
+import type { DatasetRecord } from "../types.js";
+import { Workspace } from "../workspace.js";
 
 export interface VqaImportOptions extends VqaReadOptions {
   name: string;

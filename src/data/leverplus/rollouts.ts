@@ -10,11 +10,11 @@
  * placed first), so the set's prompt order is "farthest". Fields we do not model are kept verbatim.
  */
 import { z } from "zod";
-import { LeverError } from "../util/errors.js";
-import type { ImportResult } from "./leverplus-beams.js";
-import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./leverplus-common.js";
-import { schemaError } from "./leverplus-json.js";
-import { checkRolloutSet, type RolloutSet, RolloutSetSchema, type Trajectory, toPromptOrder } from "./trajectories.js";
+import { LeverError } from "../../util/errors.js";
+import { checkRolloutSet, type RolloutSet, RolloutSetSchema, type Trajectory, toPromptOrder } from "../trajectories.js";
+import type { ImportResult } from "./beams.js";
+import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
+import { schemaError } from "./json.js";
 
 const num = z.number();
 const row = z.number().int();

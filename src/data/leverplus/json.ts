@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { z } from "zod";
-import { LeverError } from "../util/errors.js";
+import { LeverError } from "../../util/errors.js";
 
 const SENTINELS: Record<string, number> = {
   NaN: Number.NaN,

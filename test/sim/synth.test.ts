@@ -7,21 +7,21 @@ import { register } from "../../src/cli/synth.js";
 import { readEmbeddingFile, validateEmbedding } from "../../src/data/embeddings.js";
 import { readNpy } from "../../src/data/npy.js";
 import { readVqaDataset } from "../../src/data/vqa.js";
+import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
+import { evaluateVqa } from "../../src/metrics/vqa.js";
+import { VqaAnnotationsFileSchema, VqaQuestionsFileSchema } from "../../src/metrics/vqa-files.js";
+import { splitEmbeddings } from "../../src/sim/embed.js";
+import { SimOracle } from "../../src/sim/oracle.js";
 import {
   annotationsFileName,
   imageFileName,
   PLACEHOLDER_JPEG,
   questionsFileName,
   writeSynthDataset,
-} from "../../src/datagen/synth.js";
-import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
-import { evaluateVqa } from "../../src/metrics/vqa.js";
-import { VqaAnnotationsFileSchema, VqaQuestionsFileSchema } from "../../src/metrics/vqa-files.js";
-import { SimVlm } from "../../src/vlm/sim.js";
-import { SimOracle } from "../../src/vlm/sim-oracle.js";
+} from "../../src/sim/synth.js";
+import { SimVlm } from "../../src/sim/vlm.js";
+import { World } from "../../src/sim/world.js";
 import type { GenerateResult } from "../../src/vlm/types.js";
-import { World } from "../../src/vlm/world.js";
-import { splitEmbeddings } from "../../src/vlm/world-embed.js";
 
 const params = { seed: 3, trainItems: 300, valItems: 80, concepts: 6, embedding: { dim: 8 } };
 const out = mkdtempSync(join(tmpdir(), "lever-synth-"));

@@ -15,9 +15,9 @@
  * the simulator's own evaluation, so the result is exactly what `generate` would answer.
  */
 import { check, LeverError } from "../util/errors.js";
-import type { SimVlm } from "./sim.js";
-import { accuracyScorer } from "./sim-metric.js";
-import type { AnswerModel } from "./sim-model.js";
+import { accuracyScorer } from "./metric.js";
+import type { AnswerModel } from "./model.js";
+import type { SimVlm } from "./vlm.js";
 
 export interface OracleTrajectory {
   /** Pool positions of the chosen demonstrations, in prompt order. */

@@ -9,11 +9,11 @@
  * prompt order "nearest". `beams[b].shots` and `shot_scores[b]` are in selection order.
  */
 import { z } from "zod";
-import { LeverError } from "../util/errors.js";
-import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./leverplus-common.js";
-import { schemaError } from "./leverplus-json.js";
-import type { Beam, BeamSet, PromptOrder } from "./trajectories.js";
-import { BeamSetSchema, fromPromptOrder, toPromptOrder } from "./trajectories.js";
+import { LeverError } from "../../util/errors.js";
+import type { Beam, BeamSet, PromptOrder } from "../trajectories.js";
+import { BeamSetSchema, fromPromptOrder, toPromptOrder } from "../trajectories.js";
+import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
+import { schemaError } from "./json.js";
 
 export type ConstructOrder = "left" | "right";
 

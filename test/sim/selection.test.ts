@@ -5,10 +5,10 @@
  * oracle are compared at 1-4 shots. docs/simulator.md quotes these numbers.
  */
 import { describe, expect, it } from "vitest";
+import { EMBEDDING_KINDS, type EmbeddingKind, splitEmbeddings } from "../../src/sim/embed.js";
+import { SimOracle } from "../../src/sim/oracle.js";
+import { SimVlm } from "../../src/sim/vlm.js";
 import { Rng } from "../../src/util/rng.js";
-import { SimVlm } from "../../src/vlm/sim.js";
-import { SimOracle } from "../../src/vlm/sim-oracle.js";
-import { EMBEDDING_KINDS, type EmbeddingKind, splitEmbeddings } from "../../src/vlm/world-embed.js";
 
 const QUERIES = 300;
 const K = 32;

@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
+import { pairHash } from "../../src/sim/model.js";
+import { SimVlm, worldFileContent } from "../../src/sim/vlm.js";
+import type { World } from "../../src/sim/world.js";
 import { LeverError } from "../../src/util/errors.js";
-import { SimVlm, worldFileContent } from "../../src/vlm/sim.js";
-import { pairHash } from "../../src/vlm/sim-model.js";
 import { isFailure, type ScoreResult, type VlmPrompt } from "../../src/vlm/types.js";
-import type { World } from "../../src/vlm/world.js";
 
 const base = { seed: 11, trainItems: 800, valItems: 200, concepts: 10 };
 const sim = SimVlm.fromParams(base);
