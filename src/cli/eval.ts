@@ -55,7 +55,7 @@ export function register(program: Command): void {
     .option("--shots <list>", "shot counts", "1,2,3,4")
     .option(
       "--retriever <list>",
-      "zero, random, topk-image, topk-text, topk-mix, oracle (sim only), selector:CKPT",
+      "zero, random, topk-image, topk-text, topk-joint, oracle (sim only), selector:CKPT",
       "zero,random",
     )
     .option("--vlm <backend>", "sim | openai", "sim")

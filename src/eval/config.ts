@@ -6,14 +6,12 @@
  * the same settings (and stored rows are reused).
  */
 import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
-import { POOL_SAMPLERS } from "./retrievers.js";
 import { PROMPT_ORDERS } from "./types.js";
-
-/** "The query's pool" when no flag says otherwise. */
-export const DEFAULT_POOL = { sampler: "mix", k: 64 } as const;
 
 export const METRIC_VARIANTS = ["official", "always-normalize"] as const;
 export const LAYOUTS = ["lever-plus", "chat-turns"] as const;
@@ -32,9 +30,9 @@ export const EvalOptionsSchema = z.object({
   layout: z.enum(LAYOUTS).default("lever-plus"),
   /** Pool size and sampler of "the query's pool" (oracle; selectors unless their checkpoint says otherwise). */
   k: z.number().int().positive().optional(),
-  poolSampler: z.enum(POOL_SAMPLERS).optional(),
+  poolSampler: z.enum(SAMPLERS).optional(),
   /** Embedding a selector reads (default: its checkpoint's, else joint). */
-  selectorEmbedding: z.enum(["image", "text", "joint"]).optional(),
+  selectorEmbedding: z.enum(EMBEDDING_KINDS).optional(),
   seed: z.number().int().min(0).max(0xffffffff).default(0),
   run: z
     .string()

@@ -6,14 +6,15 @@
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { EmbeddingMatrix } from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer } from "../metrics/vqa.js";
-import { type EmbeddingSet, PoolBuilder, type SimilarityKind } from "../pools/samplers.js";
+import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { SimOracle } from "../sim/oracle.js";
+import { WORLD_FILE } from "../sim/synth.js";
 import { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { DatasetRecord } from "../store/types.js";
@@ -22,28 +23,20 @@ import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { OpenAiVlm } from "../vlm/openai.js";
 import type { Vlm } from "../vlm/types.js";
-import {
-  configDifferences,
-  DEFAULT_POOL,
-  type EvalOptions,
-  type EvalRunConfig,
-  evalConfigHash,
-  evalRunConfig,
-} from "./config.js";
+import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
 import {
   createRetriever,
+  DEPRECATED_RETRIEVERS,
   memoizePools,
   type OracleFn,
   type PoolProvider,
-  parseRetrieverSpec,
+  parseRetrieverList,
   type Retriever,
   type RetrieverSpec,
 } from "./retrievers.js";
 import { loadSelector } from "./selector.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
-import { toSelectionOrder } from "./types.js";
-
-const SIMILARITY_KINDS: readonly SimilarityKind[] = ["image", "text", "joint"];
+import { fromPromptOrder } from "./types.js";
 
 /** The workspace's predictions table as a PredictionStore. */
 export function workspacePredictionStore(ws: Workspace): PredictionStore {
@@ -68,7 +61,7 @@ export interface VlmSetup {
 export function resolveWorldFile(options: EvalOptions, dataset: DatasetRecord): string {
   if (options.world !== undefined) return options.world;
   for (const file of dataset.files) {
-    const candidate = join(dirname(file.path), "world.json");
+    const candidate = join(dirname(file.path), WORLD_FILE);
     if (existsSync(candidate)) return candidate;
   }
   throw new LeverError(
@@ -108,7 +101,7 @@ export function createVlm(
 /** The simulator's oracle, returning SELECTION order under the run's prompt-order setting. */
 export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
   const oracle = new SimOracle(sim);
-  return (query, pool, shots) => toSelectionOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
+  return (query, pool, shots) => fromPromptOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
@@ -116,7 +109,7 @@ export class EmbeddingCache {
   private readonly loaded = new Map<string, EmbeddingMatrix>();
   constructor(private readonly ws: Workspace) {}
 
-  get(dataset: string, kind: SimilarityKind): EmbeddingMatrix {
+  get(dataset: string, kind: EmbeddingKind): EmbeddingMatrix {
     const key = `${dataset}\u0000${kind}`;
     let matrix = this.loaded.get(key);
     if (!matrix) this.loaded.set(key, (matrix = loadDatasetEmbedding(this.ws, dataset, kind)));
@@ -126,7 +119,7 @@ export class EmbeddingCache {
   /** Every registered kind's embeddings, as a set that loads on first access. */
   lazySet(dataset: string): EmbeddingSet {
     const set: EmbeddingSet = {};
-    for (const kind of SIMILARITY_KINDS)
+    for (const kind of EMBEDDING_KINDS)
       Object.defineProperty(set, kind, { enumerable: true, get: () => this.get(dataset, kind) });
     return set;
   }
@@ -159,7 +152,7 @@ export function workspacePools(
 function embeddingIdentities(ws: Workspace, dataset: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const record of ws.listEmbeddings(dataset))
-    if ((SIMILARITY_KINDS as readonly string[]).includes(record.kind)) out[`${dataset}/${record.kind}`] = record.sha256;
+    if ((EMBEDDING_KINDS as readonly string[]).includes(record.kind)) out[`${dataset}/${record.kind}`] = record.sha256;
   return out;
 }
 
@@ -191,9 +184,14 @@ export async function prepareEvaluation(
   const indexRecord = ws.requireDataset(options.index);
   const queries = selectSubset(ws.loadItems(options.dataset), options.queries, options.seed);
   const index = ws.loadItems(options.index);
-  const specs = options.retrievers.map(parseRetrieverSpec);
+  const specs = parseRetrieverList(options.retrievers);
   const maxShots = Math.max(0, ...options.shots);
-  const warnings: string[] = [];
+  const warnings = options.retrievers
+    .filter((name) => DEPRECATED_RETRIEVERS[name] !== undefined)
+    .map((name) => {
+      const { replacement, reason } = DEPRECATED_RETRIEVERS[name];
+      return `retriever "${name}" is deprecated: use "${replacement}" (${reason})`;
+    });
   const vlm = createVlm(ws, options, dataset, hooks.wrapBackend);
 
   const config = evalRunConfig(options, {

@@ -3,6 +3,8 @@
  * one sampler, with the settings that made them recorded for reproducibility. Stored with
  * `writePoolSet` (src/store/sets.ts).
  */
+
+import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { checkPoolSet, type PoolSet } from "../data/pool-set.js";
 import {
@@ -13,7 +15,6 @@ import {
   PoolBuilder,
   type SamplerName,
   SIMILARITY_KIND,
-  type SimilarityKind,
 } from "./samplers.js";
 import type { Gemm } from "./search.js";
 
@@ -38,7 +39,7 @@ export function embeddingKindsFor(
   sampler: SamplerName,
   k: number,
   ratios: MixRatios = DEFAULT_MIX_RATIOS,
-): SimilarityKind[] {
+): EmbeddingKind[] {
   if (sampler === "random") return [];
   if (sampler !== "mix") return [SIMILARITY_KIND[sampler]];
   const [, text, image] = mixQuotas(k, ratios);

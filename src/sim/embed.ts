@@ -7,11 +7,9 @@
  * share its image embedding, as with real image features; the image also shows the answers (a red
  * bus looks red), so image similarity carries some answer information, text similarity none.
  */
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { Rng } from "../util/rng.js";
 import type { Split, World } from "./world.js";
-
-export const EMBEDDING_KINDS = ["image", "text", "joint"] as const;
-export type EmbeddingKind = (typeof EMBEDDING_KINDS)[number];
 
 export interface SplitEmbeddings {
   /** Question ids of the rows, in row order (the split's item order). */

@@ -13,9 +13,10 @@
  * Every file is written atomically; world.json last, so its presence means the dataset is complete.
  */
 import { join } from "node:path";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { writeNpy } from "../data/npy.js";
 import { writeFileAtomic } from "../util/atomic.js";
-import { EMBEDDING_KINDS, splitEmbeddings } from "./embed.js";
+import { splitEmbeddings } from "./embed.js";
 import type { WorldParamsInput } from "./params.js";
 import { worldFileContent } from "./vlm.js";
 import { SPLITS, type Split, World } from "./world.js";
@@ -24,6 +25,9 @@ export const WORLD_FILE = "world.json";
 
 export const questionsFileName = (split: Split) => `v2_OpenEnded_mscoco_${split}2014_questions.json`;
 export const annotationsFileName = (split: Split) => `v2_mscoco_${split}2014_annotations.json`;
+/** Embedding matrix of a split (`.npy`; its ids beside it as `<same>.ids.json`). */
+export const embeddingFileName = (split: Split, kind: EmbeddingKind) => join("embeddings", split, `${kind}.npy`);
+export const IMAGES_DIR = "images";
 export const imageFileName = (split: Split, imageId: number) =>
   join(`${split}2014`, `COCO_${split}2014_${String(imageId).padStart(12, "0")}.jpg`);
 
@@ -68,13 +72,13 @@ export function writeSynthDataset(options: SynthOptions): SynthSummary {
     write(annotationsFileName(split), JSON.stringify(annotationsFile(world, split, items)));
     const embeddings = splitEmbeddings(world, split);
     for (const kind of EMBEDDING_KINDS) {
-      const base = join("embeddings", split, kind);
-      writeNpy(join(options.out, `${base}.npy`), embeddings[kind], [embeddings.ids.length, embeddings.dim], "<f4");
-      files.push(`${base}.npy`);
-      write(`${base}.ids.json`, JSON.stringify(embeddings.ids));
+      const file = embeddingFileName(split, kind);
+      writeNpy(join(options.out, file), embeddings[kind], [embeddings.ids.length, embeddings.dim], "<f4");
+      files.push(file);
+      write(`${file}.ids.json`, JSON.stringify(embeddings.ids));
     }
     if (options.images !== false)
-      for (const image of images) write(join("images", imageFileName(split, image.imageId)), PLACEHOLDER_JPEG);
+      for (const image of images) write(join(IMAGES_DIR, imageFileName(split, image.imageId)), PLACEHOLDER_JPEG);
   }
   write(WORLD_FILE, `${JSON.stringify(worldFileContent(world), null, 2)}\n`);
   return {

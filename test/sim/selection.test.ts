@@ -5,7 +5,8 @@
  * oracle are compared at 1-4 shots. docs/simulator.md quotes these numbers.
  */
 import { describe, expect, it } from "vitest";
-import { EMBEDDING_KINDS, type EmbeddingKind, splitEmbeddings } from "../../src/sim/embed.js";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../../src/data/embeddings.js";
+import { splitEmbeddings } from "../../src/sim/embed.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";
 import { Rng } from "../../src/util/rng.js";
