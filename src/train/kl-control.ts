@@ -1,10 +1,12 @@
 /**
  * The KL coefficient β of the GRPO loss: fixed, or adapted toward a target KL with the proportional
  * controller of Ziegler et al. 2019, "Fine-Tuning Language Models from Human Preferences"
- * (arXiv 1909.08593, §2.2), as implemented by TRL's `AdaptiveKLController`:
+ * (arXiv 1909.08593, §2.2; openai/lm-human-preferences train_policy.py), as implemented by
+ * `AdaptiveKLController` in TRL (its PPO trainer) and verl (verl/trainer/ppo/core_algos.py):
  *   e = clip(KL / targetKl − 1, −0.2, 0.2),   β ← β·(1 + e·n / horizon),
- * where n is the number of trajectories the KL was measured on (TRL passes its batch size). β thus
- * changes by at most ±20 %·n/horizon per update. The KL is the per-step estimate the loss reports.
+ * where n is the number of trajectories the KL was measured on (TRL and verl pass their batch
+ * size), so β changes by at most ±20 %·n/horizon per update. The KL is the per-step estimate the
+ * loss reports.
  * The state (β) is serialisable so a resumed run continues with the same coefficient.
  *
  * Defaults: β = 0.04 (the DeepSeekMath GRPO paper, arXiv 2402.03300); targetKl 0.05 nats per step,
