@@ -15,7 +15,7 @@ import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.
 import { defaultGemm } from "../pools/search.js";
 import { SimOracle } from "../sim/oracle.js";
 import { WORLD_FILE } from "../sim/synth.js";
-import { SimVlm } from "../sim/vlm.js";
+import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
@@ -23,6 +23,7 @@ import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { OpenAiVlm } from "../vlm/openai.js";
 import type { Vlm } from "../vlm/types.js";
+import { createVlm, type VlmSetup } from "./backend.js";
 import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
 import {
   createRetriever,
@@ -44,58 +45,6 @@ export function workspacePredictionStore(ws: Workspace): PredictionStore {
     list: (runId) => ws.getPredictions(runId).map(({ runId: _run, ...row }): EvalPrediction => row),
     put: (runId, rows) => ws.putPredictions(rows.map((row) => ({ runId, ...row }))),
   };
-}
-
-/** The VLM of an evaluation, and the simulator's oracle when the backend is `sim`. */
-export interface VlmSetup {
-  vlm: Vlm;
-  /** The backend itself (for ids and stats); `vlm` may be the cache wrapper around it. */
-  backend: Vlm;
-  sim?: SimVlm;
-}
-
-/**
- * `--world` or, for datasets written by `lever data synth`, the `world.json` beside the dataset's
- * source files.
- */
-export function resolveWorldFile(options: EvalOptions, dataset: DatasetRecord): string {
-  if (options.world !== undefined) return options.world;
-  for (const file of dataset.files) {
-    const candidate = join(dirname(file.path), WORLD_FILE);
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new LeverError(
-    `the sim backend needs the synthetic world file: pass --world FILE (no world.json beside the files of dataset "${dataset.name}")`,
-    { field: "--world" },
-  );
-}
-
-export function createVlm(
-  ws: Workspace,
-  options: EvalOptions,
-  dataset: DatasetRecord,
-  wrapBackend: (backend: Vlm) => Vlm = (backend) => backend,
-): VlmSetup {
-  let backend: Vlm;
-  let sim: SimVlm | undefined;
-  if (options.vlm === "sim") {
-    sim = SimVlm.fromWorldFile(resolveWorldFile(options, dataset));
-    backend = sim;
-  } else {
-    if (options.baseUrls.length === 0)
-      throw new LeverError("the openai backend needs at least one --base-url", { field: "--base-url" });
-    if (options.model === undefined)
-      throw new LeverError("the openai backend needs --model (the served model name)", { field: "--model" });
-    backend = new OpenAiVlm({
-      baseUrls: options.baseUrls,
-      model: options.model,
-      layout: options.layout,
-      seed: options.seed,
-    });
-  }
-  const sent = wrapBackend(backend);
-  const vlm = options.cache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
-  return { vlm, backend, sim };
 }
 
 /** The simulator's oracle, returning SELECTION order under the run's prompt-order setting. */
@@ -192,7 +141,7 @@ export async function prepareEvaluation(
       const { replacement, reason } = DEPRECATED_RETRIEVERS[name];
       return `retriever "${name}" is deprecated: use "${replacement}" (${reason})`;
     });
-  const vlm = createVlm(ws, options, dataset, hooks.wrapBackend);
+  const vlm = createVlm(ws, options, dataset, { seed: options.seed, wrapBackend: hooks.wrapBackend });
 
   const config = evalRunConfig(options, {
     datasetItemsHash: dataset.itemsHash,
