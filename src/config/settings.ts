@@ -95,7 +95,7 @@ function leaf(node: JsonSchema, path: string[], required: boolean): SettingField
   };
   if (members.length !== 1) return { ...base, kind: "json" };
   const type = Array.isArray(inner.type) ? undefined : inner.type;
-  if (inner.enum !== undefined && inner.enum.every((v) => typeof v === "string"))
+  if (inner.enum?.every((v) => typeof v === "string"))
     return { ...base, kind: "enum", choices: inner.enum as string[] };
   if (inner.const !== undefined && typeof inner.const === "string")
     return { ...base, kind: "enum", choices: [inner.const] };

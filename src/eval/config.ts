@@ -7,14 +7,13 @@
  */
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 import { PROMPT_ORDERS } from "./types.js";
-
-export const METRIC_VARIANTS = ["official", "always-normalize"] as const;
 
 /** The evaluation's own settings (the VLM backend's are `VlmSettingsSchema`, bound beside them). */
 export const EvalSettingsSchema = z
@@ -58,7 +57,7 @@ export const EvalSettingsSchema = z
       .optional()
       .describe("name of the run (resumed if it exists); default: identified by the config hash"),
     metricVariant: z
-      .enum(METRIC_VARIANTS)
+      .enum(VQA_VARIANTS)
       .default("official")
       .describe("VQA accuracy: official (normalise only when annotators disagree) or always-normalize"),
     order: z

@@ -1,28 +1,15 @@
-/**
- * Wires an evaluation to the real modules: the workspace (datasets, embeddings, runs, predictions),
- * the pool contract (src/pools), the VLM backends with the response cache (src/vlm), the one
- * post-processor and scorer (src/metrics), and selector checkpoints (src/selector). Everything here
- * is glue; the logic lives in runner.ts, retrievers.ts and src/report.
- */
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
-import { postprocessVqaAnswer } from "../metrics/postprocess.js";
-import { prepareGroundTruth, type VqaScorer } from "../metrics/vqa.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { SimOracle } from "../sim/oracle.js";
-import { WORLD_FILE } from "../sim/synth.js";
 import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
-import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
-import { OpenAiVlm } from "../vlm/openai.js";
 import type { Vlm } from "../vlm/types.js";
+import { vqaAnswering } from "./answer.js";
 import { createVlm, type VlmSetup } from "./backend.js";
 import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
 import {
@@ -184,18 +171,6 @@ export async function prepareEvaluation(
   // The run is found or created only once every retriever could be built (no orphan runs).
   const { runId, resumed } = findOrCreateRun(ws, config, options);
 
-  const scorers = new Map<string, VqaScorer>();
-  const score = (answer: string, query: VqaItem) => {
-    let scorer = scorers.get(query.questionId);
-    if (!scorer) {
-      scorer = prepareGroundTruth(
-        query.answers.map((a) => a.answer),
-        options.metricVariant,
-      );
-      scorers.set(query.questionId, scorer);
-    }
-    return scorer(answer);
-  };
   return {
     runId,
     resumed,
@@ -206,8 +181,7 @@ export async function prepareEvaluation(
     specs,
     vlm,
     store: workspacePredictionStore(ws),
-    postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
-    score,
+    ...vqaAnswering(options.metricVariant),
     warnings,
     notes,
   };

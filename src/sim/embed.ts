@@ -1,13 +1,3 @@
-/**
- * Embeddings of the synthetic world: noisy functions of the latents, standing in for CLIP features.
- *   image(item) = normalise(imageConcept·u_c + imageAnswer·mean_{questions of the image}(w_a*) + imageNoise·ξ_image)
- *   text(item)  = normalise(textType·v_t + textConcept·u_c + textNoise·ξ_item)
- *   joint(item) = normalise(image + text)   (both unit vectors: the Lever-Plus export recipe, spec §2.4.3)
- * u, v, w and ξ have i.i.d. N(0, 1/dim) entries (unit length in expectation). Questions of one image
- * share its image embedding, as with real image features; the image also shows the answers (a red
- * bus looks red), so image similarity carries some answer information, text similarity none.
- */
-import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { Rng } from "../util/rng.js";
 import type { Split, World } from "./world.js";
 
