@@ -23,43 +23,77 @@ import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { chunk } from "./batch.js";
 import { EarlyStopping } from "./early-stopping.js";
-import { lrMultiplier, ScheduleSchema } from "./schedule.js";
+import { lrMultiplier, scheduleSchema } from "./schedule.js";
 import type { LoopState } from "./train-state.js";
 
-export const OptimSchema = z
-  .object({
-    epochs: z.number().int().positive().default(20).describe("passes over the training queries"),
-    batchQueries: z.number().int().positive().default(32).describe("queries per batch, each with all its trajectories"),
-    lr: z.number().positive().default(1e-4).describe("peak learning rate"),
-    weightDecay: z.number().min(0).default(1e-3).describe("AdamW decoupled weight decay"),
-    betas: z
-      .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
-      .default([0.9, 0.999])
-      .describe("AdamW betas"),
-    eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
-    schedule: ScheduleSchema.default(ScheduleSchema.parse({})),
-    clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
-    frozen: z.array(z.string()).default([]).meta({
-      flag: "freeze",
-      description:
-        "parameter groups not updated, e.g. input_proj,query_proj,cand_proj (lever selector inspect lists them)",
-    }),
-    earlyStopping: z
-      .object({
-        metric: z.string().default("valLoss").describe("validation metric that selects the best epoch"),
-        mode: z.enum(["min", "max"]).default("min").describe("whether smaller or larger is better"),
-        patience: z
-          .number()
-          .int()
-          .nonnegative()
-          .default(0)
-          .describe("epochs without improvement before stopping (0 = never stop early)"),
-        minDelta: z.number().min(0).default(0).describe("smallest change that counts as an improvement"),
-      })
-      .strict()
-      .default({ metric: "valLoss", mode: "min", patience: 0, minDelta: 0 }),
-  })
-  .strict();
+/** Stage-specific defaults of the optimiser settings (SFT, RCE and GRPO differ). */
+export interface OptimDefaults {
+  epochs: number;
+  lr: number;
+  weightDecay: number;
+  schedule: { kind: "cosine" | "constant"; warmupRatio: number; minLrRatio: number };
+  metric: string;
+}
+
+/** Metrics where smaller is better; `mode: auto` infers the direction from the name. */
+export function lowerIsBetter(metric: string): boolean {
+  return /loss|rce|kl/i.test(metric);
+}
+
+export function optimSchema(d: OptimDefaults) {
+  const schedule = scheduleSchema(d.schedule);
+  return z
+    .object({
+      epochs: z.number().int().positive().default(d.epochs).describe("passes over the training queries"),
+      batchQueries: z
+        .number()
+        .int()
+        .positive()
+        .default(32)
+        .describe("queries per batch, each with all its trajectories"),
+      lr: z.number().positive().default(d.lr).describe("peak learning rate"),
+      weightDecay: z.number().min(0).default(d.weightDecay).describe("AdamW decoupled weight decay"),
+      betas: z
+        .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
+        .default([0.9, 0.999])
+        .describe("AdamW betas"),
+      eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
+      schedule: schedule.default(schedule.parse({})),
+      clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
+      frozen: z.array(z.string()).default([]).meta({
+        flag: "freeze",
+        description:
+          "parameter groups not updated, e.g. input_proj,query_proj,cand_proj (lever selector inspect lists them)",
+      }),
+      earlyStopping: z
+        .object({
+          metric: z.string().default(d.metric).describe("validation metric that selects the best epoch"),
+          mode: z
+            .enum(["min", "max", "auto"])
+            .default("auto")
+            .describe("whether smaller or larger is better (auto: smaller for losses, KL and RCE, larger otherwise)"),
+          patience: z
+            .number()
+            .int()
+            .nonnegative()
+            .default(0)
+            .describe("epochs without improvement before stopping (0 = never stop early)"),
+          minDelta: z.number().min(0).default(0).describe("smallest change that counts as an improvement"),
+        })
+        .strict()
+        .default({ metric: d.metric, mode: "auto", patience: 0, minDelta: 0 }),
+    })
+    .strict();
+}
+
+/** The SFT optimiser: Lightning-style cosine with 5 % warm-up, AdamW(1e-4, wd 1e-3), 20 epochs. */
+export const OptimSchema = optimSchema({
+  epochs: 20,
+  lr: 1e-4,
+  weightDecay: 1e-3,
+  schedule: { kind: "cosine", warmupRatio: 0.05, minLrRatio: 0 },
+  metric: "valLoss",
+});
 export type OptimConfig = z.infer<typeof OptimSchema>;
 
 export interface StepContext {
@@ -161,8 +195,9 @@ export async function train<G>(
     .map((s) => model.params.get(s.name)!);
   const batches = Math.ceil(groups.length / optim.batchQueries);
   const totalSteps = optim.epochs * batches;
+  const { mode, metric } = optim.earlyStopping;
   const stopper = new EarlyStopping(
-    optim.earlyStopping.mode,
+    mode === "auto" ? (lowerIsBetter(metric) ? "min" : "max") : mode,
     optim.earlyStopping.patience,
     optim.earlyStopping.minDelta,
   );

@@ -82,7 +82,11 @@ export const openAiVlmConfigSchema = z
       .default(512 * 1024 * 1024)
       .describe("bytes of encoded images kept in memory"),
     maxTokens: z.number().int().positive().default(5).describe("generated tokens per answer (the reference used 5)"),
-    temperature: z.number().min(0).default(0).describe("sampling temperature of generation (0 = greedy)"),
+    temperature: z
+      .number()
+      .min(0)
+      .default(0)
+      .meta({ flag: "gen-temperature", description: "sampling temperature of generation (0 = greedy)" }),
     extraBody: z
       .record(z.string(), z.unknown())
       .default({})
