@@ -83,7 +83,7 @@ export async function executeStage<R extends TrainingRunResult>(
           ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
         ]);
         if (opts.health !== undefined)
-          writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify(warnings, null, 2)}\n`);
+          writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify({ warnings }, null, 2)}\n`);
         ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
         progress?.epoch(info);
         for (const w of found) progress?.warn(`epoch ${w.epoch + 1}: ${w.message}`);
