@@ -86,6 +86,9 @@ export function lineChart(input: LineChartInput): Promise<string> {
     s.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y)).map((p) => ({ series: s.name, ...p })),
   );
   const many = input.series.length > 1;
+  // A flat series would give a zero-width y domain; anchor such a chart at 0 instead.
+  const ys = values.map((v) => v.y);
+  const flat = ys.length === 0 || Math.max(...ys) - Math.min(...ys) <= 1e-9 * Math.max(1, ...ys.map(Math.abs));
   return renderVegaLite({
     title: input.title,
     width: input.width ?? 420,
@@ -94,7 +97,7 @@ export function lineChart(input: LineChartInput): Promise<string> {
     mark: { type: "line", point: values.length <= 60, interpolate: "linear" },
     encoding: {
       x: { field: "x", type: "quantitative", title: input.xTitle },
-      y: { field: "y", type: "quantitative", title: input.yTitle, scale: { zero: false } },
+      y: { field: "y", type: "quantitative", title: input.yTitle, scale: { zero: flat } },
       color: many
         ? { field: "series", type: "nominal", title: null, legend: { orient: "bottom", labelLimit: 360 } }
         : { value: "#3366aa" },

@@ -5,14 +5,7 @@
  * (one line per subset × row × shot with every number). JSON is the result object itself.
  */
 import type { CellComparison, CellResult, ComparisonResult, SeedSpread } from "./compare.js";
-import {
-  type Column,
-  formatInterval,
-  formatNumber,
-  formatPValue,
-  renderMarkdownTable,
-  renderTable,
-} from "./table.js";
+import { type Column, formatInterval, formatNumber, formatPValue, renderMarkdownTable, renderTable } from "./table.js";
 
 export const COMPARE_FORMATS = ["table", "markdown", "csv", "json"] as const;
 export type CompareFormat = (typeof COMPARE_FORMATS)[number];
@@ -92,37 +85,29 @@ function comparisonText(result: ComparisonResult, markdown: boolean): string {
       r.cells.flatMap((c) => (c?.comparison ? [[labelOf.get(r.row) as string, c, c.comparison] as const] : [])),
     );
     if (lines.length > 0) {
+      const groups = result.rows.some((row) => row.isGroup);
+      const columns: DetailColumn[] = [
+        [{ header: "method" }, (label) => label],
+        [{ header: "shot", align: "right" }, (_, cell) => String(cell.shot)],
+        [{ header: "pairs", align: "right" }, (_, __, c) => String(c.pairs)],
+        [{ header: "excl", align: "right" }, (_, __, c) => String(c.excluded)],
+        [{ header: "Δ", align: "right" }, (_, __, c) => formatNumber(c.difference, 2, true)],
+        [{ header: "95% CI", align: "right" }, (_, __, c) => formatInterval([c.ci.lower, c.ci.upper], 2, true)],
+        ...(groups ? [seedColumn] : []),
+        [
+          { header: "McNemar", align: "right" },
+          (_, __, c) => (c.mcnemar === null ? "(flip)" : `${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`),
+        ],
+        [{ header: "p", align: "right" }, (_, __, c) => formatPValue(c.pValue)],
+        [{ header: "p Holm", align: "right" }, (_, __, c) => formatPValue(c.pHolm)],
+        [{ header: "sig" }, (_, __, c) => significanceMark(c)],
+        [{ header: "MDE", align: "right" }, (_, __, c) => (c.mde === null ? "n/a" : formatNumber(c.mde, 2))],
+      ];
       parts.push(
         "",
         render(
-          [
-            { header: "method" },
-            { header: "shot", align: "right" },
-            { header: "pairs", align: "right" },
-            { header: "excl", align: "right" },
-            { header: "Δ", align: "right" },
-            { header: "95% CI", align: "right" },
-            { header: "seeds", align: "right" },
-            { header: "McNemar", align: "right" },
-            { header: "p", align: "right" },
-            { header: "p Holm", align: "right" },
-            { header: "sig" },
-            { header: "MDE", align: "right" },
-          ],
-          lines.map(([label, cell, c]) => [
-            label,
-            String(cell.shot),
-            String(c.pairs),
-            String(c.excluded),
-            formatNumber(c.difference, 2, true),
-            formatInterval([c.ci.lower, c.ci.upper], 2, true),
-            c.seeds?.sd == null ? "" : `sd ${formatNumber(c.seeds.sd, 2)}`,
-            c.mcnemar === null ? "(flip)" : `${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`,
-            formatPValue(c.pValue),
-            formatPValue(c.pHolm),
-            significanceMark(c),
-            c.mde === null ? "n/a" : formatNumber(c.mde, 2),
-          ]),
+          columns.map(([column]) => column),
+          lines.map(([label, cell, c]) => columns.map(([, value]) => value(label, cell, c))),
         ),
       );
       parts.push(
@@ -160,6 +145,14 @@ function comparisonText(result: ComparisonResult, markdown: boolean): string {
   if (result.notes.length > 0) parts.push("", ...result.notes.map((n) => `note: ${n}`));
   return parts.join("\n");
 }
+
+/** A column of the comparison lines: its header and how to print a comparison into it. */
+type DetailColumn = [Column, (label: string, cell: CellResult, c: CellComparison) => string];
+
+const seedColumn: DetailColumn = [
+  { header: "seed sd", align: "right" },
+  (_, __, c) => (c.seeds?.sd == null ? "" : formatNumber(c.seeds.sd, 2)),
+];
 
 const CSV_COLUMNS = [
   "subset",

@@ -501,9 +501,7 @@ function spread(values: (number | null)[]): SeedSpread {
   if (present.length === 0) return { values, mean: null, sd: null };
   const mean = present.reduce((s, v) => s + v, 0) / present.length;
   const sd =
-    present.length < 2
-      ? null
-      : Math.sqrt(present.reduce((s, v) => s + (v - mean) ** 2, 0) / (present.length - 1));
+    present.length < 2 ? null : Math.sqrt(present.reduce((s, v) => s + (v - mean) ** 2, 0) / (present.length - 1));
   return { values, mean, sd };
 }
 

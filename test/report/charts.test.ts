@@ -28,7 +28,16 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
       title: "loss",
       xTitle: "step",
       yTitle: "loss",
-      series: [{ name: "a", points: [{ x: 0, y: 1 }, { x: 1, y: Number.NaN }, { x: 2, y: 0.5 }] }],
+      series: [
+        {
+          name: "a",
+          points: [
+            { x: 0, y: 1 },
+            { x: 1, y: Number.NaN },
+            { x: 2, y: 0.5 },
+          ],
+        },
+      ],
     });
     expect(svg).toContain("mark-line");
     expect(svg).not.toContain("NaN");
@@ -53,8 +62,8 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
   });
 
   it("refuses to load data from a URL", async () => {
-    await expect(
-      renderVegaLite({ data: { url: "https://example.invalid/data.json" }, mark: "point" }),
-    ).rejects.toThrow(/inline data only/);
+    await expect(renderVegaLite({ data: { url: "https://example.invalid/data.json" }, mark: "point" })).rejects.toThrow(
+      /inline data only/,
+    );
   });
 });

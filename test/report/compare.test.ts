@@ -116,7 +116,11 @@ describe("compareMethods", () => {
       ],
       settings({ baseline: "b" }),
     );
-    expect(result.rows[1]).toMatchObject({ id: "g", isGroup: true, members: [{ id: "s1" }, { id: "s2" }, { id: "s3" }] });
+    expect(result.rows[1]).toMatchObject({
+      id: "g",
+      isGroup: true,
+      members: [{ id: "s1" }, { id: "s2" }, { id: "s3" }],
+    });
     const cell = result.tables[0].rows[1].cells[0]!;
     expect(cell.seeds!.values).toEqual([50, 25, 75]);
     expect(cell.seeds!.mean).toBeCloseTo(50, 12);
@@ -149,7 +153,11 @@ describe("compareMethods", () => {
     const demos = (i: number) => [`x${i}`, `y${i}`];
     const other = (i: number) => (i === 0 ? ["y0", "x0"] : [`x${i}`, `y${i}`]);
     const result = compareMethods(
-      [method("b", rows(2, [0, 0, 0, 0], demos)), method("a", rows(2, [1, 1, 1, 1], other)), method("zero", rows(0, [0]))],
+      [
+        method("b", rows(2, [0, 0, 0, 0], demos)),
+        method("a", rows(2, [1, 1, 1, 1], other)),
+        method("zero", rows(0, [0])),
+      ],
       settings(),
     );
     expect(result.overlap).toEqual([{ shot: 2, a: "b", b: "a", n: 4, identical: 3, sameSet: 4, share: 0.75 }]);
