@@ -24,6 +24,8 @@ export interface LineChartInput {
   xTitle: string;
   yTitle: string;
   series: readonly LineSeries[];
+  /** x counts something (steps, epochs): ticks only at whole numbers. */
+  integerX?: boolean;
   width?: number;
   height?: number;
 }
@@ -96,7 +98,12 @@ export function lineChart(input: LineChartInput): Promise<string> {
     data: { values },
     mark: { type: "line", point: values.length <= 60, interpolate: "linear" },
     encoding: {
-      x: { field: "x", type: "quantitative", title: input.xTitle },
+      x: {
+        field: "x",
+        type: "quantitative",
+        title: input.xTitle,
+        ...(input.integerX ? { axis: { tickMinStep: 1, format: "d" } } : {}),
+      },
       y: { field: "y", type: "quantitative", title: input.yTitle, scale: { zero: flat } },
       color: many
         ? { field: "series", type: "nominal", title: null, legend: { orient: "bottom", labelLimit: 360 } }

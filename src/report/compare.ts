@@ -335,10 +335,10 @@ function buildTable(
   label: string,
   settings: CompareSettings,
 ): CompareTable {
-  const clustersOf = (questionIds: string[]) =>
-    settings.clusters
-      ? questionIds.map((id) => settings.clusters?.get(id) ?? `question:${id}`)
-      : (undefined as string[] | undefined);
+  // A question missing from the image map is its own cluster.
+  const { clusters } = settings;
+  const clustersOf = (questionIds: string[]): string[] | undefined =>
+    clusters === undefined ? undefined : questionIds.map((id) => clusters.get(id) ?? `question:${id}`);
   const seedOf = (row: string, shot: number, what: string) =>
     new Rng(settings.seed).child(`${label}|${row}|${shot}|${what}`).nextUint32();
 
@@ -451,7 +451,7 @@ function compareCell(
     test: binary ? "mcnemar" : "sign-flip",
     mcnemar,
     pValue,
-    pHolm: pValue,
+    pHolm: pValue, // set by buildTable once the table's family is known
     significant: false,
     mde: diffs.length < 2 ? null : 100 * observedMde(diffs, { alpha: ALPHA, power: POWER, clusters }).mde,
     seeds,

@@ -135,6 +135,7 @@ async function trainingSection(curves: readonly Curve[]): Promise<string> {
       xTitle: curve.axis,
       yTitle: curve.metric,
       series: curve.series,
+      integerX: true,
     });
     const note = averaged > 1 ? `mean per ${averaged} ${curve.axis}s` : `per ${curve.axis}`;
     figures.push(`<figure class="chart">${svg}<figcaption>${e(curve.metric)}, ${e(note)}</figcaption></figure>`);
@@ -280,7 +281,7 @@ function section(id: string, title: string, body: string): string {
   return `<section id="${id}">\n<h2>${e(title)}</h2>\n${body}\n</section>`;
 }
 
-/** A table from already-escaped cell HTML. */
+/** A table from already-escaped cell HTML; a cell that is a whole `<td …>` (see `num`) is used as is. */
 function table(headers: readonly string[], rows: readonly string[][]): string {
   const head = `<tr>${headers.map((h) => `<th>${e(h)}</th>`).join("")}</tr>`;
   const body = rows.map((r) => `<tr>${r.map((c) => (c.startsWith("<td") ? c : `<td>${c}</td>`)).join("")}</tr>`);
