@@ -9,13 +9,8 @@ import { z } from "zod";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import {
-  type CompareSettings,
-  type CompareTest,
-  type ComparisonResult,
-  compareMethods,
-  type MethodInput,
-} from "./compare.js";
+import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
+import { subsetSpecs } from "./options.js";
 
 /** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
 const EvalConfigSchema = z.object({
@@ -144,7 +139,7 @@ export function resolveMethod(ref: string, loaded: EvalMethods, what: string): s
   });
 }
 
-/** Applies "NAME=METHOD,METHOD,…" seed groups to the methods (in place). */
+/** Applies "NAME=METHOD+METHOD+…" seed groups to the methods (in place). */
 export function applySeedGroups(specs: readonly string[], loaded: EvalMethods): void {
   const assigned = new Map<string, string>();
   const names = new Set<string>();
@@ -153,7 +148,7 @@ export function applySeedGroups(specs: readonly string[], loaded: EvalMethods): 
     const name = spec.slice(0, at).trim();
     const refs = spec
       .slice(at + 1)
-      .split(",")
+      .split("+")
       .map((s) => s.trim())
       .filter(Boolean);
     if (names.has(name)) throw new LeverError(`seed group "${name}" is given twice`, { field: "--seed-group" });
@@ -192,7 +187,8 @@ export function chooseBaseline(ref: string | undefined, loaded: EvalMethods): { 
 
 export interface WorkspaceComparisonOptions {
   baseline?: string;
-  subsets: CompareSettings["subsets"];
+  /** "100", "all", … (see subsetSpecs). */
+  subsets: readonly string[];
   test: CompareTest;
   clusterByImage: boolean;
   seedGroups: readonly string[];
@@ -214,7 +210,7 @@ export function compareEvalRuns(
     : undefined;
   const result = compareMethods(loaded.methods, {
     baseline: baseline.id,
-    subsets: options.subsets,
+    subsets: subsetSpecs(options.subsets),
     seed: options.seed,
     resamples: options.resamples,
     test: options.test,

@@ -11,8 +11,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { z } from "zod";
-import { type DatasetSummary, summarizeDataset } from "../data/dataset.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
+import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import type { Point } from "./charts.js";

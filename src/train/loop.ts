@@ -22,25 +22,33 @@ import type { LoopState } from "./train-state.js";
 
 export const OptimSchema = z
   .object({
-    epochs: z.number().int().positive().default(20),
-    /** Queries per batch (each brings all its trajectories). */
-    batchQueries: z.number().int().positive().default(32),
-    lr: z.number().positive().default(1e-4),
-    weightDecay: z.number().min(0).default(1e-3),
-    betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
-    eps: z.number().positive().default(1e-8),
-    schedule: ScheduleSchema.default({ kind: "cosine", warmupRatio: 0.05, minLrRatio: 0 }),
-    /** Global gradient-norm clip (null = off). */
-    clipNorm: z.number().positive().nullable().default(1),
-    /** Parameter groups (params.ts `group`) that are not updated, e.g. ["input_proj", "query_proj", "cand_proj"]. */
-    frozen: z.array(z.string()).default([]),
+    epochs: z.number().int().positive().default(20).describe("passes over the training queries"),
+    batchQueries: z.number().int().positive().default(32).describe("queries per batch, each with all its trajectories"),
+    lr: z.number().positive().default(1e-4).describe("peak learning rate"),
+    weightDecay: z.number().min(0).default(1e-3).describe("AdamW decoupled weight decay"),
+    betas: z
+      .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
+      .default([0.9, 0.999])
+      .describe("AdamW betas"),
+    eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
+    schedule: ScheduleSchema.default(ScheduleSchema.parse({})),
+    clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
+    frozen: z.array(z.string()).default([]).meta({
+      flag: "freeze",
+      description:
+        "parameter groups not updated, e.g. input_proj,query_proj,cand_proj (lever selector inspect lists them)",
+    }),
     earlyStopping: z
       .object({
-        metric: z.string().default("valLoss"),
-        mode: z.enum(["min", "max"]).default("min"),
-        /** Epochs without improvement before stopping; 0 = never stop early. */
-        patience: z.number().int().nonnegative().default(0),
-        minDelta: z.number().min(0).default(0),
+        metric: z.string().default("valLoss").describe("validation metric that selects the best epoch"),
+        mode: z.enum(["min", "max"]).default("min").describe("whether smaller or larger is better"),
+        patience: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(0)
+          .describe("epochs without improvement before stopping (0 = never stop early)"),
+        minDelta: z.number().min(0).default(0).describe("smallest change that counts as an improvement"),
       })
       .strict()
       .default({ metric: "valLoss", mode: "min", patience: 0, minDelta: 0 }),

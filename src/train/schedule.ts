@@ -8,11 +8,22 @@ import { z } from "zod";
  */
 export const ScheduleSchema = z
   .object({
-    kind: z.enum(["cosine", "constant"]).default("cosine"),
-    /** Fraction of the total steps spent warming up linearly. */
-    warmupRatio: z.number().min(0).max(1).default(0.05),
-    /** Final learning rate as a fraction of the peak (cosine only). */
-    minLrRatio: z.number().min(0).max(1).default(0),
+    kind: z
+      .enum(["cosine", "constant"])
+      .default("cosine")
+      .meta({ flag: "schedule", description: "learning-rate schedule after the warm-up" }),
+    warmupRatio: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.05)
+      .meta({ flag: "warmup", description: "fraction of the steps spent warming up linearly" }),
+    minLrRatio: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .meta({ flag: "min-lr-ratio", description: "final learning rate as a fraction of the peak (cosine only)" }),
   })
   .strict();
 export type Schedule = z.infer<typeof ScheduleSchema>;

@@ -5,10 +5,10 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
+import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import type { PoolSet } from "../pools/types.js";
 import { type Checkpoint, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
-import { SelectorConfigSchema } from "../selector/config.js";
+import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { LeverError } from "../util/errors.js";
@@ -23,18 +23,23 @@ import { type SavedState, saveTrainState } from "./train-state.js";
 /** Resumable training state beside the checkpoints. */
 export const STATE_FILE = "state.safetensors";
 
-/** The model part of the config: everything but d, which comes from the embeddings. */
-export const ModelOptionsSchema = z
+const SftDataSchema = z
   .object({
-    hidden: z.number().int().positive().default(256),
-    heads: z.number().int().positive().default(1),
-    layers: z.number().int().nonnegative().default(1),
-    dropout: z.number().min(0).lt(1).default(0.5),
-    attnDropout: z.number().min(0).lt(1).default(0.1),
-    temperature: z.number().positive().default(0.1),
-    stateUpdate: z.enum(["none", "gate", "gru"]).default("gate"),
-    stepEmbedding: z.boolean().default(false),
-    redundancy: z.enum(["none", "max"]).default("none"),
+    valFraction: z.number().min(0).lt(1).default(0.1).describe("share of queries held out for validation"),
+    weighting: z
+      .enum(["uniform", "rank"])
+      .default("uniform")
+      .describe("beam weights: uniform, or rank = 1/(1 + rank by score)"),
+    missing: z
+      .enum(["error", "skip"])
+      .default("error")
+      .describe("a beam ICD missing from the query's pool: error, or skip the beam (counted)"),
+    shots: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("trajectory length (default: the beams' length; longer beams are cut)"),
   })
   .strict();
 
@@ -42,18 +47,10 @@ export const SftConfigSchema = z
   .object({
     model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
     optim: OptimSchema.default(OptimSchema.parse({})),
-    loss: SftLossSchema.default({ labelSmoothing: 0 }),
-    data: z
-      .object({
-        valFraction: z.number().min(0).lt(1).default(0.1),
-        weighting: z.enum(["uniform", "rank"]).default("uniform"),
-        missing: z.enum(["error", "skip"]).default("error"),
-        shots: z.number().int().positive().optional(),
-      })
-      .strict()
-      .default({ valFraction: 0.1, weighting: "uniform", missing: "error" }),
-    seed: z.number().int().default(42),
-    dtype: z.enum(["float32", "float64"]).default("float32"),
+    loss: SftLossSchema.default(SftLossSchema.parse({})),
+    data: SftDataSchema.default(SftDataSchema.parse({})),
+    seed: z.number().int().default(42).describe("seed of the initialisation, the split, shuffling and dropout"),
+    dtype: z.enum(["float32", "float64"]).default("float32").describe("floating-point type of weights and activations"),
   })
   .strict();
 export type SftConfig = z.infer<typeof SftConfigSchema>;

@@ -6,12 +6,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
 import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
-import { checkPoolSet, readPoolSet } from "../pools/artifact.js";
-import { type PoolSet, PoolSetSchema } from "../pools/types.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { readPoolSet } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable } from "./data.js";
@@ -19,19 +20,21 @@ import { type ProgressStream, TrainingProgress } from "./progress.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult, STATE_FILE } from "./sft-run.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
-export interface SftStageOptions {
-  /** Beam artefact: a file path, or a name under artifacts/beams/ (NAME → beams/NAME.json). */
-  beams: string;
-  /** Pool artefact: a file path, or a pool set name under artifacts/pools/. */
-  pools: string;
-  /** The index dataset (candidates' embeddings). */
-  dataset: string;
-  /** Embedding kind (image, text, joint). */
-  embedding: string;
+/** What an SFT run reads (not part of the hashed training config). */
+export const SftInputsSchema = z
+  .object({
+    beams: z.string().min(1).describe("beam artefact: a file, or a name under artifacts/beams/"),
+    pools: z.string().min(1).describe("pool set the beams were searched in: a file, or a name under artifacts/pools/"),
+    dataset: z.string().min(1).describe("index dataset (the candidates)"),
+    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    init: z.string().min(1).optional().describe("start from this selector checkpoint instead of a fresh init"),
+    name: z.string().min(1).optional().describe("run name"),
+  })
+  .strict();
+export type SftInputs = z.output<typeof SftInputsSchema>;
+
+export interface SftStageOptions extends SftInputs {
   config: SftConfig;
-  /** Initial weights (a selector checkpoint) instead of a fresh init. */
-  init?: string;
-  name?: string;
   progress?: ProgressStream | null;
 }
 

@@ -1,6 +1,9 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { buildProgram } from "../../src/cli/program.js";
+import { fieldHelp, settingFields } from "../../src/config/settings.js";
+import { CompareSettingsSchema, ReportSettingsSchema } from "../../src/report/options.js";
 import { simWorkspace } from "../eval/sim-workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
@@ -49,6 +52,46 @@ beforeAll(async () => {
   await runCliOk(evalArgs("1"));
 });
 
+describe("lever compare and lever report settings", () => {
+  it("are flags generated from their schemas, with the description and default in --help", () => {
+    const program = buildProgram();
+    for (const [name, schema] of [
+      ["compare", CompareSettingsSchema],
+      ["report", ReportSettingsSchema],
+    ] as const) {
+      const command = program.commands.find((c) => c.name() === name)!;
+      const help = command.helpInformation().replace(/\s+/g, " ");
+      for (const field of settingFields(schema)) {
+        expect(
+          command.options.some((o) => o.long === `--${field.flag}`),
+          `${name} --${field.flag}`,
+        ).toBe(true);
+        expect(help).toContain(fieldHelp(field).replace(/\s+/g, " ").slice(0, 40));
+      }
+      expect(command.options.some((o) => o.long === "--config")).toBe(true);
+    }
+  });
+
+  it("can come from a settings file, flags overriding it", async () => {
+    const file = join(wsDir, "..", "compare.json");
+    writeFileSync(file, JSON.stringify({ subsets: ["all"], format: "csv", resamples: 150 }));
+    const csv = await runCliOk(["--workspace", wsDir, "compare", evalJson.runId, "--config", file]);
+    expect(csv.split("\n")[0]).toMatch(/^subset,questions,/);
+    expect(csv.split("\n").filter((l) => l.startsWith("all,")).length).toBe(4);
+    const table = await runCliOk([
+      "--workspace",
+      wsDir,
+      "compare",
+      evalJson.runId,
+      "--config",
+      file,
+      "--format",
+      "table",
+    ]);
+    expect(table).toContain("(150 resamples, seed 0)");
+  });
+});
+
 describe("lever compare", () => {
   it("agrees with lever eval's own summary on accuracies, differences and McNemar counts", async () => {
     const result = JSON.parse(
@@ -90,7 +133,7 @@ describe("lever compare", () => {
         "--baseline",
         "eval-0002/random",
         "--seed-group",
-        "topk=eval-0002/topk-image,eval-0003/topk-image",
+        "topk=eval-0002/topk-image+eval-0003/topk-image",
         "--subsets",
         "all",
         "--format",
@@ -128,7 +171,11 @@ describe("lever compare", () => {
     );
     expectUserError(
       await lever("compare", evalJson.runId, "--seed-group", `g=${evalJson.runId}/random`),
-      "needs at least two methods",
+      'field "--seed-group"',
+    );
+    expectUserError(
+      await lever("compare", evalJson.runId, "--seed-group", `g=${evalJson.runId}/random+nope`),
+      'no method "nope"',
     );
   });
 });

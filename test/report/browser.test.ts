@@ -12,7 +12,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderReportHtml } from "../../src/report/html.js";
 import { buildReportModel } from "../../src/report/model.js";
-import { ReportOptionsSchema } from "../../src/report/options.js";
+import { ReportSettingsSchema } from "../../src/report/options.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { HOSTILE_QUESTION, reportWorkspace } from "./report-workspace.js";
 
@@ -41,7 +41,7 @@ describe("the HTML report in headless Chromium", () => {
     const ws = Workspace.open(fixture.dir, { create: false });
     let html: string;
     try {
-      const options = ReportOptionsSchema.parse({ runs: [fixture.evalRun, fixture.trainRun], resamples: 200 });
+      const options = { ...ReportSettingsSchema.parse({ resamples: 200 }), runs: [fixture.evalRun, fixture.trainRun] };
       html = await renderReportHtml(buildReportModel(ws, options));
     } finally {
       ws.close();

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { renderReportHtml } from "../../src/report/html.js";
 import { buildReportModel, downsample, type ReportModel } from "../../src/report/model.js";
-import { ReportOptionsSchema } from "../../src/report/options.js";
+import { ReportSettingsSchema } from "../../src/report/options.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { HOSTILE_QUESTION, type ReportWorkspace, reportWorkspace } from "./report-workspace.js";
 
@@ -15,12 +15,10 @@ beforeAll(async () => {
   try {
     model = buildReportModel(
       ws,
-      ReportOptionsSchema.parse({
+      {
+        ...ReportSettingsSchema.parse({ examples: 3, resamples: 200, warnings: ["checked by hand <b>"] }),
         runs: [fixture.evalRun, "sft-a"],
-        examples: 3,
-        resamples: 200,
-        warnings: ["checked by hand <b>"],
-      }),
+      },
       () => "2025-01-01T00:00:00.000Z",
     );
   } finally {

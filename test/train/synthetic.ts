@@ -6,8 +6,9 @@
  * (an untrained selector picks by plain similarity, i.e. concept c itself, which is never right).
  * Every pool holds exactly one item of π₁(c) and one of π₂(c); the rest come from other concepts.
  */
+
+import type { PoolSet } from "../../src/data/pool-set.js";
 import type { BeamSet } from "../../src/data/trajectories.js";
-import type { PoolSet } from "../../src/pools/types.js";
 import type { EmbeddingTable } from "../../src/train/data.js";
 import { Rng } from "../../src/util/rng.js";
 
