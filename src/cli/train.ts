@@ -45,11 +45,11 @@ export function register(program: Command): void {
     fileOption: "config",
     fileHelp: "settings file (JSON or YAML): inputs and model / optim / loss / data / seed / dtype; flags override it",
   });
-  sft.action((flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+  sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
     const ws = Workspace.open(workspaceDir(command), { create: false });
     try {
-      const result = runSftStage(ws, {
+      const result = await runSftStage(ws, {
         beams,
         pools,
         dataset,
@@ -73,10 +73,10 @@ export function register(program: Command): void {
     .argument("<run>", "run id, e.g. sft-0003")
     .option("--quiet", "no progress output")
     .option("--json", "print the result as JSON")
-    .action((runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+    .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const ws = Workspace.open(workspaceDir(command), { create: false });
       try {
-        printSummary(resumeSftStage(ws, runId, flags.quiet ? null : process.stderr), flags.json === true);
+        printSummary(await resumeSftStage(ws, runId, flags.quiet ? null : process.stderr), flags.json === true);
       } finally {
         ws.close();
       }
