@@ -4,7 +4,6 @@
  * any of them. The runs themselves are positional arguments, not settings.
  */
 import { z } from "zod";
-import { LeverError } from "../util/errors.js";
 import { COMPARE_TESTS, type SubsetSpec } from "./compare.js";
 import { COMPARE_FORMATS } from "./compare-render.js";
 import { DEFAULT_RESAMPLES } from "./results.js";
@@ -53,7 +52,6 @@ export const CompareSettingsSchema = z
     format: z.enum(COMPARE_FORMATS).default("table").describe("output: terminal table, Markdown, CSV or JSON"),
   })
   .strict();
-export type CompareSettings = z.infer<typeof CompareSettingsSchema>;
 
 export const ReportSettingsSchema = z
   .object({
@@ -81,13 +79,4 @@ export type ReportOptions = ReportSettings & { runs: readonly string[] };
 /** "100", "all" → 100, "all". */
 export function subsetSpecs(subsets: readonly string[]): SubsetSpec[] {
   return subsets.map((s) => (s === "all" ? "all" : Number(s)));
-}
-
-/** Validates settings given as an object (library callers); the first problem names its key as a flag. */
-export function parseSettings<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
-  const result = schema.safeParse(raw);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const flag = `--${String(issue.path[0] ?? "options").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  throw new LeverError(issue.message, { field: flag });
 }
