@@ -7,7 +7,7 @@
 import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
-import { hasStats, type VlmRunStats } from "../vlm/stats.js";
+import { describeActivity, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
 import type { Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { createProgress, type Progress, type ProgressStream, silentProgress } from "./progress.js";
@@ -47,8 +47,15 @@ export async function evaluate(
   const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
   const { runId } = prepared;
   ws.beginStage(runId, EVAL_STAGE, { restart: true });
+  const backend = prepared.vlm.vlm;
+  const activity = hasActivity(backend)
+    ? () => {
+        const now = backend.activity();
+        return now === null ? "" : describeActivity(now);
+      }
+    : undefined;
   const display =
-    run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress });
+    run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress, activity });
   let stats: RunStats;
   try {
     stats = await runEvaluation(

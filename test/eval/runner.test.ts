@@ -4,6 +4,7 @@ import { buildPrompt } from "../../src/eval/answer.js";
 import { createRetriever, memoizePools, type Retriever, type RetrieverContext } from "../../src/eval/retrievers.js";
 import { type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
 import { MemoryPredictionStore } from "../../src/eval/types.js";
+import { vlmFailure } from "../../src/vlm/types.js";
 import { CountingVlm, makeItems, referencePools } from "./helpers.js";
 
 const index = makeItems("t", 60);
@@ -100,19 +101,20 @@ describe("runEvaluation", () => {
     const originalGenerate = first.generate.bind(first);
     first.generate = async (prompts, options) => {
       const out = await originalGenerate(prompts, options);
-      if (first.calls === 5) controller.abort(); // stop midway; this batch's results are dropped
+      if (first.calls === 5) controller.abort(); // stop midway, after this batch's answers came back
       return out;
     };
     const stats1 = await runEvaluation(await plan(), deps(first, store, { signal: controller.signal, concurrency: 1 }));
     expect(stats1.aborted).toBe(true);
-    // Batches of 7 per (retriever, shot): zero@0 gives 7 + 7 + 6, then random@1 gives 7 → 4 batches stored.
-    expect(stats1.evaluated).toBe(27);
-    expect(store.list("run1").length).toBe(27);
+    // Batches of 7 per (retriever, shot): zero@0 gives 7 + 7 + 6, then random@1 gives 7 + 7 → 5 batches,
+    // all stored: the 5th batch's answers had arrived before the abort.
+    expect(stats1.evaluated).toBe(34);
+    expect(store.list("run1").length).toBe(34);
 
     const second = new CountingVlm();
     const stats2 = await runEvaluation(await plan(), deps(second, store));
-    expect(stats2).toMatchObject({ planned: 180, skipped: 27, evaluated: 153, aborted: false });
-    expect(second.prompts).toBe(180 - 27); // nothing stored is recomputed
+    expect(stats2).toMatchObject({ planned: 180, skipped: 34, evaluated: 146, aborted: false });
+    expect(second.prompts).toBe(180 - 34); // nothing stored is recomputed
 
     const third = new CountingVlm();
     const stats3 = await runEvaluation(await plan(), deps(third, store));
@@ -130,14 +132,21 @@ describe("runEvaluation", () => {
   it("stores failed VLM calls as failures without accuracy and retries only them on the next run", async () => {
     const store = new MemoryPredictionStore();
     const failing = new CountingVlm((prompt) =>
-      Number(prompt.query.questionId) % 4 === 0 ? "HTTP 500 after 3 retries" : null,
+      Number(prompt.query.questionId) % 4 === 0 ? vlmFailure("http-5xx", "HTTP 500 (4 attempts)") : null,
     );
     const stats = await runEvaluation(await plan(["random"]), deps(failing, store));
     const failed = store.list("run1").filter((r) => r.failure !== null);
     expect(stats.failures).toBe(5 * 4); // 5 of 20 queries × 4 shots
+    expect(stats.failuresByReason).toEqual({ "http-5xx": 20 });
+    expect(stats.failuresByCell).toEqual({ "random@1": 5, "random@2": 5, "random@3": 5, "random@4": 5 });
     expect(failed.length).toBe(20);
     for (const row of failed) {
-      expect(row).toMatchObject({ failure: "HTTP 500 after 3 retries", accuracy: null, answer: null, rawAnswer: null });
+      expect(row).toMatchObject({
+        failure: "http-5xx: HTTP 500 (4 attempts)",
+        accuracy: null,
+        answer: null,
+        rawAnswer: null,
+      });
       expect(row.demonstrations.length).toBe(row.shot); // the choice is still recorded
     }
     const healthy = new CountingVlm();

@@ -8,7 +8,12 @@ function clock(start = 1000) {
 
 describe("EndpointPool", () => {
   it("spreads leases over endpoints least-busy first, round-robin on ties", async () => {
-    const pool = new EndpointPool(["a", "b"], { concurrency: 2, cooldownAfter: 3, cooldownMs: 1000 });
+    const pool = new EndpointPool(["a", "b"], {
+      concurrency: 2,
+      cooldownAfter: 3,
+      cooldownMs: 1000,
+      breakerMs: 60_000,
+    });
     const leases = [await pool.acquire(), await pool.acquire(), await pool.acquire()];
     expect(leases.map((l) => l.url)).toEqual(["a", "b", "a"]);
     leases[0].release("ok");
@@ -17,7 +22,7 @@ describe("EndpointPool", () => {
   });
 
   it("never exceeds the per-endpoint limit and hands freed slots to waiters in order", async () => {
-    const pool = new EndpointPool(["a"], { concurrency: 2, cooldownAfter: 3, cooldownMs: 1000 });
+    const pool = new EndpointPool(["a"], { concurrency: 2, cooldownAfter: 3, cooldownMs: 1000, breakerMs: 60_000 });
     const first = await pool.acquire();
     await pool.acquire();
     const order: string[] = [];
@@ -42,7 +47,13 @@ describe("EndpointPool", () => {
 
   it("cools an endpoint down after consecutive failures and routes around it", async () => {
     const c = clock();
-    const pool = new EndpointPool(["a", "b"], { concurrency: 4, cooldownAfter: 2, cooldownMs: 500, now: c.now });
+    const pool = new EndpointPool(["a", "b"], {
+      concurrency: 4,
+      cooldownAfter: 2,
+      cooldownMs: 500,
+      breakerMs: 60_000,
+      now: c.now,
+    });
     for (let i = 0; i < 2; i++) (await pool.acquire(undefined, "b")).release("fail"); // "avoid b" → a gets them
     const snap = pool.snapshot();
     expect(snap[0]).toMatchObject({ url: "a", failures: 2, cooldowns: 1, coolingForMs: 500 });
@@ -56,13 +67,18 @@ describe("EndpointPool", () => {
   });
 
   it("prefers another endpoint than the one to avoid, but uses it when it is the only one", async () => {
-    const pool = new EndpointPool(["a", "b"], { concurrency: 1, cooldownAfter: 3, cooldownMs: 1000 });
+    const pool = new EndpointPool(["a", "b"], {
+      concurrency: 1,
+      cooldownAfter: 3,
+      cooldownMs: 1000,
+      breakerMs: 60_000,
+    });
     expect((await pool.acquire(undefined, "a")).url).toBe("b");
     expect((await pool.acquire(undefined, "a")).url).toBe("a");
   });
 
   it("waits for the end of a cool-down when every endpoint is cooling", async () => {
-    const pool = new EndpointPool(["a"], { concurrency: 1, cooldownAfter: 1, cooldownMs: 60 });
+    const pool = new EndpointPool(["a"], { concurrency: 1, cooldownAfter: 1, cooldownMs: 60, breakerMs: 60_000 });
     (await pool.acquire()).release("fail");
     const start = performance.now();
     const lease = await pool.acquire();
@@ -71,7 +87,7 @@ describe("EndpointPool", () => {
   });
 
   it("rejects a waiting acquire when its signal aborts", async () => {
-    const pool = new EndpointPool(["a"], { concurrency: 1, cooldownAfter: 3, cooldownMs: 1000 });
+    const pool = new EndpointPool(["a"], { concurrency: 1, cooldownAfter: 3, cooldownMs: 1000, breakerMs: 60_000 });
     await pool.acquire();
     const controller = new AbortController();
     const waiting = pool.acquire(controller.signal);

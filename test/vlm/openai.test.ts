@@ -101,7 +101,7 @@ describe("generate", () => {
     });
     const vlm = client({}, [m.url]);
     const results = await vlm.generate([prompt(0, "A?"), prompt(0, "B?"), prompt(0, "A?")]);
-    expect(results.map((r) => (isFailure(r) ? r.error : r.text))).toEqual(["alpha", "beta", "alpha"]);
+    expect(results.map((r) => (isFailure(r) ? r.message : r.text))).toEqual(["alpha", "beta", "alpha"]);
   });
 
   it("sends file:// URLs in file mode", async () => {
@@ -117,9 +117,10 @@ describe("generate", () => {
     const p = prompt(1);
     p.demonstrations[0] = { ...p.demonstrations[0], questionId: "4711", imagePath: join(dir, "nope.jpg") };
     const [bad, good] = await vlm.generate([p, prompt(1)]);
-    expect(isFailure(bad) && bad.error).toMatch(
-      /^missing-image: image for question "4711" cannot be read: .*nope\.jpg \(ENOENT\)/,
-    );
+    expect(bad).toEqual({
+      reason: "missing-image",
+      message: expect.stringMatching(/^image for question "4711" cannot be read: .*nope\.jpg \(ENOENT\)/),
+    });
     expect(isFailure(good)).toBe(false);
     expect(mock.count("/v1/chat/completions")).toBe(1);
     expect(vlm.getStats().failures.byReason).toEqual({ "missing-image": 1 });
@@ -200,13 +201,13 @@ describe("scoreAnswer", () => {
       mock.inject("chat", { kind: "wrong-span" });
       const vlm = client({ answerSpan });
       const [result] = await vlm.scoreAnswer([{ prompt: prompt(1), answer: "red" }]);
-      expect(isFailure(result) && result.error).toMatch(/^answer-span: /);
+      expect(result).toMatchObject({ reason: "answer-span" });
     }
   });
 
   it("rejects an empty answer as a failure outcome", async () => {
     const [result] = await client().scoreAnswer([{ prompt: prompt(1), answer: "  " }]);
-    expect(isFailure(result) && result.error).toBe("invalid-request: empty answer");
+    expect(result).toEqual({ reason: "invalid-request", message: "empty answer" });
   });
 });
 
@@ -241,7 +242,10 @@ describe("retries, timeouts and failures", () => {
     mock.failAll = { kind: "hang" };
     const vlm = client({ timeoutMs: 60, maxRetries: 2, cooldownAfterFailures: 10 });
     const [result] = await vlm.generate([prompt(0)]);
-    expect(isFailure(result) && result.error).toMatch(/^timeout: no response within 60 ms .*3 attempts\)$/);
+    expect(result).toMatchObject({
+      reason: "timeout",
+      message: expect.stringMatching(/^no response within 60 ms .*3 attempts\)$/),
+    });
     expect(mock.requests).toBe(3);
     expect(vlm.getStats().failures.byReason).toEqual({ timeout: 1 });
   });
@@ -249,7 +253,7 @@ describe("retries, timeouts and failures", () => {
   it("does not retry a 4xx client error", async () => {
     const vlm = client({ model: "other-model" });
     const [result] = await vlm.generate([prompt(0)]);
-    expect(isFailure(result) && result.error).toMatch(/^http-4xx: HTTP 404 .*other-model/);
+    expect(result).toMatchObject({ reason: "http-4xx", message: expect.stringMatching(/^HTTP 404 .*other-model/) });
     expect(mock.requests).toBe(1);
   });
 
@@ -285,7 +289,10 @@ describe("retries, timeouts and failures", () => {
     const deadUrl = dead.url;
     await dead.close();
     const [alone] = await client({ maxRetries: 1 }, [deadUrl]).generate([prompt(0)]);
-    expect(isFailure(alone) && alone.error).toMatch(/^connection: connection failed: .*ECONNREFUSED.*2 attempts\)$/);
+    expect(alone).toMatchObject({
+      reason: "unreachable",
+      message: expect.stringMatching(/^connection failed: .*ECONNREFUSED.*2 attempts\)$/),
+    });
     const both = client({ maxRetries: 2 }, [deadUrl, mock.url]);
     const results = await both.generate(Array.from({ length: 6 }, (_, i) => prompt(0, `R${i}?`)));
     expect(results.every((r) => !isFailure(r))).toBe(true);
