@@ -84,7 +84,7 @@ export async function answerPrompts(
   }
   if (outcomes.length !== prompts.length)
     throw new Error(`VLM ${deps.vlm.id} returned ${outcomes.length} results for ${prompts.length} prompts`);
-  outcomes.forEach((outcome, i) => take(i, outcome));
+  for (let i = 0; i < outcomes.length; i++) take(i, outcomes[i]);
   return answers as Answer[];
 }
 

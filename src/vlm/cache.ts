@@ -342,7 +342,7 @@ class CachingVlm implements CachedVlm {
       );
       if (sent.length !== missOrder.length)
         throw new Error(`${this.id} returned ${sent.length} results for ${missOrder.length} requests`);
-      sent.forEach((outcome, j) => arrive(j, outcome));
+      for (let j = 0; j < sent.length; j++) arrive(j, sent[j]);
     } finally {
       writer.flush(); // what arrived before an abort is kept
     }
