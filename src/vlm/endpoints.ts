@@ -248,7 +248,7 @@ export class EndpointPool {
       .join("; ");
     const n = this.endpoints.length;
     this.open = new CircuitOpenError(
-      `${n === 1 ? "the VLM endpoint has" : `all ${n} VLM endpoints have`} been failing for ${Math.round(failingFor / 1000)} s ` +
+      `${n === 1 ? "the VLM endpoint has" : `all ${n} VLM endpoints have`} been failing for ${seconds(failingFor)} ` +
         `with no successful answer (breakerMs ${this.options.breakerMs}); last failure: ${detail}`,
     );
     for (const waiter of this.waiters.splice(0)) {
@@ -291,4 +291,9 @@ export class EndpointPool {
       Math.max(1, earliest - now),
     );
   }
+}
+
+/** "0.3 s", "12 s". */
+function seconds(ms: number): string {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
 }

@@ -264,6 +264,7 @@ export class OpenAiVlm implements Vlm {
       answerSpan: this.config.answerSpan,
       scoring: options.scoring,
       send: { headers: this.post.headers, transport: this.post.transport, timeoutMs: this.config.timeoutMs },
+      retryPauseMs: this.config.backoffBaseMs,
       signal: options.signal,
     });
   }

@@ -5,8 +5,8 @@
  * and the server accepts them; and, when the stage scores answers, (3) a request with
  * `prompt_logprobs` returns them and, with `answerSpan: "tokenize"`, `/tokenize` works. A failure
  * is one LeverError line naming the URL and the check, instead of every prediction of a run failing
- * the same way after minutes of retries. Each check is retried once after a second when the failure
- * is transient (connection, timeout, 5xx, cut-off JSON).
+ * the same way after minutes of retries. Each check is retried once, after `retryPauseMs` (the
+ * client's first backoff delay), when the failure is transient (connection, timeout, 5xx, cut-off JSON).
  */
 import { LeverError } from "../util/errors.js";
 import { type Attempt, type SendContext, sendOnce, sleep } from "./http.js";
@@ -16,8 +16,6 @@ import type { VlmFailure } from "./types.js";
 export const PREFLIGHT_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAKklEQVR42mM4YaNBU8QwasGoBaMWjFowasGoBaMWjFowasGoBaMWDBULADahsD1yPRQZAAAAAElFTkSuQmCC";
 
-const RETRY_PAUSE_MS = 1000;
-
 export interface PreflightSettings {
   /** Server roots (normalised, without /v1). */
   urls: string[];
@@ -26,6 +24,7 @@ export interface PreflightSettings {
   answerSpan: "tokenize" | "decoded";
   scoring: boolean;
   send: SendContext;
+  retryPauseMs: number;
   signal?: AbortSignal;
 }
 
@@ -118,7 +117,7 @@ async function request(
   const bytes = body === null ? null : [Buffer.from(JSON.stringify(body), "utf8")];
   let attempt: Attempt = await sendOnce(s.send, target, bytes, s.signal);
   if (!attempt.ok && attempt.retryable) {
-    await sleep(RETRY_PAUSE_MS, s.signal);
+    await sleep(s.retryPauseMs, s.signal);
     attempt = await sendOnce(s.send, target, bytes, s.signal);
   }
   if (attempt.ok) return attempt.json;
