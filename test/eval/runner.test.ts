@@ -4,7 +4,15 @@ import { buildPrompt } from "../../src/eval/answer.js";
 import { createRetriever, memoizePools, type Retriever, type RetrieverContext } from "../../src/eval/retrievers.js";
 import { type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
 import { MemoryPredictionStore } from "../../src/eval/types.js";
-import { vlmFailure } from "../../src/vlm/types.js";
+import { LeverError } from "../../src/util/errors.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  type Outcome,
+  type Vlm,
+  type VlmPrompt,
+  vlmFailure,
+} from "../../src/vlm/types.js";
 import { CountingVlm, makeItems, referencePools } from "./helpers.js";
 
 const index = makeItems("t", 60);
@@ -38,7 +46,36 @@ async function plan(names: ("zero" | "random" | "topk-image")[] = ["zero", "rand
   };
 }
 
-function deps(vlm: CountingVlm, store: MemoryPredictionStore, extra: Partial<RunnerDeps> = {}): RunnerDeps {
+/**
+ * A backend that answers one prompt at a time (every `delayMs`) and reports each outcome through
+ * `onResult` as it arrives, like the OpenAI client; `outcome` decides each prompt's result by its
+ * position in the whole run (0, 1, 2, …). An abort rejects the batch, as the OpenAI client does.
+ */
+class ArrivingVlm implements Vlm {
+  readonly id = "arriving";
+  sent = 0;
+  constructor(
+    private readonly outcome: (n: number, prompt: VlmPrompt) => Outcome<GenerateResult>,
+    private readonly delayMs = 1,
+  ) {}
+
+  async generate(prompts: VlmPrompt[], options: CallOptions<GenerateResult> = {}) {
+    const out: Outcome<GenerateResult>[] = [];
+    for (let i = 0; i < prompts.length; i++) {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      options.signal?.throwIfAborted();
+      out.push(this.outcome(this.sent++, prompts[i]));
+      options.onResult?.(i, out[i]);
+    }
+    return out;
+  }
+
+  async scoreAnswer(): Promise<never> {
+    throw new Error("not used");
+  }
+}
+
+function deps(vlm: Vlm, store: MemoryPredictionStore, extra: Partial<RunnerDeps> = {}): RunnerDeps {
   return { vlm, store, postprocess, score, batchSize: 7, concurrency: 2, ...extra };
 }
 
@@ -169,5 +206,59 @@ describe("runEvaluation", () => {
     ).rejects.toThrow(/record "1000", field "cheat@2": demonstration 0 is chosen twice/);
     expect(vlm.prompts).toBe(0);
     expect(store.list("run1")).toEqual([]);
+  });
+
+  it("stores each answer as it arrives: an abort mid-batch keeps the answers that came back", async () => {
+    const store = new MemoryPredictionStore();
+    const controller = new AbortController();
+    const vlm = new ArrivingVlm((n) => {
+      if (n === 9) setImmediate(() => controller.abort()); // after the 10th answer, in the middle of batch 2
+      return { text: " answer0", tokens: 1 };
+    });
+    const stats = await runEvaluation(
+      await plan(["random"]),
+      deps(vlm, store, { signal: controller.signal, batchSize: 7, concurrency: 1 }),
+    );
+    expect(stats).toMatchObject({ aborted: true, evaluated: 10 });
+    expect(store.list("run1").length).toBe(10); // 7 of batch 1 + 3 of batch 2, none dropped
+
+    const rerun = new ArrivingVlm(() => ({ text: " answer0", tokens: 1 }));
+    const stats2 = await runEvaluation(await plan(["random"]), deps(rerun, store));
+    expect(rerun.sent).toBe(80 - 10); // nothing stored is sent again
+    expect(stats2).toMatchObject({ skipped: 10, evaluated: 70, aborted: false });
+  });
+
+  it("does not store failures that arrive after an abort (they may be caused by it)", async () => {
+    const store = new MemoryPredictionStore();
+    const controller = new AbortController();
+    const first = new CountingVlm();
+    const generate = first.generate.bind(first);
+    first.generate = (prompts, options) => {
+      controller.abort(); // the stand-in then fails every prompt of this batch with "aborted by the caller"
+      return generate(prompts, options);
+    };
+    const stats = await runEvaluation(await plan(["random"]), deps(first, store, { signal: controller.signal }));
+    expect(stats).toMatchObject({ aborted: true, evaluated: 0, failures: 0 });
+    expect(store.list("run1")).toEqual([]);
+  });
+
+  it("stops with one LeverError when the VLM's circuit breaker opens, keeping what was stored", async () => {
+    const store = new MemoryPredictionStore();
+    const breaker = vlmFailure(
+      "circuit-open",
+      "the VLM endpoint has been failing for 20 s with no successful answer (breakerMs 20000); last failure: http://h:8000 (http-5xx: HTTP 500)",
+    );
+    const vlm = new ArrivingVlm((n) => (n < 12 ? { text: " answer0", tokens: 1 } : breaker));
+    const run = runEvaluation(await plan(["random"]), deps(vlm, store, { batchSize: 7, concurrency: 2 }));
+    await expect(run).rejects.toThrow(LeverError);
+    await expect(
+      runEvaluation(await plan(["random"]), deps(new ArrivingVlm(() => breaker), new MemoryPredictionStore())),
+    ).rejects.toThrow(
+      /^stopped: the VLM endpoint has been failing for 20 s .*http-5xx: HTTP 500\)\. 0 of 80 predictions are stored; rerun the same command to resume$/,
+    );
+    const rows = store.list("run1");
+    expect(rows.length).toBe(12); // the successes; circuit-open outcomes are not stored as failures
+    expect(rows.every((r) => r.failure === null)).toBe(true);
+    expect(vlm.sent).toBeLessThan(7 * 4); // no new batch starts once the breaker is open
   });
 });

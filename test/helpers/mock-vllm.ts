@@ -184,7 +184,7 @@ export type Fault =
   /** The scored prompt is tokenized with the answer's first piece merged into the preceding "\n". */
   | { kind: "wrong-span" };
 
-export type FaultTarget = "chat" | "tokenize" | "any";
+export type FaultTarget = "chat" | "tokenize" | "models" | "any";
 
 export interface MockVllmOptions {
   model?: string;
@@ -288,7 +288,7 @@ export class MockVllm {
     if (this.failAll !== null) return this.failAll;
     const ruled = this.faultFor?.(path, body) ?? null;
     if (ruled !== null) return ruled;
-    const kind: FaultTarget = path === "/tokenize" ? "tokenize" : "chat";
+    const kind: FaultTarget = path === "/tokenize" ? "tokenize" : path === "/v1/models" ? "models" : "chat";
     const index = this.queue.findIndex((q) => q.target === "any" || q.target === kind);
     if (index < 0) return null;
     return this.queue.splice(index, 1)[0].fault;

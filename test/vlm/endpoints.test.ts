@@ -98,7 +98,13 @@ describe("EndpointPool", () => {
 
   it("does not cool an endpoint that answered successfully within the last cooldownMs (it fails only some prompts)", async () => {
     const c = clock();
-    const pool = new EndpointPool(["a"], { concurrency: 4, cooldownAfter: 2, cooldownMs: 500, breakerMs: 60_000, now: c.now });
+    const pool = new EndpointPool(["a"], {
+      concurrency: 4,
+      cooldownAfter: 2,
+      cooldownMs: 500,
+      breakerMs: 60_000,
+      now: c.now,
+    });
     (await pool.acquire()).release("ok");
     c.t += 100;
     for (let i = 0; i < 5; i++) (await pool.acquire()).release("fail");

@@ -410,7 +410,9 @@ describe("failing servers fail fast", () => {
     expect(open.length).toBeGreaterThan(10);
     expect(open[0]).toMatchObject({
       message: expect.stringMatching(
-        new RegExp(`^the VLM endpoint has been failing for 0\\.[3-9] s .*breakerMs 300.*${mock.url} \\(http-5xx: HTTP 500`),
+        new RegExp(
+          `^the VLM endpoint has been failing for 0\\.[3-9] s .*breakerMs 300.*${mock.url} \\(http-5xx: HTTP 500`,
+        ),
       ),
     });
     const sent = mock.requests;
@@ -447,7 +449,9 @@ describe("failing servers fail fast", () => {
     const activity = vlm.activity();
     expect(activity).toMatchObject({ retrying: 2, endpoints: 1, cooling: 1, inFlight: 0, waiting: 2 });
     expect(activity.failingForMs).toBeGreaterThanOrEqual(100);
-    expect(describeActivity(activity)).toMatch(/^retrying 2, 1\/1 endpoint cooling 5 s \(2 waiting\), no success for 1 s/);
+    expect(describeActivity(activity)).toMatch(
+      /^retrying 2, 1\/1 endpoint cooling 5 s \(2 waiting\), no success for 1 s/,
+    );
     controller.abort(new Error("stop"));
     await expect(batch).rejects.toThrow("stop");
     expect(vlm.activity().retrying).toBe(0);

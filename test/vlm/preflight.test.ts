@@ -124,9 +124,9 @@ describe("preflight of the OpenAI backend", () => {
   it("is off with preflight: false, a no-op for the simulator, and passed through by the cache", async () => {
     await client({ preflight: false }, [deadUrl]).preflight({ scoring: true });
     await preflight(SimVlm.fromParams({ trainItems: 20, valItems: 5, concepts: 2 }), { scoring: true });
-    await expect(preflight(cachedVlm(client({}, [deadUrl]), new MemoryResponseCache()), { scoring: false })).rejects.toThrow(
-      /cannot reach the VLM server/,
-    );
+    await expect(
+      preflight(cachedVlm(client({}, [deadUrl]), new MemoryResponseCache()), { scoring: false }),
+    ).rejects.toThrow(/cannot reach the VLM server/);
   });
 
   it("does not count its requests as VLM calls", async () => {
