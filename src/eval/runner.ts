@@ -33,6 +33,8 @@ export interface RunnerDeps extends AnswerDeps {
   batchSize?: number;
   /** Batches in flight at once (default 4): keeps a remote server busy across batch boundaries. */
   concurrency?: number;
+  /** Runs once before the first prompt is sent, only when there is work (the VLM's preflight check). */
+  beforeWork?: () => Promise<void>;
 }
 
 export interface RunStats {
@@ -91,6 +93,8 @@ export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<R
         units.push({ retriever, shot, queries: todo.slice(i, i + batchSize) });
     }
   }
+
+  if (units.length > 0) await deps.beforeWork?.();
 
   const stats: RunStats = {
     planned,

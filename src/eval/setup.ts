@@ -8,7 +8,7 @@ import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { preflight, type Vlm } from "../vlm/types.js";
+import type { Vlm } from "../vlm/types.js";
 import { vqaAnswering } from "./answer.js";
 import { createVlm, type VlmSetup } from "./backend.js";
 import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
@@ -167,9 +167,6 @@ export async function prepareEvaluation(
         },
       }),
     );
-
-  // Before any work: a server that cannot do it fails here, in one line (src/vlm/preflight.ts).
-  await preflight(vlm.vlm, { scoring: false });
 
   // The run is found or created only once every retriever could be built (no orphan runs).
   const { runId, resumed } = findOrCreateRun(ws, config, options);

@@ -154,6 +154,13 @@ describe("lever eval against failing VLM servers", () => {
     );
     expect(half.count("/v1/chat/completions")).toBe(failed.length + 1); // + the preflight's
     expect(predictions("half").every((r) => r.failure === null)).toBe(true);
+
+    // Nothing left to send: the table comes from the workspace, without asking the (now broken) server.
+    half.failAll = { kind: "status", status: 500 };
+    half.clearLog();
+    const complete = await evalOpenAi(half.url, "--run", "half");
+    expect(complete.code, complete.stderr).toBe(0);
+    expect(half.requests).toBe(0);
   });
 
   it("a server dying mid-run: the breaker stops the run in one line, stored work stays, the rerun resumes", async () => {

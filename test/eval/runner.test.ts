@@ -261,4 +261,33 @@ describe("runEvaluation", () => {
     expect(rows.every((r) => r.failure === null)).toBe(true);
     expect(vlm.sent).toBeLessThan(7 * 4); // no new batch starts once the breaker is open
   });
+
+  it("runs beforeWork (the preflight) once before anything is sent, and not at all when nothing is left to do", async () => {
+    const store = new MemoryPredictionStore();
+    const order: string[] = [];
+    const vlm = new CountingVlm();
+    const generate = vlm.generate.bind(vlm);
+    vlm.generate = (prompts, options) => {
+      order.push("generate");
+      return generate(prompts, options);
+    };
+    const beforeWork = async () => {
+      order.push("preflight");
+    };
+    await runEvaluation(await plan(["random"]), deps(vlm, store, { beforeWork }));
+    expect(order[0]).toBe("preflight");
+    expect(order.filter((o) => o === "preflight")).toHaveLength(1);
+    order.length = 0;
+    await runEvaluation(await plan(["random"]), deps(vlm, store, { beforeWork }));
+    expect(order).toEqual([]);
+
+    const refused = new CountingVlm();
+    const failing = async () => {
+      throw new LeverError("cannot reach the VLM server at http://h:1");
+    };
+    await expect(
+      runEvaluation(await plan(["zero"]), deps(refused, new MemoryPredictionStore(), { beforeWork: failing })),
+    ).rejects.toThrow("cannot reach the VLM server at http://h:1");
+    expect(refused.prompts).toBe(0);
+  });
 });
