@@ -4,7 +4,7 @@
  * keeps failing resolves to a typed failure; only the caller's AbortSignal makes it throw.
  */
 import type { Rng } from "../util/rng.js";
-import { CircuitOpenError, type EndpointPool } from "./endpoints.js";
+import { CircuitOpenError, type EndpointPool, type Lease } from "./endpoints.js";
 import type { StatsRecorder } from "./stats.js";
 import type { Transport } from "./transport.js";
 import { type VlmFailure, vlmFailure } from "./types.js";
@@ -70,7 +70,7 @@ export async function postJson(
         ctx.stats.retries++;
         await sleep(backoffMs(ctx, attempt - 1, last?.ok === false ? last.retryAfterMs : undefined), signal);
       }
-      let lease: Awaited<ReturnType<EndpointPool["acquire"]>>;
+      let lease: Lease;
       try {
         lease = await ctx.pool.acquire(signal, lastUrl);
       } catch (error) {

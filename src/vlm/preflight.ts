@@ -8,6 +8,7 @@
  * the same way after minutes of retries. Each check is retried once, after `retryPauseMs` (the
  * client's first backoff delay), when the failure is transient (connection, timeout, 5xx, cut-off JSON).
  */
+import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
 import { type Attempt, type SendContext, sendOnce, sleep } from "./http.js";
 import type { VlmFailure } from "./types.js";
@@ -30,8 +31,14 @@ export interface PreflightSettings {
 
 /** Checks every endpoint (concurrently); throws the first failure in URL order. */
 export async function preflightOpenAi(settings: PreflightSettings): Promise<void> {
-  const results = await Promise.allSettled(settings.urls.map((url) => checkEndpoint(url, settings)));
-  for (const result of results) if (result.status === "rejected") throw result.reason;
+  const scope = linkedSignal(settings.signal, settings.urls.length + 1); // one retry pause per endpoint at most
+  try {
+    const checks = settings.urls.map((url) => checkEndpoint(url, { ...settings, signal: scope.signal }));
+    const results = await Promise.allSettled(checks);
+    for (const result of results) if (result.status === "rejected") throw result.reason;
+  } finally {
+    scope.dispose();
+  }
 }
 
 async function checkEndpoint(url: string, s: PreflightSettings): Promise<void> {
