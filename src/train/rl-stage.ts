@@ -26,6 +26,7 @@ import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import type { VlmSettings } from "../vlm/settings.js";
+import { preflight } from "../vlm/types.js";
 import type { EmbeddingTable } from "./data.js";
 import { healthWarnings } from "./health.js";
 import { optimSchema } from "./loop.js";
@@ -475,7 +476,11 @@ function makeAnswerer(
   const { vlm } = createVlm(ws, settings, ws.requireDataset(queryDataset), { seed });
   const answering = vqaAnswering("official");
   const order = inputs.rollouts.set.promptOrder;
+  let checked: Promise<void> | null = null;
   return async (queryIds, selections) => {
+    // The server is checked once, before the first validation answers (a no-op for the simulator).
+    checked ??= preflight(vlm, { scoring: false });
+    await checked;
     const items = queryIds.map((id) => {
       const item = queryById.get(id);
       if (item === undefined) throw new LeverError(`validation query "${id}" is not in dataset "${queryDataset}"`);
