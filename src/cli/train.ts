@@ -1,8 +1,7 @@
 import type { Command } from "commander";
-import { Workspace } from "../store/workspace.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
 function printSummary(result: SftStageResult, json: boolean): void {
@@ -33,6 +32,8 @@ function printSummary(result: SftStageResult, json: boolean): void {
   );
 }
 
+const note = (text: string) => process.stderr.write(`note: ${text}\n`);
+
 /** Registers the `train` commands. */
 export function register(program: Command): void {
   const train = group(program, "train", "train the pointer selector (SFT; RCE and GRPO build on the same loop)");
@@ -45,11 +46,10 @@ export function register(program: Command): void {
     fileOption: "config",
     fileHelp: "settings file (JSON or YAML): inputs and model / optim / loss / data / seed / dtype; flags override it",
   });
-  sft.action((flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+  sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
-    const ws = Workspace.open(workspaceDir(command), { create: false });
-    try {
-      const result = runSftStage(ws, {
+    const result = await withWorkspace(command, (ws) =>
+      runSftStage(ws, {
         beams,
         pools,
         dataset,
@@ -58,11 +58,10 @@ export function register(program: Command): void {
         name,
         config,
         progress: flags.quiet ? null : process.stderr,
-      });
-      printSummary(result, flags.json === true);
-    } finally {
-      ws.close();
-    }
+        note,
+      }),
+    );
+    printSummary(result, flags.json === true);
   });
 
   train
@@ -73,12 +72,10 @@ export function register(program: Command): void {
     .argument("<run>", "run id, e.g. sft-0003")
     .option("--quiet", "no progress output")
     .option("--json", "print the result as JSON")
-    .action((runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
-      const ws = Workspace.open(workspaceDir(command), { create: false });
-      try {
-        printSummary(resumeSftStage(ws, runId, flags.quiet ? null : process.stderr), flags.json === true);
-      } finally {
-        ws.close();
-      }
+    .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+      const result = await withWorkspace(command, (ws) =>
+        resumeSftStage(ws, runId, flags.quiet ? null : process.stderr, note),
+      );
+      printSummary(result, flags.json === true);
     });
 }

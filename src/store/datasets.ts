@@ -199,7 +199,7 @@ export function putDataset(
         item.imagePath,
       );
     }
-  })();
+  }).immediate();
   return record;
 }
 

@@ -5,7 +5,7 @@
  * only replaced when the caller says so.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
+import { checkPoolSet, type PoolSet, parsePoolSet } from "../data/pool-set.js";
 import {
   type BeamSet,
   checkBeamSet,
@@ -15,6 +15,7 @@ import {
   type RolloutSet,
 } from "../data/trajectories.js";
 import { LeverError } from "../util/errors.js";
+import { readJsonFile } from "../util/files.js";
 import { canonicalJson, sha256 } from "../util/hash.js";
 import { NAME_PATTERN } from "./datasets.js";
 import type { ArtifactRef } from "./types.js";
@@ -31,8 +32,9 @@ export const beamArtifactPath = (name: string) => artifactPath("beams", name);
 export const rolloutArtifactPath = (name: string) => artifactPath("rollouts", name);
 
 /**
- * Writes atomically. An existing artefact with other content is only replaced with `replace`; one
- * with identical content is left as it is (re-running a deterministic stage is a no-op).
+ * Writes atomically. An existing artefact with other content is only replaced with `replace`, and
+ * never when a run read it (the run could no longer be resumed or reproduced); one with identical
+ * content is left as it is (re-running a deterministic stage is a no-op).
  */
 function write(ws: Workspace, relative: string, value: unknown, replace: boolean): ArtifactRef {
   const text = `${canonicalJson(value)}\n`;
@@ -44,6 +46,12 @@ function write(ws: Workspace, relative: string, value: unknown, replace: boolean
       throw new LeverError("artefact already exists with other content (pass --replace to overwrite it)", {
         file: path,
       });
+    const readers = ws.runsReading(relative);
+    if (readers.length > 0)
+      throw new LeverError(
+        `artefact is an input of run ${readers.join(", ")}, so it is never replaced; write under another name (--out)`,
+        { file: path },
+      );
   }
   return ws.writeArtifact(relative, text);
 }
@@ -51,11 +59,7 @@ function write(ws: Workspace, relative: string, value: unknown, replace: boolean
 function read(ws: Workspace, relative: string): { path: string; json: unknown } {
   const path = ws.artifactPath(relative);
   if (!existsSync(path)) throw new LeverError("no such artefact", { file: path });
-  try {
-    return { path, json: JSON.parse(readFileSync(path, "utf8")) };
-  } catch (error) {
-    throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
-  }
+  return { path, json: readJsonFile(path) };
 }
 
 export function writePoolSet(
@@ -70,13 +74,7 @@ export function writePoolSet(
 
 export function readPoolSet(ws: Workspace, name: string): PoolSet {
   const { path, json } = read(ws, poolArtifactPath(name));
-  const parsed = PoolSetSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, { file: path, field: issue.path.join(".") || undefined });
-  }
-  checkPoolSet(parsed.data, path);
-  return parsed.data;
+  return parsePoolSet(json, path);
 }
 
 export function writeBeamSet(

@@ -68,6 +68,6 @@ describe("lever metric vqa", () => {
     args[5] = fixture("questions.json"); // questions file given as annotations: no "annotations" key
     expectUserError(await runMetricCli(args), /questions\.json, field "annotations"/);
     args[5] = fixture("does-not-exist.json");
-    expectUserError(await runMetricCli(args), /does-not-exist\.json: cannot read file/);
+    expectUserError(await runMetricCli(args), /does-not-exist\.json: no such file \(ENOENT\)/);
   });
 });

@@ -31,7 +31,7 @@ describe("runLever (the real program, as the CLI runs it)", () => {
       "--annotations",
       "a",
     ]);
-    expectUserError(result, /^error: .*: cannot read file/);
+    expectUserError(result, /^error: \/nonexistent\/r\.json: no such file \(ENOENT\)/);
     expect(result.stdout).toBe("");
   });
 });

@@ -78,7 +78,9 @@ describe("Workspace.open", () => {
       .prepare("INSERT INTO schema_version (version, description, applied_at) VALUES (?, 'future', 'now')")
       .run(SCHEMA_VERSION + 1);
     raw.close();
-    expect(() => Workspace.open(dir)).toThrow(/schema version 2 is newer than this lever supports \(1\)/);
+    expect(() => Workspace.open(dir)).toThrow(
+      new RegExp(`schema version ${SCHEMA_VERSION + 1} is newer than this lever supports \\(${SCHEMA_VERSION}\\)`),
+    );
     const check = new BetterSqlite3(join(dir, "lever.db"));
     expect(check.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(SCHEMA_VERSION + 1);
     check.close();
