@@ -146,6 +146,7 @@ export function register(program: Command): void {
     .option("--ids <file>", "JSON array of the rows' question ids (default: <stem>.ids.json beside the file)")
     .option("--dataset-order", "row r is the r-th dataset item in question-id order (Lever-Plus exports)")
     .option("--normalize", "scale every row to unit L2 norm")
+    .option("--replace", "replace a registered embedding of this kind that has other content")
     .option("--json", "print the result as JSON")
     .action(
       (
@@ -156,6 +157,7 @@ export function register(program: Command): void {
           ids?: string;
           datasetOrder?: boolean;
           normalize?: boolean;
+          replace?: boolean;
           json?: boolean;
         },
         command: Command,
@@ -171,7 +173,13 @@ export function register(program: Command): void {
             idsFile: flags.ids,
             datasetOrder: flags.datasetOrder,
             normalize: flags.normalize,
+            replace: flags.replace,
           });
+          if (result.replacedInputOf.length > 0)
+            process.stderr.write(
+              `warning: replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
+                "those runs can no longer be resumed\n",
+            );
           if (flags.json) return printJson(result);
           const n = result.norms;
           const lines = [

@@ -1,3 +1,5 @@
+import { existsSync, realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/checkpoint.js";
 import { variantName } from "../selector/config.js";
@@ -25,6 +27,12 @@ function positiveNumber(name: string) {
     if (!(n > 0)) throw new LeverError(`must be a positive number, got "${value}"`, { field: name });
     return n;
   };
+}
+
+/** Whether two paths name one file (also through links). */
+function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  return existsSync(a) && existsSync(b) && realpathSync(a) === realpathSync(b);
 }
 
 /** Registers the `selector` commands: inspect, import-torch, predict, logprob. */
@@ -88,6 +96,13 @@ export function register(program: Command): void {
           json?: boolean;
         },
       ) => {
+        if (sameFile(file, opts.out))
+          throw new LeverError(
+            "is the input file: the checkpoint would overwrite the state dict; choose another path",
+            {
+              field: "--out",
+            },
+          );
         if (opts.stateUpdate !== undefined && !["gate", "none", "gru"].includes(opts.stateUpdate))
           throw new LeverError(`must be gate, none or gru, got "${opts.stateUpdate}"`, { field: "--state-update" });
         const result = await importTorchStateDict(file, {

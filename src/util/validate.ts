@@ -37,11 +37,20 @@ export function zodIssueError(error: z.ZodError, where: ParseLocation = {}, valu
   const fieldPath = [...(where.fieldPrefix !== undefined ? [where.fieldPrefix] : []), ...rest];
   const field = formatPath(fieldPath);
   const record = inRecord ? recordName(value, path.slice(0, depth + 1), where.recordLabel) : where.record;
-  return new LeverError(issue.message, {
+  return new LeverError(issueMessage(issue), {
     ...(where.file !== undefined ? { file: where.file } : {}),
     ...(record !== undefined ? { record } : {}),
     ...(field.length > 0 ? { field } : {}),
   });
+}
+
+/** zod's message, said the way a user fixing a file needs it (what is missing, NaN, which keys are extra). */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  const expected = /^Invalid input: expected (\w+), received undefined$/.exec(issue.message);
+  if (issue.code === "invalid_type" && expected !== null) return `is required but missing (expected ${expected[1]})`;
+  if (issue.code === "invalid_type" && /received NaN$/.test(issue.message)) return "is NaN (a number is required)";
+  if (issue.code === "unrecognized_keys") return `unexpected field(s): ${issue.keys.join(", ")}`;
+  return issue.message;
 }
 
 /** The record at `path` inside `value`, by its label field when asked (and present), else by its key. */

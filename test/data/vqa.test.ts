@@ -191,7 +191,7 @@ describe("subsets at import", () => {
 describe("malformed files: one error naming file, record and field", () => {
   it("reports a missing file", () => {
     const missing = join(dir, "nope.json");
-    expect(leverErrorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: file not found`);
+    expect(leverErrorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: no such file (ENOENT)`);
   });
 
   it("reports bad JSON with its byte offset and the element", () => {
@@ -237,12 +237,18 @@ describe("malformed files: one error naming file, record and field", () => {
     );
   });
 
-  it("reports an image_id mismatch between the files", () => {
-    const a = load(OK_A);
-    a.annotations[2].image_id = 1;
-    const err = leverErrorOf(() => okvqa({ annotations: write(a) }));
-    expect(err.location.field).toBe("image_id");
-    expect(err.message).toContain("image_id 1 differs from image_id 460887");
+  it("blames an image_id mismatch on the questions file (the annotations hold the ground truth)", () => {
+    const q = load(OK_Q);
+    const { question_id: id, image_id: truth } = q.questions[2];
+    q.questions[2].image_id = 1;
+    const file = write(q);
+    const err = leverErrorOf(() => okvqa({ questions: file }));
+    expect(err.location).toEqual({ file, record: `questions[2] question_id ${id}`, field: "image_id" });
+    expect(err.message).toMatch(
+      new RegExp(
+        `image_id 1 differs from image_id ${truth} of annotations\\[\\d+\\] question_id ${id} in .*mscoco_train2014_annotations\\.json$`,
+      ),
+    );
   });
 
   it("rejects a question with other than ten answers", () => {
