@@ -1,0 +1,92 @@
+/**
+ * Two `lever` processes on one workspace at the same time, as users start them from two shells:
+ * real child processes of the built CLI (dist/), since one process cannot reproduce SQLite lock
+ * contention between connections of different processes.
+ */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { Workspace } from "../../src/store/workspace.js";
+import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+
+const CLI = process.env.LEVER_CLI ?? resolve("dist/src/cli/main.js");
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function lever(args: string[]): Promise<Exit> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("close", (code) => done({ code, stdout, stderr }));
+  });
+}
+
+let sim: SimWorkspace;
+beforeAll(() => {
+  sim = simWorkspace({ trainItems: 300, valItems: 60, concepts: 6 });
+  sim.ws.close();
+});
+
+/** An evaluation with many small batches: every batch is a write transaction on the shared database. */
+const evalArgs = (seed: number, retrievers: string) => [
+  "--workspace",
+  sim.ws.dir,
+  "eval",
+  "--dataset",
+  "val",
+  "--index",
+  "train",
+  "--queries",
+  "all",
+  "--shots",
+  "1,2,3,4",
+  "--retriever",
+  retrievers,
+  "--world",
+  sim.worldFile,
+  "--seed",
+  String(seed),
+  "--batch-size",
+  "1",
+  "--concurrency",
+  "1",
+  "--resamples",
+  "100",
+  "--json",
+];
+
+describe("two processes on one workspace", () => {
+  it("two different `lever eval` runs at the same time both complete, each with all its predictions", async () => {
+    const [a, b] = await Promise.all([
+      lever(evalArgs(1, "zero,random,topk-image")),
+      lever(evalArgs(2, "random,topk-text,topk-joint")),
+    ]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const ra = JSON.parse(a.stdout);
+    const rb = JSON.parse(b.stdout);
+    expect(ra.runId).not.toBe(rb.runId);
+    expect(ra.stats).toMatchObject({ planned: 60 * 9, evaluated: 60 * 9, failures: 0 });
+    expect(rb.stats).toMatchObject({ planned: 60 * 12, evaluated: 60 * 12, failures: 0 });
+    const ws = Workspace.open(sim.ws.dir, { readOnly: true });
+    try {
+      expect(ws.getPredictions(ra.runId)).toHaveLength(60 * 9);
+      expect(ws.getPredictions(rb.runId)).toHaveLength(60 * 12);
+      expect(ws.getRun(ra.runId)).toMatchObject({ status: "done", holder: null });
+      expect(ws.getRun(rb.runId)).toMatchObject({ status: "done", holder: null });
+    } finally {
+      ws.close();
+    }
+  });
+});
