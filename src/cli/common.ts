@@ -28,7 +28,7 @@ export async function withWorkspace<T>(
   try {
     return await fn(ws);
   } catch (error) {
-    throw sqliteError(error, ws.db.name);
+    throw sqliteError(error, ws.dbFile);
   } finally {
     ws.close();
   }

@@ -1,4 +1,4 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import type { VqaItem } from "../data/item.js";
@@ -56,6 +56,8 @@ function canWrite(root: string, dbPath: string): boolean {
  */
 export class Workspace {
   readonly dir: string;
+  /** The database file (lever.db). */
+  readonly dbFile: string;
   readonly db: BetterSqlite3.Database;
   readonly artifactsDir: string;
   /** Opened with `readOnly`: every write fails with a "read-only" error. */
@@ -64,6 +66,7 @@ export class Workspace {
 
   private constructor(dir: string, db: BetterSqlite3.Database, readOnly: boolean) {
     this.dir = dir;
+    this.dbFile = join(dir, DB_FILE);
     this.db = db;
     this.readOnly = readOnly;
     this.artifactsDir = join(dir, ARTIFACTS_DIR);
@@ -123,19 +126,31 @@ export class Workspace {
   }
 
   private static openReadOnly(root: string, dbPath: string): Workspace {
-    let db: BetterSqlite3.Database;
+    let db: BetterSqlite3.Database | undefined;
+    let version: number;
     try {
       db = new BetterSqlite3(dbPath, { readonly: true, fileMustExist: true });
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    } catch (error) {
-      throw sqliteError(error, dbPath, "cannot open workspace database");
-    }
-    let version: number;
-    try {
       version = schemaVersion(db);
     } catch (error) {
-      db.close();
-      throw sqliteError(error, dbPath, "not a usable lever workspace database");
+      db?.close();
+      db = undefined;
+      const code = (error as { code?: string }).code ?? "";
+      if (!/^SQLITE_(READONLY_DIRECTORY|CANTOPEN)/.test(code))
+        throw sqliteError(systemError(error, dbPath), dbPath, "not a usable lever workspace database");
+      // A WAL database in a directory nobody may write: SQLite cannot create the shared-memory
+      // index beside it. The file as it is (cleanly closed, so complete) is read from memory
+      // instead, marked as a rollback-journal database (header bytes 18-19: 1 = legacy, 2 = WAL),
+      // since an in-memory database has no WAL.
+      try {
+        const bytes = readFileSync(dbPath);
+        if (bytes.length >= 20) bytes.fill(1, 18, 20);
+        db = new BetterSqlite3(bytes, { readonly: true });
+        version = schemaVersion(db);
+      } catch (inner) {
+        db?.close();
+        throw sqliteError(systemError(inner, dbPath), dbPath, "not a usable lever workspace database");
+      }
     }
     if (version === SCHEMA_VERSION) return new Workspace(root, db, true);
     db.close();

@@ -25,8 +25,12 @@ export function writeFileAtomic(path: string, data: string | Uint8Array | Uint8A
     fd = null;
     renameSync(tmp, path);
   } catch (error) {
-    if (fd !== null) closeSync(fd);
-    rmSync(tmp, { force: true });
+    try {
+      if (fd !== null) closeSync(fd);
+      rmSync(tmp, { force: true });
+    } catch {
+      // Nothing was created (e.g. the parent is a file): the first error is the one to report.
+    }
     throw systemError(error, path);
   }
 }
