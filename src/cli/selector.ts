@@ -29,6 +29,14 @@ function positiveNumber(name: string) {
   };
 }
 
+/** A checkpoint, its model, and the query/candidate inputs of `predict` and `logprob`. */
+function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: string; pools?: string }) {
+  const c = loadCheckpoint(ckpt);
+  const model = new PointerSelector(c.config, c.params);
+  const input = loadSelectorInput({ queryEmb: files.queryEmb, candEmb: files.candEmb, pools: files.pools }, c.config.d);
+  return { c, model, input };
+}
+
 /** Whether two paths name one file (also through links). */
 function sameFile(a: string, b: string): boolean {
   if (resolve(a) === resolve(b)) return true;
@@ -154,12 +162,7 @@ export function register(program: Command): void {
         ckpt: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; shots?: number; beam: number; json?: boolean },
       ) => {
-        const c = loadCheckpoint(ckpt);
-        const model = new PointerSelector(c.config, c.params);
-        const input = loadSelectorInput(
-          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
-          c.config.d,
-        );
+        const { c, model, input } = loadModelAndInput(ckpt, opts);
         const out = predict(model, input, { shots: opts.shots ?? c.shots, beam: opts.beam }).map((t, query) => ({
           query,
           positions: t.positions,
@@ -187,12 +190,7 @@ export function register(program: Command): void {
         ckpt: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; trajectories: string; json?: boolean },
       ) => {
-        const c = loadCheckpoint(ckpt);
-        const model = new PointerSelector(c.config, c.params);
-        const input = loadSelectorInput(
-          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
-          c.config.d,
-        );
+        const { model, input } = loadModelAndInput(ckpt, opts);
         const logprobs = trajectoryLogProbs(model, input, loadTrajectories(opts.trajectories), opts.trajectories);
         if (opts.json) return printJson(logprobs);
         process.stdout.write(logprobs.map((v) => `${v}\n`).join(""));

@@ -40,30 +40,9 @@ beforeAll(() => {
 
 /** An evaluation with many small batches: every batch is a write transaction on the shared database. */
 const evalArgs = (seed: number, retrievers: string) => [
-  "--workspace",
-  sim.ws.dir,
-  "eval",
-  "--dataset",
-  "val",
-  "--index",
-  "train",
-  "--queries",
-  "all",
-  "--shots",
-  "1,2,3,4",
-  "--retriever",
-  retrievers,
-  "--world",
-  sim.worldFile,
-  "--seed",
-  String(seed),
-  "--batch-size",
-  "1",
-  "--concurrency",
-  "1",
-  "--resamples",
-  "100",
-  "--json",
+  ...["--workspace", sim.ws.dir, "eval", "--world", sim.worldFile, "--retriever", retrievers, "--seed", String(seed)],
+  ..."--dataset val --index train --queries all --shots 1,2,3,4 --resamples 100 --json".split(" "),
+  ..."--batch-size 1 --concurrency 1".split(" "),
 ];
 
 describe("two processes on one workspace", () => {

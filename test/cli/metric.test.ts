@@ -28,6 +28,18 @@ describe("lever metric vqa", () => {
     expect(out).toContain("yes/no : 90.00");
   });
 
+  test("scoring part of the questions warns with the counts; --require-all makes it an error", async () => {
+    const partial = await runMetricCli(baseArgs());
+    expect(partial.code).toBe(0);
+    expect(partial.stderr).toBe(
+      `warning: ${fixture("questions.json")}: scored 4 of the 5 questions (1 have no result in ${fixture("results.json")}); --require-all makes this an error\n`,
+    );
+    expectUserError(
+      await runMetricCli([...baseArgs(), "--require-all"]),
+      `error: ${fixture("results.json")}: scored 4 of the 5 questions (1 have no result in ${fixture("results.json")}); every question needs a result`,
+    );
+  });
+
   test("--json prints one object in percent with per-question accuracies", async () => {
     const out = await runMetric([...baseArgs(), "--json"]);
     expect(JSON.parse(out)).toEqual({

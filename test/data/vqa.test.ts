@@ -206,6 +206,29 @@ describe("malformed files: one error naming file, record and field", () => {
     expect(err.location.record).toBe("annotations[3]");
   });
 
+  it("names the byte offset, line and record of non-UTF-8 input in a streamed file", () => {
+    const bytes = readFileSync(OK_Q);
+    const at = bytes.indexOf(Buffer.from("Which country")) + 2; // inside questions[…]'s question text
+    const latin1 = Buffer.from(bytes);
+    latin1[at] = 0xe9; // "é" in Latin-1: not UTF-8
+    const file = write(latin1.toString("latin1"));
+    writeFileSync(file, latin1);
+    const line = bytes.subarray(0, at).toString("utf8").split("\n").length;
+    const err = leverErrorOf(() => okvqa({ questions: file }));
+    expect(err.message).toMatch(
+      new RegExp(
+        `^${file}, record "questions\\[\\d+\\]": not valid UTF-8 at byte ${at} \\(line ${line}, column \\d+\\)$`,
+      ),
+    );
+  });
+
+  it("refuses a questions file with no questions", () => {
+    const empty = write({ questions: [] });
+    expect(leverErrorOf(() => okvqa({ questions: empty })).message).toBe(
+      `${empty}, field "questions": holds no questions (an empty dataset cannot be evaluated or trained on)`,
+    );
+  });
+
   it("reports a question without an annotation", () => {
     const a = load(OK_A);
     a.annotations = a.annotations.filter((x: Json) => x.question_id !== 1806825);
