@@ -11,7 +11,7 @@ describe("writeFileAtomic", () => {
   it("replaces the content in one step", () => {
     const path = join(dir, "a.txt");
     writeFileSync(path, "old");
-    writeFileAtomic(path, ["ne", Buffer.from("w")]);
+    writeFileAtomic(path, [Buffer.from("ne"), Buffer.from("w")]);
     expect(readFileSync(path, "utf8")).toBe("new");
     expect(readdirSync(dir).filter((f) => f.includes(".tmp-"))).toEqual([]);
   });
