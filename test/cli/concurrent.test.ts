@@ -4,6 +4,7 @@
  * contention between connections of different processes.
  */
 import { spawn } from "node:child_process";
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { Workspace } from "../../src/store/workspace.js";
@@ -67,5 +68,39 @@ describe("two processes on one workspace", () => {
     } finally {
       ws.close();
     }
+  });
+
+  it("a run another live process evaluates is refused naming it; a run whose process died is taken over", async () => {
+    const args = evalArgs(1, "zero,random,topk-image");
+    const ws = Workspace.open(sim.ws.dir, { create: false });
+    const runId = ws.listRuns({ kind: "eval" })[0].id;
+    ws.db.prepare("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?").run(runId); // as if mid-run
+    const sleeper = spawn("sleep", ["30"]);
+    const plant = ws.db.prepare(
+      "INSERT OR REPLACE INTO leases (run, pid, host, started_at, heartbeat_at) VALUES (?, ?, ?, '2026-02-02T00:00:00.000Z', ?)",
+    );
+    plant.run(runId, sleeper.pid, hostname(), new Date().toISOString());
+    try {
+      const refused = await lever(args);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(
+        new RegExp(
+          `^error: record "${runId}": run ${runId} is in use by process ${sleeper.pid}@${hostname()} \\(since 2026-02-02`,
+          "m",
+        ),
+      );
+    } finally {
+      sleeper.kill();
+    }
+    await new Promise((done) => sleeper.once("exit", done));
+    expect(ws.getRun(runId)?.status).toBe("interrupted");
+    ws.close();
+    const taken = await lever(args);
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(taken.stderr).toContain(`note: took run ${runId} over from process ${sleeper.pid}@${hostname()}`);
+    expect(JSON.parse(taken.stdout)).toMatchObject({ runId, resumed: true, stats: { evaluated: 0 } });
+    const after = Workspace.open(sim.ws.dir, { readOnly: true });
+    expect(after.getRun(runId)).toMatchObject({ status: "done", holder: null });
+    after.close();
   });
 });

@@ -4,7 +4,7 @@
  * root the CLI runs as the unprivileged user "nobody" (uid 65534) in a child process.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -74,5 +74,19 @@ describe("a read-only workspace", () => {
         /^error: \S+ws\/lever\.db: the workspace is read-only \(no write permission[^\n]*\n$/,
       );
     }
+  });
+
+  it("a file the user may not read is one line naming it (permission denied)", () => {
+    if (asUser.uid === undefined && process.getuid?.() === 0) return; // cannot drop privileges here
+    const secret = join(root, "secret.json");
+    writeFileSync(secret, "[]");
+    chmodSync(secret, 0o600);
+    const result = spawnSync(
+      process.execPath,
+      [CLI, "metric", "vqa", "--results", secret, "--questions", secret, "--annotations", secret],
+      { encoding: "utf8", ...asUser },
+    );
+    expect(result.status).toBe(2);
+    expect(result.stderr).toBe(`error: ${secret}: permission denied (EACCES)\n`);
   });
 });
