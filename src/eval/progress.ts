@@ -23,6 +23,8 @@ export interface ProgressOptions {
   now?: () => number;
   /** Minimum time between redraws (TTY) or lines (non-TTY). Defaults: 100 ms / 10 s. */
   intervalMs?: number;
+  /** Extra text after the ETA, read at every redraw (e.g. the VLM call count). */
+  detail?: () => string;
 }
 
 export const silentProgress: Progress = { start() {}, advance() {}, finish() {} };
@@ -40,8 +42,10 @@ export function createProgress(options: ProgressOptions): Progress {
 
   const draw = (final: boolean) => {
     const status = progressStatus(options.label, done, total, (now() - startedAt) / 1000, done - resumed);
-    if (tty) stream.write(`\r${status}\u001b[K${final ? "\n" : ""}`);
-    else stream.write(`${status}\n`);
+    const detail = options.detail?.();
+    const line = detail ? `${status} ${detail}` : status;
+    if (tty) stream.write(`\r${line}\u001b[K${final ? "\n" : ""}`);
+    else stream.write(`${line}\n`);
   };
   return {
     start(t, alreadyDone) {

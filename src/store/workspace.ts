@@ -9,6 +9,7 @@ import { hashData, hashFileSync, portablePath, resolveInside } from "./files.js"
 import { migrate } from "./migrations.js";
 import * as predictions from "./predictions.js";
 import * as runs from "./runs.js";
+import * as stageItems from "./stage-items.js";
 import type {
   ArtifactRef,
   DatasetInput,
@@ -21,6 +22,7 @@ import type {
   RunInput,
   RunRecord,
   RunStatus,
+  StageItemRow,
   StageRecord,
 } from "./types.js";
 
@@ -236,6 +238,16 @@ export class Workspace {
       this.failStage(runId, name, error instanceof Error ? error.message : String(error));
       throw error;
     }
+  }
+
+  /** Stores finished (or failed) items of a resumable stage; a row with the same key replaces the old one. */
+  putStageItems(rows: readonly StageItemRow[]): void {
+    stageItems.putStageItems(this.db, rows);
+  }
+
+  /** The stored items of a run's stage, in key (question-id) order. */
+  getStageItems(runId: string, stage: string): StageItemRow[] {
+    return stageItems.getStageItems(this.db, runId, stage);
   }
 
   // ── metrics and predictions ───────────────────────────────────────────────────────────────
