@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import * as cache from "./cache.js";
 import * as data from "./data.js";
+import * as datagen from "./datagen.js";
 import * as demo from "./demo.js";
 import * as doctor from "./doctor.js";
 import * as evaluation from "./eval.js";
@@ -13,7 +14,20 @@ import * as train from "./train.js";
 
 /** Every command group registers itself here; one file per group under src/cli/. */
 export function registerCommands(program: Command): void {
-  for (const module of [demo, data, synth, formats, metric, pools, selector, train, evaluation, cache, doctor]) {
+  for (const module of [
+    demo,
+    data,
+    synth,
+    formats,
+    metric,
+    pools,
+    datagen,
+    selector,
+    train,
+    evaluation,
+    cache,
+    doctor,
+  ]) {
     module.register(program);
   }
 }

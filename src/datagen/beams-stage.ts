@@ -59,7 +59,12 @@ export const BeamsSettingsSchema = z
         "where each new demonstration goes: nearest (first selected next to the query, later ones farther) or farthest",
       ),
     seed: z.number().int().min(0).max(0xffffffff).default(0).describe("seed of --anchors random:N"),
-    concurrency: z.number().int().positive().default(4).describe("anchors searched at once (results do not depend on it)"),
+    concurrency: z
+      .number()
+      .int()
+      .positive()
+      .default(4)
+      .describe("anchors searched at once (results do not depend on it)"),
     out: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")
@@ -110,7 +115,13 @@ export async function runBeams(
   const dataset = ws.requireDataset(settings.dataset);
   const pools = resolvePools(ws, settings.pools, settings.dataset);
   const indexRecord = ws.requireDataset(pools.set.indexDataset);
-  const anchors = selectWithPools(ws.loadItems(settings.dataset), pools.set, settings.anchors, settings.seed, "--anchors");
+  const anchors = selectWithPools(
+    ws.loadItems(settings.dataset),
+    pools.set,
+    settings.anchors,
+    settings.seed,
+    "--anchors",
+  );
   const indexById = new Map(ws.loadItems(indexRecord.name).map((item) => [item.questionId, item]));
   const K = pools.set.k;
   const search: BeamSearchSettings = {

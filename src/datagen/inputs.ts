@@ -42,7 +42,9 @@ export function selectWithPools(
   const parsed = parseSubsetSpec(spec, field);
   const withPool = items.filter((item) => pools.pools[item.questionId] !== undefined);
   if (withPool.length === 0)
-    throw new LeverError(`no item of dataset "${pools.queryDataset}" has a pool in this pool set`, { field: "--pools" });
+    throw new LeverError(`no item of dataset "${pools.queryDataset}" has a pool in this pool set`, {
+      field: "--pools",
+    });
   if (parsed.kind !== "all" && parsed.n > withPool.length)
     throw new LeverError(
       `${formatSubsetSpec(parsed)} asks for more than the ${withPool.length} items that have a pool`,
@@ -90,7 +92,8 @@ export class Similarity {
 
   private row(matrix: EmbeddingMatrix, rows: Map<string, number>, id: string, role: string): Float32Array {
     const r = rows.get(id);
-    if (r === undefined) throw new LeverError(`no ${role} embedding row for this item`, { record: id, field: "embedding" });
+    if (r === undefined)
+      throw new LeverError(`no ${role} embedding row for this item`, { record: id, field: "embedding" });
     return matrix.data.subarray(r * matrix.dim, (r + 1) * matrix.dim);
   }
 }

@@ -3,7 +3,7 @@
  * = queries). A run is identified by its kind and config hash, so re-running the same command finds
  * the same run. Items are processed with a bounded number in flight and each is stored in the
  * workspace (`stage_items`) the moment it finishes; a re-run skips done items and retries failed
- * ones. The final artefact is assembled by the caller from the stored items in key order, so a run
+ * ones (and done items the caller asks to redo). The final artefact is assembled by the caller from the stored items in key order, so a run
  * that was killed and restarted produces the same bytes as one that never stopped.
  */
 import type { Progress } from "../eval/progress.js";
@@ -22,6 +22,8 @@ export interface ItemStageOptions<T> {
   concurrency: number;
   signal?: AbortSignal;
   progress?: Progress;
+  /** A stored done item for which this is true is processed again (e.g. it holds failed requests). */
+  redo?: (value: T) => boolean;
   work(key: string): Promise<ItemOutcome<T>>;
 }
 
@@ -56,7 +58,8 @@ export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemSta
   const wanted = new Set(options.keys);
   const done = new Map<string, T>();
   for (const row of ws.getStageItems(runId, stage))
-    if (row.status === "done" && wanted.has(row.key)) done.set(row.key, row.value as T);
+    if (row.status === "done" && wanted.has(row.key) && !options.redo?.(row.value as T))
+      done.set(row.key, row.value as T);
   const todo = options.keys.filter((key) => !done.has(key));
   const result: ItemStageResult<T> = {
     done,
