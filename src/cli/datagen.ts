@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import { type BeamsResult, BeamsSettingsSchema, failedAnchorsError, runBeams } from "../datagen/beams-stage.js";
 import {
@@ -97,6 +98,8 @@ function bindVlm(command: Command) {
 async function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
   const ws = Workspace.open(workspaceDir(cmd), { create: false });
   const controller = new AbortController();
+  // Every request in flight listens to this one signal (hundreds with several items in flight).
+  setMaxListeners(0, controller.signal);
   const onSigint = () => controller.abort();
   process.once("SIGINT", onSigint);
   try {
