@@ -109,7 +109,7 @@ export const RolloutsSettingsSchema = z
       .max(0xffffffff)
       .default(0)
       .describe("seed of --queries random:N, samples and random trajectories"),
-    concurrency: z.number().int().positive().default(4).describe("queries in flight (results do not depend on it)"),
+    concurrency: z.number().int().positive().default(8).describe("queries in flight (results do not depend on it)"),
     out: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")

@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import {
   type BeamsHooks,
-  BeamsSettingsSchema,
   type BeamsSettingsInput,
+  BeamsSettingsSchema,
   failedAnchorsError,
   runBeams,
 } from "../../src/datagen/beams-stage.js";
@@ -35,7 +35,9 @@ function instrument(options: { after?: number; controller?: AbortController; fai
       calls++;
       if (options.after !== undefined && calls > options.after) options.controller?.abort();
       const out = await backend.scoreAnswer(requests, o);
-      return out.map((r, i) => (options.failing?.(requests[i].prompt.query.questionId) ? { error: "http-5xx: injected" } : r));
+      return out.map((r, i) =>
+        options.failing?.(requests[i].prompt.query.questionId) ? { error: "http-5xx: injected" } : r,
+      );
     },
   });
 }
@@ -68,9 +70,13 @@ describe("lever beams stage", () => {
     expect(anchor.beams).toHaveLength(3);
     expect(anchor.beams.map((x) => x.score)).toEqual([...anchor.beams.map((x) => x.score)].sort((x, y) => y - x));
     expect(anchor.pool?.set).toBe("p");
-    expect(set.search).toMatchObject({ method: "infoscore", answer: "multiple_choice_answer", beamSize: 3, budget: null });
-    for (const beam of anchor.beams)
-      expect(beam.shotScores!.reduce((s, g) => s + g, 0)).toBeCloseTo(beam.score, 10);
+    expect(set.search).toMatchObject({
+      method: "infoscore",
+      answer: "multiple_choice_answer",
+      beamSize: 3,
+      budget: null,
+    });
+    for (const beam of anchor.beams) expect(beam.shotScores!.reduce((s, g) => s + g, 0)).toBeCloseTo(beam.score, 10);
   });
 
   it("resumes a killed run and ends with the bytes of an uninterrupted one", async () => {

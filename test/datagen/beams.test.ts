@@ -13,7 +13,10 @@ const pool = ["a", "b", "c", "d", "e"].map((id) => makeItem(id, `img-${id}`, `an
 function fakeScorer(table: Record<string, number>, fallback = -10, fail?: (key: string) => string | null) {
   const batches: { key: string; answer: string }[][] = [];
   const score = async (requests: { prompt: VlmPrompt; answer: string }[]): Promise<Outcome<ScoreResult>[]> => {
-    const keys = requests.map((r) => ({ key: r.prompt.demonstrations.map((d) => d.questionId).join(","), answer: r.answer }));
+    const keys = requests.map((r) => ({
+      key: r.prompt.demonstrations.map((d) => d.questionId).join(","),
+      answer: r.answer,
+    }));
     batches.push(keys);
     return keys.map(({ key }) => {
       const reason = fail?.(key) ?? null;
@@ -127,4 +130,3 @@ describe("searchAnchor", () => {
     );
   });
 });
-

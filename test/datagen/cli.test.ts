@@ -42,7 +42,20 @@ beforeAll(async () => {
   expect(beams.artifact.path).toBe("beams/b.json");
   const sft = JSON.parse(
     await runCliOk(
-      w.args("train", "sft", "--beams", "b", "--pools", "p", "--dataset", "train", "--epochs", "2", "--quiet", "--json"),
+      w.args(
+        "train",
+        "sft",
+        "--beams",
+        "b",
+        "--pools",
+        "p",
+        "--dataset",
+        "train",
+        "--epochs",
+        "2",
+        "--quiet",
+        "--json",
+      ),
     ),
   );
   checkpoint = sft.bestCheckpoint;
@@ -51,15 +64,40 @@ beforeAll(async () => {
 describe("lever beams (CLI)", () => {
   it("prints a summary with the artefact, the calls and the statistics, and records the settings", async () => {
     const result = await runCli(
-      w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "random:40", "--shots", "2", "--beam-size", "3", "--budget", "6", "--out", "b", ...w.world),
+      w.args(
+        "beams",
+        "--dataset",
+        "train",
+        "--pools",
+        "p",
+        "--anchors",
+        "random:40",
+        "--shots",
+        "2",
+        "--beam-size",
+        "3",
+        "--budget",
+        "6",
+        "--out",
+        "b",
+        ...w.world,
+      ),
     );
     expect(result.code).toBe(0);
     // A rerun of the same command resumes the same run: nothing to search, no VLM call.
-    expect(result.stderr).toMatch(/run beams-\d+ \(resumed\): 40 anchors, 40 already stored, 0 searched, 0 failed; .*VLM: 0 calls/);
+    expect(result.stderr).toMatch(
+      /run beams-\d+ \(resumed\): 40 anchors, 40 already stored, 0 searched, 0 failed; .*VLM: 0 calls/,
+    );
     // Budget 6 of K = 12: 1 + 6 + 3 × 6 scored answers per anchor.
     expect(result.stdout).toBe("wrote artifacts/beams/b.json: beams of 40 anchors (25.0 scored answers per anchor)\n");
     const set = readBeamSet(w.ws, "b");
-    expect(set.search).toMatchObject({ budget: 6, beamSize: 3, shots: 2, prior: { embedding: "joint" }, anchors: "random:40" });
+    expect(set.search).toMatchObject({
+      budget: 6,
+      beamSize: 3,
+      shots: 2,
+      prior: { embedding: "joint" },
+      anchors: "random:40",
+    });
     expect(Object.keys(set.queries)).toHaveLength(40);
   });
 
@@ -78,7 +116,9 @@ describe("lever beams (CLI)", () => {
       'pool set "p" holds pools of dataset "train", not "val"',
     );
     expectUserError(
-      await runCli(w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "first:9999", "--out", "x", ...w.world)),
+      await runCli(
+        w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "first:9999", "--out", "x", ...w.world),
+      ),
       "first:9999 asks for more than the 300 items that have a pool",
     );
   });
@@ -87,7 +127,22 @@ describe("lever beams (CLI)", () => {
 describe("lever rollouts (CLI)", () => {
   it("proposes from the checkpoint and retrieval/random, and round-trips through the Lever-Plus RL JSON losslessly", async () => {
     const out = await runCliOk(
-      w.args("rollouts", "--dataset", "train", "--pools", "p", "--queries", "first:12", "--checkpoint", checkpoint, "--out", "r", "--json", "--quiet", ...w.world),
+      w.args(
+        "rollouts",
+        "--dataset",
+        "train",
+        "--pools",
+        "p",
+        "--queries",
+        "first:12",
+        "--checkpoint",
+        checkpoint,
+        "--out",
+        "r",
+        "--json",
+        "--quiet",
+        ...w.world,
+      ),
     );
     const summary = JSON.parse(out);
     expect(summary.artifact.path).toBe("rollouts/r.json");
@@ -116,19 +171,51 @@ describe("lever rollouts (CLI)", () => {
     expect(back).toEqual(set);
 
     const again = await runCli(
-      w.args("rollouts", "--dataset", "train", "--pools", "p", "--queries", "first:12", "--checkpoint", checkpoint, "--out", "r", ...w.world),
+      w.args(
+        "rollouts",
+        "--dataset",
+        "train",
+        "--pools",
+        "p",
+        "--queries",
+        "first:12",
+        "--checkpoint",
+        checkpoint,
+        "--out",
+        "r",
+        ...w.world,
+      ),
     );
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/\(resumed\): 12 queries, 12 already stored, 0 rolled out; VLM: 0 calls/);
-    expect(again.stdout).toMatch(/trajectories per query: min \d+, mean [\d.]+, max \d+\nmethods: beam \d+, greedy 12, random \d+/);
+    expect(again.stdout).toMatch(
+      /trajectories per query: min \d+, mean [\d.]+, max \d+\nmethods: beam \d+, greedy 12, random \d+/,
+    );
   });
 
   it("without a checkpoint proposes retrieval and random only, and says so", async () => {
     const result = await runCli(
-      w.args("rollouts", "--dataset", "train", "--pools", "p", "--queries", "first:4", "--retrieval", "2", "--random", "3", "--out", "plain", ...w.world),
+      w.args(
+        "rollouts",
+        "--dataset",
+        "train",
+        "--pools",
+        "p",
+        "--queries",
+        "first:4",
+        "--retrieval",
+        "2",
+        "--random",
+        "3",
+        "--out",
+        "plain",
+        ...w.world,
+      ),
     );
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain("note: no --checkpoint: proposing similarity retrieval and random trajectories only");
+    expect(result.stderr).toContain(
+      "note: no --checkpoint: proposing similarity retrieval and random trajectories only",
+    );
     expect(result.stdout).toMatch(/methods: random 12, retrieval 12\n/);
   });
 });

@@ -2,8 +2,9 @@
  * Shared set-up of the data-generation tests: a small simulated workspace (train/val datasets, their
  * embeddings, world.json) with a stored pool set over the training split, built through `lever pools`.
  */
-import { runCliOk } from "../helpers/cli.js";
+
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+import { runCliOk } from "../helpers/cli.js";
 
 export interface DatagenWorkspace extends SimWorkspace {
   /** `--workspace DIR` followed by ARGS. */

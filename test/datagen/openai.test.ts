@@ -16,9 +16,41 @@ let faulty: DatagenWorkspace;
 
 const openai = () => ["--vlm", "openai", "--base-url", mock.url, "--model", "mock-vl", "--max-retries", "0"];
 const beams = (w: DatagenWorkspace) =>
-  w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "first:3", "--shots", "2", "--beam-size", "2", "--budget", "5", "--out", "b", ...openai());
+  w.args(
+    "beams",
+    "--dataset",
+    "train",
+    "--pools",
+    "p",
+    "--anchors",
+    "first:3",
+    "--shots",
+    "2",
+    "--beam-size",
+    "2",
+    "--budget",
+    "5",
+    "--out",
+    "b",
+    ...openai(),
+  );
 const rollouts = (w: DatagenWorkspace) =>
-  w.args("rollouts", "--dataset", "train", "--pools", "p", "--queries", "first:3", "--retrieval", "2", "--random", "2", "--out", "r", ...openai());
+  w.args(
+    "rollouts",
+    "--dataset",
+    "train",
+    "--pools",
+    "p",
+    "--queries",
+    "first:3",
+    "--retrieval",
+    "2",
+    "--random",
+    "2",
+    "--out",
+    "r",
+    ...openai(),
+  );
 
 /** Exit code 2, the run line, then one error line matching `message`. */
 function expectFailedRun(result: CliResult, message: RegExp): void {
@@ -46,7 +78,10 @@ describe("data generation against an OpenAI-compatible server", () => {
 
     mock.inject("chat", ...Array.from({ length: 3 }, () => ({ kind: "status" as const, status: 500 })));
     const failed = await runCli([...beams(faulty), "--quiet"]);
-    expectFailedRun(failed, /of 3 anchors failed \(first: \d+: http-5xx.*no artefact written; rerun the same command to retry them/);
+    expectFailedRun(
+      failed,
+      /of 3 anchors failed \(first: \d+: http-5xx.*no artefact written; rerun the same command to retry them/,
+    );
     expect(failed.stderr).not.toContain("0 failures");
     const retried = await runCli([...beams(faulty), "--quiet", "--json"]);
     expect(retried.code, retried.stderr).toBe(0);
@@ -62,7 +97,10 @@ describe("data generation against an OpenAI-compatible server", () => {
     await runCliOk([...rollouts(clean), "--quiet"]);
     mock.inject("chat", ...Array.from({ length: 2 }, () => ({ kind: "status" as const, status: 503 })));
     const failed = await runCli([...rollouts(faulty), "--quiet"]);
-    expectFailedRun(failed, /trajectories of \d+ quer(y|ies) failed \(marked evalFailed in artifacts\/rollouts\/r.json, excluded from rewards\)/);
+    expectFailedRun(
+      failed,
+      /trajectories of \d+ quer(y|ies) failed \(marked evalFailed in artifacts\/rollouts\/r.json, excluded from rewards\)/,
+    );
     const marked = readRolloutSet(faulty.ws, "r");
     const bad = Object.values(marked.queries).flatMap((q) => q.trajectories.filter((t) => t.evalFailed));
     expect(bad.length).toBeGreaterThan(0);

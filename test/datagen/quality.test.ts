@@ -6,10 +6,10 @@
  * accuracy; and what the candidate budget saves. 200 anchors, K = 32, beam 5, 4 shots.
  */
 import { describe, expect, it } from "vitest";
-import { type AnchorResult, searchAnchor } from "../../src/datagen/beams.js";
-import { Similarity } from "../../src/datagen/inputs.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { type PromptOrder, toPromptOrder } from "../../src/data/trajectories.js";
+import { type AnchorResult, searchAnchor } from "../../src/datagen/beams.js";
+import { Similarity } from "../../src/datagen/inputs.js";
 import { mean, spearman } from "../../src/metrics/stats.js";
 import { PoolBuilder } from "../../src/pools/samplers.js";
 import { splitEmbeddings } from "../../src/sim/embed.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import type { VqaItem } from "../../src/data/item.js";
 import { isBalanced, type RolloutSettings, rolloutQuery } from "../../src/datagen/rollouts.js";
 import { distinctGtAnswers, isCorrect, scoreTrajectories } from "../../src/datagen/score.js";
 import { rolloutStats } from "../../src/datagen/stats.js";
-import type { VqaItem } from "../../src/data/item.js";
 import { vqaAnswering } from "../../src/eval/answer.js";
 import { scoredTrajectories } from "../../src/train/rewards.js";
 import { Rng } from "../../src/util/rng.js";
@@ -12,7 +12,11 @@ import { makeItem } from "../eval/helpers.js";
 /** Ten annotators: "red" ×6, "Red" ×1 (the same answer after normalisation), "blue" ×3. */
 const query: VqaItem = {
   ...makeItem("q", "img-q", "red"),
-  answers: [..."rrrrrr".split("").map(() => ({ answer: "red" })), { answer: "Red" }, ...[1, 2, 3].map(() => ({ answer: "blue" }))],
+  answers: [
+    ..."rrrrrr".split("").map(() => ({ answer: "red" })),
+    { answer: "Red" },
+    ...[1, 2, 3].map(() => ({ answer: "blue" })),
+  ],
 };
 const colours = ["red", "red", "red", "red", "blue", "blue", "green", "green"];
 const pool = colours.map((c, i) => makeItem(`d${i}`, `img-${i}`, c));
@@ -98,7 +102,13 @@ describe("scoring trajectories", () => {
     expect(only).toMatchObject({ gtLogprob: Math.log(0.5), vqaGtProb: null });
     expect(majority.scored).toBe(1);
     const none = new FakeVlm();
-    await scoreTrajectories(query, [["d0"]], indexById, { gtAnswers: "none", correctThreshold: 0, order: "farthest" }, deps(none));
+    await scoreTrajectories(
+      query,
+      [["d0"]],
+      indexById,
+      { gtAnswers: "none", correctThreshold: 0, order: "farthest" },
+      deps(none),
+    );
     expect(none.scored).toBe(0);
   });
 
