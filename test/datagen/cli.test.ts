@@ -35,7 +35,7 @@ beforeAll(async () => {
         "b",
         "--json",
         "--quiet",
-        ...w.world,
+        ...w.worldFlag,
       ),
     ),
   );
@@ -80,7 +80,7 @@ describe("lever beams (CLI)", () => {
         "6",
         "--out",
         "b",
-        ...w.world,
+        ...w.worldFlag,
       ),
     );
     expect(result.code).toBe(0);
@@ -108,16 +108,18 @@ describe("lever beams (CLI)", () => {
 
   it("reports bad settings as one line naming the flag", async () => {
     expectUserError(
-      await runCli(w.args("beams", "--dataset", "train", "--pools", "p", "--shots", "13", "--out", "x", ...w.world)),
+      await runCli(
+        w.args("beams", "--dataset", "train", "--pools", "p", "--shots", "13", "--out", "x", ...w.worldFlag),
+      ),
       'field "shots": must be an integer in [1, K = 12], got 13',
     );
     expectUserError(
-      await runCli(w.args("beams", "--dataset", "val", "--pools", "p", "--out", "x", ...w.world)),
+      await runCli(w.args("beams", "--dataset", "val", "--pools", "p", "--out", "x", ...w.worldFlag)),
       'pool set "p" holds pools of dataset "train", not "val"',
     );
     expectUserError(
       await runCli(
-        w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "first:9999", "--out", "x", ...w.world),
+        w.args("beams", "--dataset", "train", "--pools", "p", "--anchors", "first:9999", "--out", "x", ...w.worldFlag),
       ),
       "first:9999 asks for more than the 300 items that have a pool",
     );
@@ -141,7 +143,7 @@ describe("lever rollouts (CLI)", () => {
         "r",
         "--json",
         "--quiet",
-        ...w.world,
+        ...w.worldFlag,
       ),
     );
     const summary = JSON.parse(out);
@@ -183,7 +185,7 @@ describe("lever rollouts (CLI)", () => {
         checkpoint,
         "--out",
         "r",
-        ...w.world,
+        ...w.worldFlag,
       ),
     );
     expect(again.code).toBe(0);
@@ -209,7 +211,7 @@ describe("lever rollouts (CLI)", () => {
         "3",
         "--out",
         "plain",
-        ...w.world,
+        ...w.worldFlag,
       ),
     );
     expect(result.code).toBe(0);

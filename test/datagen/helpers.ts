@@ -10,7 +10,7 @@ export interface DatagenWorkspace extends SimWorkspace {
   /** `--workspace DIR` followed by ARGS. */
   args(...args: string[]): string[];
   /** `--world FILE` (the sim backend's world, for the datasets made here). */
-  world: string[];
+  worldFlag: string[];
 }
 
 export async function datagenWorkspace(
@@ -33,5 +33,5 @@ export async function datagenWorkspace(
       "p",
     ),
   );
-  return { ...sim, args, world: ["--world", sim.worldFile] };
+  return { ...sim, args, worldFlag: ["--world", sim.worldFile] };
 }
