@@ -53,4 +53,20 @@ describe("progress", () => {
     expect(logOut.every((s) => !s.includes("\r") && s.endsWith("\n"))).toBe(true);
     expect(logOut.length).toBe(2 + 1); // at 1 s and 2 s, then the final line
   });
+
+  it("appends the detail text, read at each redraw, after the ETA", () => {
+    let calls = 0;
+    const out: string[] = [];
+    const p = createProgress({
+      label: "beams",
+      stream: { write: (s) => out.push(s) },
+      now: () => 0,
+      detail: () => `VLM calls ${calls}`,
+    });
+    p.start(2, 0);
+    calls = 46;
+    p.advance(2);
+    p.finish();
+    expect(out.at(-1)).toBe("beams [########################] 2/2 100.0% 0.0/s ETA ? VLM calls 46\n");
+  });
 });

@@ -78,7 +78,9 @@ describe("Workspace.open", () => {
       .prepare("INSERT INTO schema_version (version, description, applied_at) VALUES (?, 'future', 'now')")
       .run(SCHEMA_VERSION + 1);
     raw.close();
-    expect(() => Workspace.open(dir)).toThrow(/schema version 2 is newer than this lever supports \(1\)/);
+    expect(() => Workspace.open(dir)).toThrow(
+      `schema version ${SCHEMA_VERSION + 1} is newer than this lever supports (${SCHEMA_VERSION})`,
+    );
     const check = new BetterSqlite3(join(dir, "lever.db"));
     expect(check.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(SCHEMA_VERSION + 1);
     check.close();
@@ -349,6 +351,31 @@ describe("predictions", () => {
     expect(rows[0].demonstrations).toEqual(["5", "7"]);
     expect(() => ws.putPredictions([{ ...base, questionId: "1", accuracy: 1.5 }])).toThrow(/accuracy must be in/);
     expect(ws.getPredictions(run)).toHaveLength(2);
+    ws.close();
+  });
+});
+
+describe("stage items", () => {
+  it("stores done values and failures per (run, stage, key), replaces by key and lists in question-id order", () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "beams", config: {}, seed: 1 });
+    ws.putStageItems([
+      { runId: run, stage: "beams", key: "10", status: "done", value: { beams: [1, 2] } },
+      { runId: run, stage: "beams", key: "9", status: "failed", error: "http-5xx: down" },
+      { runId: run, stage: "other", key: "1", status: "done", value: 3 },
+    ]);
+    expect(ws.getStageItems(run, "beams")).toEqual([
+      { runId: run, stage: "beams", key: "9", status: "failed", error: "http-5xx: down" },
+      { runId: run, stage: "beams", key: "10", status: "done", value: { beams: [1, 2] } },
+    ]);
+    ws.putStageItems([{ runId: run, stage: "beams", key: "9", status: "done", value: null }]);
+    expect(ws.getStageItems(run, "beams").map((r) => [r.key, r.status])).toEqual([
+      ["9", "done"],
+      ["10", "done"],
+    ]);
+    expect(() =>
+      ws.putStageItems([{ runId: "beams-9999", stage: "beams", key: "1", status: "done", value: 1 }]),
+    ).toThrow(/FOREIGN KEY/);
     ws.close();
   });
 });
