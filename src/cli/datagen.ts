@@ -48,7 +48,9 @@ export function register(program: Command): void {
     else
       process.stdout.write(
         `wrote artifacts/${result.artifact?.path}: beams of ${result.anchors.planned} anchors ` +
-          `(${result.requestsPerAnchor.mean.toFixed(1)} scored answers per anchor)\n`,
+          `(${result.requestsPerAnchor.mean.toFixed(1)} scored answers per anchor); best beam's InfoScore ` +
+          `mean ${result.bestScore.mean.toFixed(3)} (min ${result.bestScore.min.toFixed(3)}, max ${result.bestScore.max.toFixed(3)}) ` +
+          `over log P(answer | no demonstrations) mean ${result.baseLogprob.mean.toFixed(3)}\n`,
       );
   });
 

@@ -43,11 +43,14 @@ export const BeamsSettingsSchema = z
       .describe("anchors: first:N (lowest question ids), random:N (seeded) or all, among the items with a pool"),
     shots: z.number().int().positive().default(2).describe("demonstrations per sequence (search depth)"),
     beamSize: z.number().int().positive().default(5).describe("sequences kept after every step"),
-    budget: z.number().int().positive().optional().meta({
-      description:
-        "candidates scored per beam and step: the M most similar to the anchor (see --prior-embedding); M ≥ K scores all",
-      defaultText: "K, exhaustive",
-    }),
+    budget: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "candidates scored per beam and step: the M most similar to the anchor (see --prior-embedding); default: all K (exhaustive)",
+      ),
     priorEmbedding: z
       .enum(EMBEDDING_KINDS)
       .default("joint")
@@ -63,7 +66,7 @@ export const BeamsSettingsSchema = z
       .number()
       .int()
       .positive()
-      .default(4)
+      .default(8)
       .describe("anchors searched at once (results do not depend on it)"),
     out: z
       .string()
@@ -98,6 +101,9 @@ export interface BeamsResult {
   anchors: { planned: number; skipped: number; searched: number; failed: number };
   /** Answers scored per anchor (before any cache), over every done anchor. */
   requestsPerAnchor: { mean: number; min: number; max: number };
+  /** Cumulative InfoScore of each done anchor's best beam, and log P(y | no demonstrations). */
+  bestScore: { mean: number; min: number; max: number };
+  baseLogprob: { mean: number; min: number; max: number };
   vlm: VlmCalls;
   failures: { anchor: string; error: string }[];
   aborted: boolean;
@@ -224,7 +230,6 @@ export async function runBeams(
   }
 
   const stored = [...items.done.values()];
-  const requests = stored.map((a) => a.requests);
   const failures = [...items.failed].map(([anchor, error]) => ({ anchor, error }));
   const vlmCalls = counter.summary(vlm.vlm);
   const result: BeamsResult = {
@@ -237,11 +242,9 @@ export async function runBeams(
       searched: items.processed - failures.length,
       failed: failures.length,
     },
-    requestsPerAnchor: {
-      mean: requests.length > 0 ? requests.reduce((s, r) => s + r, 0) / requests.length : 0,
-      min: requests.length > 0 ? Math.min(...requests) : 0,
-      max: requests.length > 0 ? Math.max(...requests) : 0,
-    },
+    requestsPerAnchor: summary(stored.map((a) => a.requests)),
+    bestScore: summary(stored.map((a) => a.beams[0]?.score ?? Number.NaN)),
+    baseLogprob: summary(stored.map((a) => a.baseLogprob)),
     vlm: vlmCalls,
     failures,
     aborted: items.aborted,
@@ -252,6 +255,8 @@ export async function runBeams(
     metric("anchors.done", items.done.size),
     metric("anchors.failed", failures.length),
     metric("requests_per_anchor.mean", result.requestsPerAnchor.mean),
+    metric("best_score.mean", result.bestScore.mean),
+    metric("base_logprob.mean", result.baseLogprob.mean),
     metric("vlm.calls", vlmCalls.calls),
     metric("vlm.cache_hits", vlmCalls.cacheHits),
     metric("vlm.failures", vlmCalls.failures),
@@ -292,6 +297,15 @@ export async function runBeams(
   result.artifact = { ...ref, name: settings.out };
   result.seconds = (performance.now() - started) / 1000;
   return result;
+}
+
+function summary(values: readonly number[]): { mean: number; min: number; max: number } {
+  if (values.length === 0) return { mean: 0, min: 0, max: 0 };
+  return {
+    mean: values.reduce((s, v) => s + v, 0) / values.length,
+    min: Math.min(...values),
+    max: Math.max(...values),
+  };
 }
 
 /** The one-line error a run with failed anchors ends with. */

@@ -60,18 +60,22 @@ export const RolloutsSettingsSchema = z
       .describe(
         "selector checkpoint proposing greedy, beam and sampled trajectories (without it: retrieval and random only)",
       ),
-    embedding: z.enum(EMBEDDING_KINDS).optional().meta({
-      description: "embedding the selector and similarity retrieval read",
-      defaultText: "the checkpoint's, else joint",
-    }),
-    shots: z.number().int().positive().optional().meta({
-      description: "demonstrations per trajectory",
-      defaultText: "the checkpoint's, else 2",
-    }),
-    order: z.enum(PROMPT_ORDERS).optional().meta({
-      description: "prompt order: nearest (first selected next to the query) or farthest",
-      defaultText: "the checkpoint's, else nearest",
-    }),
+    embedding: z
+      .enum(EMBEDDING_KINDS)
+      .optional()
+      .describe("embedding the selector and similarity retrieval read; default: the checkpoint's, else joint"),
+    shots: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("demonstrations per trajectory; default: the checkpoint's, else 2"),
+    order: z
+      .enum(PROMPT_ORDERS)
+      .optional()
+      .describe(
+        "prompt order: nearest (first selected next to the query) or farthest; default: the checkpoint's (from its beams), else nearest",
+      ),
     greedy: z.boolean().default(true).describe("propose the checkpoint's greedy trajectory"),
     beamWidth: count("beam-search trajectories from the checkpoint (0 = none)", 5),
     temperatures: z

@@ -89,7 +89,9 @@ describe("lever beams (CLI)", () => {
       /run beams-\d+ \(resumed\): 40 anchors, 40 already stored, 0 searched, 0 failed; .*VLM: 0 calls/,
     );
     // Budget 6 of K = 12: 1 + 6 + 3 × 6 scored answers per anchor.
-    expect(result.stdout).toBe("wrote artifacts/beams/b.json: beams of 40 anchors (25.0 scored answers per anchor)\n");
+    expect(result.stdout).toMatch(
+      /^wrote artifacts\/beams\/b.json: beams of 40 anchors \(25\.0 scored answers per anchor\); best beam's InfoScore mean [\d.]+ \(min -?[\d.]+, max [\d.]+\) over log P\(answer \| no demonstrations\) mean -[\d.]+\n$/,
+    );
     const set = readBeamSet(w.ws, "b");
     expect(set.search).toMatchObject({
       budget: 6,
