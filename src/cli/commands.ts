@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import * as cache from "./cache.js";
 import * as data from "./data.js";
+import * as datagen from "./datagen.js";
 import * as demo from "./demo.js";
 import * as doctor from "./doctor.js";
 import * as evaluation from "./eval.js";
@@ -21,6 +22,7 @@ export function registerCommands(program: Command): void {
     formats,
     metric,
     pools,
+    datagen,
     selector,
     train,
     evaluation,
