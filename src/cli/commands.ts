@@ -3,6 +3,7 @@ import * as cache from "./cache.js";
 import * as data from "./data.js";
 import * as demo from "./demo.js";
 import * as doctor from "./doctor.js";
+import * as embed from "./embed.js";
 import * as evaluation from "./eval.js";
 import * as formats from "./formats.js";
 import * as metric from "./metric.js";
@@ -13,7 +14,7 @@ import * as train from "./train.js";
 
 /** Every command group registers itself here; one file per group under src/cli/. */
 export function registerCommands(program: Command): void {
-  for (const module of [demo, data, synth, formats, metric, pools, selector, train, evaluation, cache, doctor]) {
+  for (const module of [demo, data, synth, formats, embed, metric, pools, selector, train, evaluation, cache, doctor]) {
     module.register(program);
   }
 }

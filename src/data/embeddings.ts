@@ -293,6 +293,8 @@ export interface ImportEmbeddingOptions {
   /** Rows are the dataset's items in question-id order (Lever-Plus `*_embeddings.pt` exports). */
   datasetOrder?: boolean;
   normalize?: boolean;
+  /** How the file was made, when `lever` made it (`lever embed compute`): kept in the record's details. */
+  computedBy?: Record<string, unknown>;
 }
 
 export interface ImportEmbeddingResult extends ValidationReport {
@@ -347,6 +349,7 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
       normalized: options.normalize === true,
       norms: report.norms,
       missingFromMatrix: report.missingFromMatrix,
+      ...(options.computedBy !== undefined ? { computedBy: options.computedBy } : {}),
     },
   });
   return {

@@ -1,0 +1,248 @@
+/**
+ * CLIP image and text towers run in-process from a local folder, through @huggingface/transformers
+ * (its CLIP classes, tokenizer and image processor) on onnxruntime-node's CPU backend. Nothing is
+ * fetched: remote models and the library's file cache are switched off, and the folder is checked
+ * first so a missing file is named before the library is even loaded.
+ *
+ * The folder is an ONNX export of a Hugging Face CLIP model in the layout the library reads (what
+ * `optimum-cli export onnx` and the Xenova/ conversions produce; docs/embeddings.md says how to get
+ * one): config.json, preprocessor_config.json, tokenizer.json + tokenizer_config.json,
+ * onnx/vision_model.onnx (CLIPVisionModelWithProjection: pixel_values → image_embeds) and
+ * onnx/text_model.onnx (CLIPTextModelWithProjection: input_ids[, attention_mask] → text_embeds).
+ *
+ * Contract: rows come back as the model's raw projections (not normalised), row-major [n, dim];
+ * images are decoded one by one so a missing or unreadable file is reported by name; text batches
+ * are padded to their longest question and truncated to the tokenizer's model_max_length (77 for CLIP).
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { LeverError } from "../util/errors.js";
+
+export type Tower = "image" | "text";
+
+/** Files each tower needs, relative to the model folder (fp32 exports: the library's default names). */
+export const TOWER_FILES: Record<Tower, readonly string[]> = {
+  image: ["config.json", "preprocessor_config.json", "onnx/vision_model.onnx"],
+  text: ["config.json", "tokenizer.json", "tokenizer_config.json", "onnx/text_model.onnx"],
+};
+
+/** The session's input that must exist and the output read, per tower (the Hugging Face export names). */
+const TOWER_IO: Record<Tower, { file: string; input: string; output: string; exportAs: string }> = {
+  image: {
+    file: "onnx/vision_model.onnx",
+    input: "pixel_values",
+    output: "image_embeds",
+    exportAs: "CLIPVisionModelWithProjection",
+  },
+  text: {
+    file: "onnx/text_model.onnx",
+    input: "input_ids",
+    output: "text_embeds",
+    exportAs: "CLIPTextModelWithProjection",
+  },
+};
+
+/**
+ * The model files `towers` need, in a fixed order, after checking that the folder and each file
+ * exist and that the JSON files parse. External-data files beside an .onnx file are included.
+ */
+export function modelFiles(dir: string, towers: readonly Tower[]): string[] {
+  const root = resolve(dir);
+  if (!existsSync(root) || !statSync(root).isDirectory())
+    throw new LeverError("model folder not found (see docs/embeddings.md for how to get a CLIP export)", {
+      file: root,
+    });
+  const names = [...new Set(towers.flatMap((tower) => TOWER_FILES[tower]))];
+  const files: string[] = [];
+  for (const name of names) {
+    const path = join(root, name);
+    if (!existsSync(path))
+      throw new LeverError(
+        `model file missing: the folder must hold ${names.join(", ")} (an ONNX export of a Hugging Face CLIP model; see docs/embeddings.md)`,
+        { file: path },
+      );
+    if (name.endsWith(".json")) {
+      try {
+        JSON.parse(readFileSync(path, "utf8"));
+      } catch (error) {
+        throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
+      }
+    }
+    files.push(path);
+    for (const extra of [`${path}_data`, `${path}.data`]) if (existsSync(extra)) files.push(extra);
+  }
+  return files;
+}
+
+/** One decoded-and-preprocessed batch of images; `failed` lists the inputs that could not be read. */
+export interface PreparedImages {
+  /** Positions (in the requested list) of the images in `pixels`, in order. */
+  ok: number[];
+  failed: { index: number; path: string; reason: "missing" | "unreadable"; message: string }[];
+  /** The processor's pixel_values for the `ok` images (absent when none could be read). */
+  pixels?: unknown;
+}
+
+export interface ClipTowers {
+  /** Embedding width of each loaded tower (measured on a probe input at load time). */
+  readonly dims: Partial<Record<Tower, number>>;
+  /** Decodes, resizes, crops and normalises images with the model's own preprocessor settings. */
+  prepareImages(paths: readonly string[]): Promise<PreparedImages>;
+  /** image_embeds of a prepared batch, row-major [ok.length, dim]. */
+  embedImages(prepared: PreparedImages): Promise<Float32Array>;
+  /** text_embeds of the texts, row-major [texts.length, dim]. */
+  embedTexts(texts: readonly string[]): Promise<Float32Array>;
+  dispose(): Promise<void>;
+}
+
+export interface LoadOptions {
+  /** onnxruntime intra-op threads (default: onnxruntime's own choice, one per physical core). */
+  threads?: number;
+}
+
+type Library = typeof import("@huggingface/transformers");
+
+interface Runner {
+  sessions: Record<string, { inputNames: string[]; outputNames: string[] }>;
+  (inputs: Record<string, unknown>): Promise<Record<string, { dims: number[]; data: unknown }>>;
+  dispose(): Promise<unknown>;
+}
+
+/** Loads the requested towers (and their tokenizer / image processor) from `dir`. */
+export async function loadClip(dir: string, towers: readonly Tower[], options: LoadOptions = {}): Promise<ClipTowers> {
+  const root = resolve(dir);
+  modelFiles(root, towers);
+  const hf: Library = await import("@huggingface/transformers");
+  hf.env.allowRemoteModels = false;
+  hf.env.allowLocalModels = true;
+  hf.env.useFSCache = false;
+  hf.env.useBrowserCache = false;
+  hf.env.logLevel = hf.LogLevel.ERROR;
+  const modelOptions = {
+    local_files_only: true,
+    dtype: "fp32" as const,
+    device: "cpu" as const,
+    session_options: options.threads !== undefined ? { intraOpNumThreads: options.threads, interOpNumThreads: 1 } : {},
+  };
+
+  const runners: Partial<Record<Tower, Runner>> = {};
+  const dims: Partial<Record<Tower, number>> = {};
+  let imageProcessor: ((images: unknown[]) => Promise<{ pixel_values: unknown }>) | undefined;
+  let tokenizer:
+    | ((texts: string[], options: { padding: boolean; truncation: boolean }) => Record<string, unknown>)
+    | undefined;
+
+  for (const tower of towers) {
+    const io = TOWER_IO[tower];
+    const file = join(root, io.file);
+    const load = tower === "image" ? hf.CLIPVisionModelWithProjection : hf.CLIPTextModelWithProjection;
+    const runner = (await libraryCall(() => load.from_pretrained(root, modelOptions), file)) as unknown as Runner;
+    const session = runner.sessions.model;
+    if (!session.outputNames.includes(io.output) || !session.inputNames.includes(io.input))
+      throw new LeverError(
+        `the model has inputs [${session.inputNames.join(", ")}] and outputs [${session.outputNames.join(", ")}]; expected input "${io.input}" and output "${io.output}" (export it as ${io.exportAs}, see docs/embeddings.md)`,
+        { file },
+      );
+    runners[tower] = runner;
+    if (tower === "image") {
+      const processor = await libraryCall(
+        () => hf.AutoImageProcessor.from_pretrained(root, { local_files_only: true }),
+        join(root, "preprocessor_config.json"),
+      );
+      imageProcessor = (images) => processor(images) as Promise<{ pixel_values: unknown }>;
+    } else {
+      const tok = await libraryCall(
+        () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
+        join(root, "tokenizer.json"),
+      );
+      tokenizer = (texts, opts) => tok(texts, opts) as unknown as Record<string, unknown>;
+    }
+  }
+
+  const preprocess = async (images: unknown[]) =>
+    (await libraryCall(() => imageProcessor!(images), join(root, "preprocessor_config.json"))).pixel_values;
+  const run = async (tower: Tower, inputs: Record<string, unknown>, rows: number): Promise<Float32Array> => {
+    const io = TOWER_IO[tower];
+    const file = join(root, io.file);
+    const outputs = await libraryCall(() => runners[tower]!(inputs), file);
+    const out = outputs[io.output];
+    if (out.dims.length !== 2 || out.dims[0] !== rows || !(out.data instanceof Float32Array))
+      throw new LeverError(
+        `output "${io.output}" has shape [${out.dims.join(", ")}]; expected float32 [${rows}, dim]`,
+        { file },
+      );
+    if (dims[tower] !== undefined && dims[tower] !== out.dims[1])
+      throw new LeverError(`output "${io.output}" changed width from ${dims[tower]} to ${out.dims[1]}`, { file });
+    dims[tower] = out.dims[1];
+    return out.data;
+  };
+
+  const towersApi: ClipTowers = {
+    dims,
+    async prepareImages(paths) {
+      const decoded = await Promise.all(paths.map((path) => decodeImage(hf, path)));
+      const ok: number[] = [];
+      const images: unknown[] = [];
+      const failed: PreparedImages["failed"] = [];
+      decoded.forEach((result, index) => {
+        if ("image" in result) {
+          ok.push(index);
+          images.push(result.image);
+        } else failed.push({ index, path: paths[index], ...result });
+      });
+      if (images.length === 0) return { ok, failed };
+      return { ok, failed, pixels: await preprocess(images) };
+    },
+    async embedImages(prepared) {
+      if (prepared.ok.length === 0) return new Float32Array(0);
+      return run("image", { pixel_values: prepared.pixels }, prepared.ok.length);
+    },
+    async embedTexts(texts) {
+      if (texts.length === 0) return new Float32Array(0);
+      const inputs = tokenizer!([...texts], { padding: true, truncation: true });
+      return run("text", inputs, texts.length);
+    },
+    async dispose() {
+      for (const runner of Object.values(runners)) await runner?.dispose();
+    },
+  };
+  // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
+  if (towers.includes("image")) {
+    const grey = new hf.RawImage(new Uint8ClampedArray(64 * 64 * 3).fill(128), 64, 64, 3);
+    await run("image", { pixel_values: await preprocess([grey]) }, 1);
+  }
+  if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
+  return towersApi;
+}
+
+type Decoded = { image: unknown } | { reason: "missing" | "unreadable"; message: string };
+
+/** Reads and decodes one image file (sharp, through the library's RawImage), never throwing. */
+async function decodeImage(hf: Library, path: string): Promise<Decoded> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === "ENOENT"
+      ? { reason: "missing", message: "image file not found" }
+      : { reason: "unreadable", message: `cannot read image file (${(error as Error).message})` };
+  }
+  try {
+    return { image: await hf.RawImage.fromBlob(new Blob([bytes])) };
+  } catch (error) {
+    return { reason: "unreadable", message: `cannot decode image (${(error as Error).message})` };
+  }
+}
+
+/** Runs a library call, turning its errors into a LeverError naming `file`. */
+async function libraryCall<T>(fn: () => Promise<T> | T, file: string): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof LeverError) throw error;
+    const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+    throw new LeverError(`the CLIP model failed to load or run: ${message}`, { file });
+  }
+}
