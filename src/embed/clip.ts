@@ -12,7 +12,12 @@
  *
  * Contract: rows come back as the model's raw projections (not normalised), row-major [n, dim];
  * images are decoded one by one so a missing or unreadable file is reported by name; text batches
- * are padded to their longest question and truncated to the tokenizer's model_max_length (77 for CLIP).
+ * are padded (right, with the pad token, attention mask 0) to their longest question.
+ *
+ * Long questions are cut to the tokenizer's model_max_length (77 for CLIP) keeping the end-of-text
+ * token last, as Hugging Face's Python tokenizers and OpenAI's clip.tokenize do: CLIP pools the
+ * hidden state at that token. (The library's own `truncation: true` cuts after adding the special
+ * tokens and so drops it, which changes the embedding of every question longer than 75 tokens.)
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -129,9 +134,7 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
   const runners: Partial<Record<Tower, Runner>> = {};
   const dims: Partial<Record<Tower, number>> = {};
   let imageProcessor: ((images: unknown[]) => Promise<{ pixel_values: unknown }>) | undefined;
-  let tokenizer:
-    | ((texts: string[], options: { padding: boolean; truncation: boolean }) => Record<string, unknown>)
-    | undefined;
+  let tokenize: ((texts: readonly string[]) => Record<string, unknown>) | undefined;
 
   for (const tower of towers) {
     const io = TOWER_IO[tower];
@@ -156,7 +159,10 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
         () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
         join(root, "tokenizer.json"),
       );
-      tokenizer = (texts, opts) => tok(texts, opts) as unknown as Record<string, unknown>;
+      tokenize = (texts) => {
+        const encoded = tok([...texts], { padding: false, truncation: false, return_tensor: false });
+        return textInputs(hf, encoded.input_ids as number[][], tok.model_max_length, tok.pad_token_id ?? 0);
+      };
     }
   }
 
@@ -200,8 +206,7 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
     },
     async embedTexts(texts) {
       if (texts.length === 0) return new Float32Array(0);
-      const inputs = tokenizer!([...texts], { padding: true, truncation: true });
-      return run("text", inputs, texts.length);
+      return run("text", tokenize!(texts), texts.length);
     },
     async dispose() {
       for (const runner of Object.values(runners)) await runner?.dispose();
@@ -214,6 +219,30 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
   }
   if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
   return towersApi;
+}
+
+/**
+ * input_ids and attention_mask (int64 [batch, longest]) of tokenised texts: sequences longer than
+ * `maxLength` keep their first maxLength − 1 tokens and their last (end-of-text) token.
+ */
+function textInputs(
+  hf: Library,
+  sequences: readonly number[][],
+  maxLength: number,
+  padId: number,
+): { input_ids: unknown; attention_mask: unknown } {
+  const cut = sequences.map((ids) => (ids.length > maxLength ? [...ids.slice(0, maxLength - 1), ids.at(-1)!] : ids));
+  const width = Math.max(...cut.map((ids) => ids.length));
+  const ids = new BigInt64Array(cut.length * width).fill(BigInt(padId));
+  const mask = new BigInt64Array(cut.length * width);
+  cut.forEach((row, b) => {
+    row.forEach((id, s) => {
+      ids[b * width + s] = BigInt(id);
+      mask[b * width + s] = 1n;
+    });
+  });
+  const dims = [cut.length, width];
+  return { input_ids: new hf.Tensor("int64", ids, dims), attention_mask: new hf.Tensor("int64", mask, dims) };
 }
 
 type Decoded = { image: unknown } | { reason: "missing" | "unreadable"; message: string };
