@@ -11,7 +11,9 @@
  * onnx/text_model.onnx (CLIPTextModelWithProjection: input_ids[, attention_mask] → text_embeds).
  *
  * Contract: rows come back as the model's raw projections (not normalised), row-major [n, dim];
- * images are decoded one by one so a missing or unreadable file is reported by name; text batches
+ * images are decoded one by one so a missing or unreadable file is reported by name, and resized
+ * as the Python processor resizes them (src/embed/resize.ts) before the library's CLIP image
+ * processor crops, rescales and normalises them with the folder's settings; text batches
  * are padded (right, with the pad token, attention mask 0) to their longest question.
  *
  * Long questions are cut to the tokenizer's model_max_length (77 for CLIP) keeping the end-of-text
@@ -22,7 +24,9 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import type { Sharp } from "sharp";
 import { LeverError } from "../util/errors.js";
+import { type RgbImage, resizerFor } from "./resize.js";
 
 export type Tower = "image" | "text";
 
@@ -133,7 +137,8 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
 
   const runners: Partial<Record<Tower, Runner>> = {};
   const dims: Partial<Record<Tower, number>> = {};
-  let imageProcessor: ((images: unknown[]) => Promise<{ pixel_values: unknown }>) | undefined;
+  let toPixels: ((images: RgbImage[]) => Promise<unknown>) | undefined;
+  let decode: ((path: string) => Promise<Decoded>) | undefined;
   let tokenize: ((texts: readonly string[]) => Record<string, unknown>) | undefined;
 
   for (const tower of towers) {
@@ -149,11 +154,21 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
       );
     runners[tower] = runner;
     if (tower === "image") {
-      const processor = await libraryCall(
-        () => hf.AutoImageProcessor.from_pretrained(root, { local_files_only: true }),
-        join(root, "preprocessor_config.json"),
-      );
-      imageProcessor = (images) => processor(images) as Promise<{ pixel_values: unknown }>;
+      // Resize as the Python processor does (src/embed/resize.ts); centre crop, rescale and
+      // normalisation by the library's CLIP image processor with the folder's settings.
+      const configFile = join(root, "preprocessor_config.json");
+      const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+      const sharp = (await import("sharp")).default;
+      const resize = resizerFor(sharp, config, configFile);
+      const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
+      decode = (path) => decodeImage(sharp, path, resize);
+      toPixels = async (images) => {
+        const raw = images.map(
+          ({ data, width, height }) =>
+            new hf.RawImage(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width, height, 3),
+        );
+        return (await libraryCall(() => processor(raw), configFile)).pixel_values;
+      };
     } else {
       const tok = await libraryCall(
         () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
@@ -166,8 +181,6 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
     }
   }
 
-  const preprocess = async (images: unknown[]) =>
-    (await libraryCall(() => imageProcessor!(images), join(root, "preprocessor_config.json"))).pixel_values;
   const run = async (tower: Tower, inputs: Record<string, unknown>, rows: number): Promise<Float32Array> => {
     const io = TOWER_IO[tower];
     const file = join(root, io.file);
@@ -187,9 +200,9 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
   const towersApi: ClipTowers = {
     dims,
     async prepareImages(paths) {
-      const decoded = await Promise.all(paths.map((path) => decodeImage(hf, path)));
+      const decoded = await Promise.all(paths.map((path) => decode!(path)));
       const ok: number[] = [];
-      const images: unknown[] = [];
+      const images: RgbImage[] = [];
       const failed: PreparedImages["failed"] = [];
       decoded.forEach((result, index) => {
         if ("image" in result) {
@@ -198,7 +211,7 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
         } else failed.push({ index, path: paths[index], ...result });
       });
       if (images.length === 0) return { ok, failed };
-      return { ok, failed, pixels: await preprocess(images) };
+      return { ok, failed, pixels: await toPixels!(images) };
     },
     async embedImages(prepared) {
       if (prepared.ok.length === 0) return new Float32Array(0);
@@ -214,8 +227,8 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
   };
   // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
   if (towers.includes("image")) {
-    const grey = new hf.RawImage(new Uint8ClampedArray(64 * 64 * 3).fill(128), 64, 64, 3);
-    await run("image", { pixel_values: await preprocess([grey]) }, 1);
+    const grey = { data: Buffer.alloc(64 * 64 * 3, 128), width: 64, height: 64 };
+    await run("image", { pixel_values: await toPixels!([grey]) }, 1);
   }
   if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
   return towersApi;
@@ -245,10 +258,17 @@ function textInputs(
   return { input_ids: new hf.Tensor("int64", ids, dims), attention_mask: new hf.Tensor("int64", mask, dims) };
 }
 
-type Decoded = { image: unknown } | { reason: "missing" | "unreadable"; message: string };
+type Decoded = { image: RgbImage } | { reason: "missing" | "unreadable"; message: string };
 
-/** Reads and decodes one image file (sharp, through the library's RawImage), never throwing. */
-async function decodeImage(hf: Library, path: string): Promise<Decoded> {
+/**
+ * Reads one image file, decodes it with sharp (EXIF orientation applied, converted to sRGB, alpha
+ * dropped: Pillow's `convert("RGB")` after `exif_transpose`) and resizes it; never throws.
+ */
+async function decodeImage(
+  sharp: (input: Buffer) => Sharp,
+  path: string,
+  resize: (image: RgbImage) => Promise<RgbImage>,
+): Promise<Decoded> {
   let bytes: Buffer;
   try {
     bytes = await readFile(path);
@@ -258,10 +278,22 @@ async function decodeImage(hf: Library, path: string): Promise<Decoded> {
       ? { reason: "missing", message: "image file not found" }
       : { reason: "unreadable", message: `cannot read image file (${(error as Error).message})` };
   }
+  let decoded: RgbImage;
   try {
-    return { image: await hf.RawImage.fromBlob(new Blob([bytes])) };
+    const { data, info } = await sharp(bytes)
+      .rotate()
+      .toColourspace("srgb")
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    decoded = { data, width: info.width, height: info.height };
   } catch (error) {
     return { reason: "unreadable", message: `cannot decode image (${(error as Error).message})` };
+  }
+  try {
+    return { image: await resize(decoded) };
+  } catch (error) {
+    return { reason: "unreadable", message: `cannot resize image (${(error as Error).message})` };
   }
 }
 

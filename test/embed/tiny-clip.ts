@@ -23,13 +23,20 @@ const file = readSafetensors(REFERENCE);
 const f32 = (name: string) => file.tensors.get(name)!.data as Float32Array;
 const tensor = (name: string) => file.tensors.get(name)!;
 
-/** Golden inputs and the numpy outputs the generator computed for them. */
+/**
+ * Golden inputs and the numpy outputs the generator computed for them; `resize` holds the
+ * pixel_values Python's CLIPImageProcessor (Pillow) gives for test/fixtures/tiny-clip/images/*.png.
+ */
 export const golden = {
   pixelValues: tensor("golden.pixel_values"),
   imageEmbeds: tensor("golden.image_embeds"),
   inputIds: tensor("golden.input_ids"),
   attentionMask: tensor("golden.attention_mask"),
   textEmbeds: tensor("golden.text_embeds"),
+  resize: Object.fromEntries(["shrink", "grow", "tall"].map((name) => [name, f32(`golden.resize.${name}`)])) as Record<
+    string,
+    Float32Array
+  >,
 };
 
 const preprocessor = JSON.parse(readFileSync(`${TINY_CLIP_DIR}/preprocessor_config.json`, "utf8")) as {
