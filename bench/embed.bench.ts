@@ -3,11 +3,13 @@
  * COCO-sized JPEGs (640×480, smooth random content) and 1,000 distinct questions, batch 32, for the
  * committed tiny CLIP fixture (measures decoding, preprocessing and the pipeline's own overhead) and,
  * when a real export is on the machine, for CLIP ViT-B/32 (`LEVER_CLIP_B32=/path/to/folder`) and
- * ViT-L/14 (`LEVER_CLIP_L14=…`); docs/embeddings.md says how to get them. `LEVER_BENCH_IMAGES`
- * changes the count, `LEVER_BENCH_THREADS` sets onnxruntime's threads.
+ * ViT-L/14 (`LEVER_CLIP_L14=…`); docs/embeddings.md says how to get them. Without real weights,
+ * bench/clip_shaped.py writes exports with the real architectures and random weights, which cost the
+ * same per row. `LEVER_BENCH_IMAGES` changes the count, `LEVER_BENCH_THREADS` sets onnxruntime's threads.
+ * The numbers depend on what else the machine's cores are doing: the load average is printed.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { RawImage } from "@huggingface/transformers";
@@ -28,6 +30,11 @@ export async function run(): Promise<void> {
     const items = await writeDataset(join(dir, "images"), new Rng(3).child("bench-embed"));
     const setup = (performance.now() - started) / 1000;
     console.log(`${IMAGES} JPEGs (640×480) and ${IMAGES} questions written in ${setup.toFixed(1)} s`);
+    console.log(
+      `load average ${loadavg()
+        .map((x) => x.toFixed(1))
+        .join(" ")} on ${availableParallelism()} cores`,
+    );
     console.log("| model | tower | rows | batch | threads | seconds | rows/s |");
     console.log("|---|---|---|---|---|---|---|");
     const models: [string, string | undefined][] = [
