@@ -141,45 +141,47 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
   let decode: ((path: string) => Promise<Decoded>) | undefined;
   let tokenize: ((texts: readonly string[]) => Record<string, unknown>) | undefined;
 
-  for (const tower of towers) {
-    const io = TOWER_IO[tower];
-    const file = join(root, io.file);
-    const load = tower === "image" ? hf.CLIPVisionModelWithProjection : hf.CLIPTextModelWithProjection;
-    const runner = (await libraryCall(() => load.from_pretrained(root, modelOptions), file)) as unknown as Runner;
-    const session = runner.sessions.model;
-    if (!session.outputNames.includes(io.output) || !session.inputNames.includes(io.input))
-      throw new LeverError(
-        `the model has inputs [${session.inputNames.join(", ")}] and outputs [${session.outputNames.join(", ")}]; expected input "${io.input}" and output "${io.output}" (export it as ${io.exportAs}, see docs/embeddings.md)`,
-        { file },
-      );
-    runners[tower] = runner;
-    if (tower === "image") {
-      // Resize as the Python processor does (src/embed/resize.ts); centre crop, rescale and
-      // normalisation by the library's CLIP image processor with the folder's settings.
-      const configFile = join(root, "preprocessor_config.json");
-      const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
-      const sharp = (await import("sharp")).default;
-      const resize = resizerFor(sharp, config, configFile);
-      const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
-      decode = (path) => decodeImage(sharp, path, resize);
-      toPixels = async (images) => {
-        const raw = images.map(
-          ({ data, width, height }) =>
-            new hf.RawImage(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width, height, 3),
+  const loadTowers = async () => {
+    for (const tower of towers) {
+      const io = TOWER_IO[tower];
+      const file = join(root, io.file);
+      const load = tower === "image" ? hf.CLIPVisionModelWithProjection : hf.CLIPTextModelWithProjection;
+      const runner = (await libraryCall(() => load.from_pretrained(root, modelOptions), file)) as unknown as Runner;
+      runners[tower] = runner;
+      const session = runner.sessions.model;
+      if (!session.outputNames.includes(io.output) || !session.inputNames.includes(io.input))
+        throw new LeverError(
+          `the model has inputs [${session.inputNames.join(", ")}] and outputs [${session.outputNames.join(", ")}]; expected input "${io.input}" and output "${io.output}" (export it as ${io.exportAs}, see docs/embeddings.md)`,
+          { file },
         );
-        return (await libraryCall(() => processor(raw), configFile)).pixel_values;
-      };
-    } else {
-      const tok = await libraryCall(
-        () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
-        join(root, "tokenizer.json"),
-      );
-      tokenize = (texts) => {
-        const encoded = tok([...texts], { padding: false, truncation: false, return_tensor: false });
-        return textInputs(hf, encoded.input_ids as number[][], tok.model_max_length, tok.pad_token_id ?? 0);
-      };
+      if (tower === "image") {
+        // Resize as the Python processor does (src/embed/resize.ts); centre crop, rescale and
+        // normalisation by the library's CLIP image processor with the folder's settings.
+        const configFile = join(root, "preprocessor_config.json");
+        const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+        const sharp = (await import("sharp")).default;
+        const resize = resizerFor(sharp, config, configFile);
+        const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
+        decode = (path) => decodeImage(sharp, path, resize);
+        toPixels = async (images) => {
+          const raw = images.map(
+            ({ data, width, height }) =>
+              new hf.RawImage(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width, height, 3),
+          );
+          return (await libraryCall(() => processor(raw), configFile)).pixel_values;
+        };
+      } else {
+        const tok = await libraryCall(
+          () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
+          join(root, "tokenizer.json"),
+        );
+        tokenize = (texts) => {
+          const encoded = tok([...texts], { padding: false, truncation: false, return_tensor: false });
+          return textInputs(hf, encoded.input_ids as number[][], tok.model_max_length, tok.pad_token_id ?? 0);
+        };
+      }
     }
-  }
+  };
 
   const run = async (tower: Tower, inputs: Record<string, unknown>, rows: number): Promise<Float32Array> => {
     const io = TOWER_IO[tower];
@@ -225,12 +227,18 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
       for (const runner of Object.values(runners)) await runner?.dispose();
     },
   };
-  // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
-  if (towers.includes("image")) {
-    const grey = { data: Buffer.alloc(64 * 64 * 3, 128), width: 64, height: 64 };
-    await run("image", { pixel_values: await toPixels!([grey]) }, 1);
+  try {
+    await loadTowers();
+    // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
+    if (towers.includes("image")) {
+      const grey = { data: Buffer.alloc(64 * 64 * 3, 128), width: 64, height: 64 };
+      await run("image", { pixel_values: await toPixels!([grey]) }, 1);
+    }
+    if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
+  } catch (error) {
+    await towersApi.dispose(); // a tower loaded before the failure holds native memory
+    throw error;
   }
-  if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
   return towersApi;
 }
 
