@@ -41,7 +41,7 @@ export async function run(): Promise<void> {
     const setupSeconds = (performance.now() - started) / 1000;
 
     const here = dirname(fileURLToPath(import.meta.url));
-    const module = pathToFileURL(join(here, "../src/data/embeddings.js")).href;
+    const module = pathToFileURL(join(here, "../src/store/ingest/embeddings.js")).href;
     const wsModule = pathToFileURL(join(here, "../src/store/workspace.js")).href;
     const script = `
       const { importEmbedding } = await import(${JSON.stringify(module)});

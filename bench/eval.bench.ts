@@ -8,12 +8,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { importVqa } from "../src/data/dataset.js";
-import { importEmbedding } from "../src/data/embeddings.js";
-import { annotationsFileName, questionsFileName, writeSynthDataset } from "../src/datagen/synth.js";
 import { parseEvalOptions } from "../src/eval/config.js";
 import { evaluate } from "../src/eval/evaluate.js";
 import { renderEvalSummary, renderTable } from "../src/report/table.js";
+import { annotationsFileName, questionsFileName, writeSynthDataset } from "../src/sim/synth.js";
+import { importEmbedding } from "../src/store/ingest/embeddings.js";
+import { importVqa } from "../src/store/ingest/vqa.js";
 import { Workspace } from "../src/store/workspace.js";
 
 export async function run(): Promise<void> {

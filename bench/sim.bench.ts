@@ -3,9 +3,10 @@
  * 1024 as the RL loop sends them), world build time, and the oracle's exact best-trajectory search
  * per query at 4 shots with K = 32 and K = 64 random pools. Target: ≥ 50k prompts/s.
  */
+
+import { SimOracle } from "../src/sim/oracle.js";
+import { SimVlm } from "../src/sim/vlm.js";
 import { Rng } from "../src/util/rng.js";
-import { SimVlm } from "../src/vlm/sim.js";
-import { SimOracle } from "../src/vlm/sim-oracle.js";
 import type { VlmPrompt } from "../src/vlm/types.js";
 
 const PROMPTS = 200_000;

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
-import { type DatasetSummary, importVqa, summarizeDataset } from "../data/dataset.js";
 import type { ImageSource } from "../data/images.js";
 import { parseSubsetSpec } from "../data/splits.js";
+import { type DatasetSummary, importVqa, summarizeDataset } from "../store/ingest/vqa.js";
 import type { DatasetRecord } from "../store/types.js";
 import { Workspace } from "../store/workspace.js";
 import { check, LeverError } from "../util/errors.js";

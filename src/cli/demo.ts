@@ -1,6 +1,8 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { annotationsFileName, embeddingFileName, IMAGES_DIR, questionsFileName, WORLD_FILE } from "../sim/synth.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { workspaceDir } from "./common.js";
@@ -13,8 +15,6 @@ interface DemoFlags {
   shots: string;
   seed: string;
 }
-
-const KINDS = ["image", "text", "joint"] as const;
 
 /**
  * `lever demo`: the whole evaluation chain on the embedded default (the simulated VLM), through
@@ -42,7 +42,7 @@ export function register(program: Command): void {
         if (code !== 0) throw new LeverError(`demo step failed (exit ${code}): lever ${args.join(" ")}`);
       };
 
-      if (!existsSync(join(dataDir, "world.json"))) {
+      if (!existsSync(join(dataDir, WORLD_FILE))) {
         await lever(
           "data",
           "synth",
@@ -60,7 +60,7 @@ export function register(program: Command): void {
       for (const split of ["train", "val"] as const) {
         const ws = Workspace.open(workspace);
         const hasDataset = ws.getDataset(names[split]) !== undefined;
-        const missingKinds = KINDS.filter((kind) => ws.getEmbedding(names[split], kind) === undefined);
+        const missingKinds = EMBEDDING_KINDS.filter((kind) => ws.getEmbedding(names[split], kind) === undefined);
         ws.close();
         if (!hasDataset) {
           await lever(
@@ -69,11 +69,11 @@ export function register(program: Command): void {
             "--format",
             "vqa",
             "--questions",
-            join(dataDir, `v2_OpenEnded_mscoco_${split}2014_questions.json`),
+            join(dataDir, questionsFileName(split)),
             "--annotations",
-            join(dataDir, `v2_mscoco_${split}2014_annotations.json`),
+            join(dataDir, annotationsFileName(split)),
             "--images",
-            join(dataDir, "images"),
+            join(dataDir, IMAGES_DIR),
             "--split",
             split,
             "--name",
@@ -84,7 +84,7 @@ export function register(program: Command): void {
           await lever(
             "embed",
             "import",
-            join(dataDir, "embeddings", split, `${kind}.npy`),
+            join(dataDir, embeddingFileName(split, kind)),
             "--dataset",
             names[split],
             "--kind",
@@ -103,11 +103,11 @@ export function register(program: Command): void {
         "--shots",
         flags.shots,
         "--retriever",
-        "zero,random,topk-image,topk-text,topk-mix,oracle",
+        "zero,random,topk-image,topk-text,topk-joint,oracle",
         "--vlm",
         "sim",
         "--world",
-        join(dataDir, "world.json"),
+        join(dataDir, WORLD_FILE),
         "--seed",
         flags.seed,
       );

@@ -1,13 +1,14 @@
 import type { Command } from "commander";
-import { EMBEDDING_KINDS, type EmbeddingKind, importEmbedding } from "../data/embeddings.js";
-import type { ConstructOrder } from "../data/leverplus-beams.js";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
+import type { ConstructOrder } from "../data/leverplus/beams.js";
+import { importEmbedding } from "../store/ingest/embeddings.js";
 import {
   exportBeamsFile,
   exportRolloutsFile,
   importBeamsFile,
   importPoolsFile,
   importRolloutsFile,
-} from "../data/leverplus-workspace.js";
+} from "../store/ingest/leverplus.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { group, printJson, workspaceDir } from "./common.js";

@@ -1,6 +1,5 @@
 import { type Command, Option } from "commander";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
-import { buildPoolSet, embeddingKindsFor, poolArtifactPath, writePoolSet } from "../pools/artifact.js";
+import { buildPoolSet, embeddingKindsFor } from "../pools/artifact.js";
 import {
   DEFAULT_MIX_RATIOS,
   type EmbeddingSet,
@@ -9,6 +8,8 @@ import {
   type SamplerName,
 } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { poolArtifactPath, writePoolSet } from "../store/sets.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { group, printJson, workspaceDir } from "./common.js";
@@ -21,6 +22,7 @@ interface PoolsOptions {
   seed: string;
   ratios?: string;
   out?: string;
+  replace?: boolean;
   json?: boolean;
 }
 
@@ -34,6 +36,7 @@ export function register(program: Command): void {
     .option("--seed <n>", "seed of the random draws", "0")
     .option("--ratios <r,t,i>", `mix shares of random,text,image (default ${formatRatios(DEFAULT_MIX_RATIOS)})`)
     .option("--out <name>", "artefact name: artifacts/pools/<name>.json (default <queries>.<sampler>.k<K>.s<seed>)")
+    .option("--replace", "overwrite an existing pool set of that name that has other content")
     .option("--json", "print the summary as JSON")
     .action((opts: PoolsOptions, command: Command) => {
       const k = parseInteger(opts.k, "--k");
@@ -79,7 +82,7 @@ export function register(program: Command): void {
             ...(kinds.length > 0 ? { embeddings: embeddingHashes } : {}),
           },
         });
-        const ref = writePoolSet(ws, name, poolSet);
+        const ref = writePoolSet(ws, name, poolSet, { replace: opts.replace === true });
         const seconds = (performance.now() - started) / 1000;
         const summary = {
           name,

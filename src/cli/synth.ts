@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
-import { WORLD_FILE, writeSynthDataset } from "../datagen/synth.js";
+import { type WorldParamsInput, WorldParamsSchema } from "../sim/params.js";
+import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
 import { LeverError } from "../util/errors.js";
-import { type WorldParamsInput, WorldParamsSchema } from "../vlm/world-params.js";
 import { group, printJson } from "./common.js";
 
 interface SynthFlags {

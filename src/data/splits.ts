@@ -1,7 +1,14 @@
-import type { SubsetRecord } from "../store/types.js";
 import { check, LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { compareQuestionIds } from "./item.js";
+
+/** How a stored dataset was cut from its source: the spec ("first:800", "random:800"), seed and source size. */
+export interface SubsetRecord {
+  spec: string;
+  seed: number | null;
+  /** Number of items the subset was drawn from. */
+  of: number;
+}
 
 /**
  * Subsets of a split. `first:N` keeps the N lowest question ids (what the Python reference did

@@ -90,7 +90,17 @@ export const TrajectorySchema = z.object({
   vqaAccScore: finite.refine((x) => x >= 0 && x <= 1, "must be in [0, 1]"),
   /** 1 iff at least one annotator agreed (acc > 0). */
   vqaCorrect: z.union([z.literal(0), z.literal(1)]).optional(),
+  /**
+   * Expected VQA accuracy of the VLM's answer distribution under this prompt,
+   * Σ_a min(n_a/3, 1)·P(a) over the distinct annotator answers a (n_a annotators each), P(a) the
+   * probability of a's answer tokens. Lever-Plus files hold an approximation with a known masking flaw.
+   */
   vqaGtProb: nullableFinite.optional(),
+  /** Σ log p of the majority annotator answer's tokens under this prompt (our rollouts; ≤ 0). */
+  gtLogprob: finite
+    .refine((x) => x <= 0, "a log-probability must be ≤ 0")
+    .nullable()
+    .optional(),
   vqaRelTokenF1: nullableFinite.optional(),
   vqaRelEditSim: nullableFinite.optional(),
   vqaRelScore: nullableFinite.optional(),

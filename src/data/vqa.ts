@@ -1,11 +1,20 @@
 import { resolve } from "node:path";
 import { z } from "zod";
-import type { SourceFile, SubsetRecord } from "../store/types.js";
 import { LeverError } from "../util/errors.js";
 import { compileImageTemplate, findMissingImages, type ImageSource, imageTemplate } from "./images.js";
 import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "./item.js";
 import { streamJsonArrayField } from "./json-stream.js";
+import type { SubsetRecord } from "./splits.js";
 import { parseSubsetSpec, type SubsetSpec, selectSubset, subsetRecord } from "./splits.js";
+
+/** An input file a dataset was built from, with its content hash for provenance. */
+export interface SourceFile {
+  /** What the file was used for: "questions", "annotations", … */
+  role: string;
+  path: string;
+  sha256: string;
+  bytes: number;
+}
 
 /**
  * Reader of the official VQA files (OKVQA `OpenEnded_mscoco_<split>2014_questions.json` +

@@ -18,15 +18,11 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
-import {
-  EMBEDDING_KINDS,
-  type EmbeddingKind,
-  type ImportEmbeddingResult,
-  importEmbedding,
-} from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { encodeNpy } from "../data/npy.js";
 import { type Progress, silentProgress } from "../eval/progress.js";
 import { hashData, hashFileSync } from "../store/files.js";
+import { type ImportEmbeddingResult, importEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";

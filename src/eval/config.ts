@@ -6,48 +6,78 @@
  * the same settings (and stored rows are reused).
  */
 import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { VQA_VARIANTS } from "../metrics/vqa.js";
+import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
-import { POOL_SAMPLERS } from "./retrievers.js";
+import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 import { PROMPT_ORDERS } from "./types.js";
 
-/** "The query's pool" when no flag says otherwise. */
-export const DEFAULT_POOL = { sampler: "mix", k: 64 } as const;
+/** The evaluation's own settings (the VLM backend's are `VlmSettingsSchema`, bound beside them). */
+export const EvalSettingsSchema = z
+  .object({
+    dataset: z.string().min(1).describe("query dataset (the eval split)"),
+    index: z.string().min(1).describe("index dataset the demonstrations come from (the train split)"),
+    queries: z
+      .string()
+      .regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all")
+      .default("first:100")
+      .describe("query subset: first:N (lowest question ids), random:N (seeded) or all"),
+    shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
+    retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
+      flag: "retriever",
+      description: "retrievers: zero, random, topk-image, topk-text, topk-joint, oracle (sim only), selector:CKPT",
+    }),
+    k: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(`pool size K of each query's pool (oracle, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`),
+    poolSampler: z
+      .enum(SAMPLERS)
+      .optional()
+      .describe(`sampler of each query's pool (default ${DEFAULT_POOL.sampler} / the checkpoint's)`),
+    selectorEmbedding: z
+      .enum(EMBEDDING_KINDS)
+      .optional()
+      .describe("embedding selectors read (default: the checkpoint's, else joint)"),
+    seed: z
+      .number()
+      .int()
+      .min(0)
+      .max(0xffffffff)
+      .default(0)
+      .describe("seed of query subsets, random retrieval, pools and the bootstrap"),
+    run: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
+      .optional()
+      .describe("name of the run (resumed if it exists); default: identified by the config hash"),
+    metricVariant: z
+      .enum(VQA_VARIANTS)
+      .default("official")
+      .describe("VQA accuracy: official (normalise only when annotators disagree) or always-normalize"),
+    order: z
+      .enum(PROMPT_ORDERS)
+      .default("nearest")
+      .describe("prompt order: nearest (first selected next to the query) or farthest"),
+    batchSize: z.number().int().positive().default(64).describe("prompts per VLM call"),
+    concurrency: z.number().int().positive().default(4).describe("VLM calls in flight"),
+    resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples"),
+    clusterByImage: z
+      .boolean()
+      .default(false)
+      .describe("bootstrap over images instead of questions (questions sharing an image move together)"),
+  })
+  .strict();
 
-export const METRIC_VARIANTS = ["official", "always-normalize"] as const;
-export const LAYOUTS = ["lever-plus", "chat-turns"] as const;
-
-export const EvalOptionsSchema = z.object({
-  dataset: z.string().min(1),
-  index: z.string().min(1),
-  /** `first:N`, `random:N` (seeded) or `all`. */
-  queries: z.string().regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all"),
-  shots: z.array(z.number().int().min(0).max(32)).min(1),
-  retrievers: z.array(z.string().min(1)).min(1),
-  vlm: z.enum(["sim", "openai"]),
-  world: z.string().min(1).optional(),
-  baseUrls: z.array(z.string().min(1)).default([]),
-  model: z.string().min(1).optional(),
-  layout: z.enum(LAYOUTS).default("lever-plus"),
-  /** Pool size and sampler of "the query's pool" (oracle; selectors unless their checkpoint says otherwise). */
-  k: z.number().int().positive().optional(),
-  poolSampler: z.enum(POOL_SAMPLERS).optional(),
-  /** Embedding a selector reads (default: its checkpoint's, else joint). */
-  selectorEmbedding: z.enum(["image", "text", "joint"]).optional(),
-  seed: z.number().int().min(0).max(0xffffffff).default(0),
-  run: z
-    .string()
-    .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
-    .optional(),
-  cache: z.boolean().default(true),
-  metricVariant: z.enum(METRIC_VARIANTS).default("official"),
-  order: z.enum(PROMPT_ORDERS).default("nearest"),
-  batchSize: z.number().int().positive().default(64),
-  concurrency: z.number().int().positive().default(4),
-  /** Bootstrap resamples for the report's confidence intervals. */
-  resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES),
-});
+export const EvalOptionsSchema = z
+  .object({ ...EvalSettingsSchema.shape, ...VlmFieldsSchema.shape })
+  .strict()
+  .superRefine(checkVlmSettings);
 
 export type EvalOptions = z.infer<typeof EvalOptionsSchema>;
 

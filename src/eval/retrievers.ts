@@ -4,10 +4,10 @@
  * contract (design §2.2), so the query and its same-image items are excluded the same way
  * everywhere, and choices are deterministic per query (no dependence on the batch).
  */
+import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
+import type { SamplerName } from "../pools/samplers.js";
 import { LeverError } from "../util/errors.js";
-
-export type EmbeddingKind = "image" | "text" | "joint";
 
 export type RetrieverSpec =
   | { kind: "zero" }
@@ -16,17 +16,12 @@ export type RetrieverSpec =
   | { kind: "oracle" }
   | { kind: "selector"; checkpoint: string };
 
-/** Pool samplers the evaluation asks the pool contract for. `joint-sim` = cosine top-K on the joint embedding. */
-export const POOL_SAMPLERS = ["random", "image-sim", "text-sim", "joint-sim", "mix"] as const;
-
-export type PoolSampler = (typeof POOL_SAMPLERS)[number];
-
 /**
  * The pool contract as the evaluation sees it: for each query (in input order) its K candidate ids,
  * ordered as the sampler ranks them (most similar first for similarity samplers). Implementations
  * must exclude the query and every same-image item and be deterministic per query.
  */
-export type PoolProvider = (queries: readonly VqaItem[], sampler: PoolSampler, k: number) => Promise<string[][]>;
+export type PoolProvider = (queries: readonly VqaItem[], sampler: SamplerName, k: number) => Promise<string[][]>;
 
 /** The simulator's oracle: the best ordered trajectory (SELECTION order) for a query within its pool. */
 export type OracleFn = (query: VqaItem, pool: readonly string[], shots: number) => string[];
@@ -36,7 +31,7 @@ export interface SelectorHandle {
   /** Label stored with predictions: names the checkpoint and its content hash (never ambiguous). */
   readonly label: string;
   /** Pool sampler and K this selector chooses from (checkpoint metadata or flags). */
-  readonly sampler: PoolSampler;
+  readonly sampler: SamplerName;
   readonly k: number;
   /** Greedy decode: for each query, `shots` distinct positions into its pool, in selection order. */
   choose(queries: readonly VqaItem[], pools: readonly string[][], shots: number): Promise<number[][]>;
@@ -54,7 +49,7 @@ export interface Retriever {
 export interface RetrieverContext {
   pools: PoolProvider;
   /** Sampler and K of "the query's pool" for the oracle (the `--pool-sampler`, `--k` flags). */
-  poolSampler: PoolSampler;
+  poolSampler: SamplerName;
   k: number;
   /** Largest shot count of the evaluation: similarity pools are fetched once with this K and sliced. */
   maxShots: number;
@@ -67,14 +62,23 @@ export interface RetrieverContext {
 const TOPK_EMBEDDINGS: Record<string, EmbeddingKind> = {
   "topk-image": "image",
   "topk-text": "text",
-  "topk-mix": "joint",
+  "topk-joint": "joint",
+};
+
+/** Old names still accepted, with the warning the CLI prints. */
+export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason: string }> = {
+  "topk-mix": {
+    replacement: "topk-joint",
+    reason: 'it ranks by the joint embedding ("mix" names the mixed pool sampler only)',
+  },
 };
 
 export const RETRIEVER_NAMES = ["zero", "random", ...Object.keys(TOPK_EMBEDDINGS), "oracle", "selector:CKPT"];
 
-/** Parses one retriever name (`zero`, `random`, `topk-image|text|mix`, `oracle`, `selector:CKPT`). */
+/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `oracle`, `selector:CKPT`). */
 export function parseRetrieverSpec(text: string): RetrieverSpec {
-  const name = text.trim();
+  const given = text.trim();
+  const name = DEPRECATED_RETRIEVERS[given]?.replacement ?? given;
   if (name === "zero") return { kind: "zero" };
   if (name === "random") return { kind: "random" };
   if (name === "oracle") return { kind: "oracle" };
@@ -90,17 +94,18 @@ export function parseRetrieverSpec(text: string): RetrieverSpec {
   });
 }
 
-/** Parses a comma-separated retriever list; duplicates are an error. */
-export function parseRetrieverList(text: string): RetrieverSpec[] {
-  const names = text
-    .split(",")
+/** Parses a retriever list (names or one comma-separated string); duplicates are an error. */
+export function parseRetrieverList(list: string | readonly string[]): RetrieverSpec[] {
+  const names = (typeof list === "string" ? [list] : list)
+    .flatMap((entry) => entry.split(","))
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   if (names.length === 0) throw new LeverError("no retriever given", { field: "--retriever" });
   const seen = new Set<string>();
   for (const name of names) {
-    if (seen.has(name)) throw new LeverError(`retriever "${name}" is listed twice`, { field: "--retriever" });
-    seen.add(name);
+    const canonical = DEPRECATED_RETRIEVERS[name]?.replacement ?? name;
+    if (seen.has(canonical)) throw new LeverError(`retriever "${name}" is listed twice`, { field: "--retriever" });
+    seen.add(canonical);
   }
   return names.map(parseRetrieverSpec);
 }
@@ -152,8 +157,8 @@ export async function createRetriever(spec: RetrieverSpec, context: RetrieverCon
         select: (queries, shots) => context.pools(queries, "random", shots),
       };
     case "topk": {
-      const sampler: PoolSampler = `${spec.embedding}-sim` as PoolSampler;
-      const name = spec.embedding === "joint" ? "topk-mix" : `topk-${spec.embedding}`;
+      const sampler: SamplerName = `${spec.embedding}-sim` as SamplerName;
+      const name = `topk-${spec.embedding}`;
       return {
         name,
         shots: positiveShots,

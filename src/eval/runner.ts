@@ -5,12 +5,10 @@
  * resumes where it stopped: stored successes are skipped, stored failures are retried.
  */
 import type { VqaItem } from "../data/item.js";
-import { hashValue } from "../util/hash.js";
-import type { Demonstration, Vlm, VlmPrompt } from "../vlm/types.js";
-import { isFailure } from "../vlm/types.js";
+import { type AnswerDeps, answerPrompts, buildPrompt } from "./answer.js";
 import { type Progress, silentProgress } from "./progress.js";
 import { checkDemonstrations, type Retriever } from "./retrievers.js";
-import { type EvalPrediction, type PredictionStore, type PromptOrder, predictionKey, toPromptOrder } from "./types.js";
+import { type EvalPrediction, type PredictionStore, type PromptOrder, predictionKey } from "./types.js";
 
 export interface EvalPlan {
   runId: string;
@@ -22,15 +20,9 @@ export interface EvalPlan {
   order: PromptOrder;
 }
 
-export interface RunnerDeps {
-  vlm: Vlm;
+export interface RunnerDeps extends AnswerDeps {
   store: PredictionStore;
-  /** The one answer post-processor (src/metrics/postprocess.ts). */
-  postprocess: (text: string) => string;
-  /** The one scorer: official VQA accuracy of a processed answer against the query's annotators. */
-  score: (answer: string, query: VqaItem) => number;
   progress?: Progress;
-  signal?: AbortSignal;
   /** Prompts per VLM call (default 64). */
   batchSize?: number;
   /** Batches in flight at once (default 4): keeps a remote server busy across batch boundaries. */
@@ -137,45 +129,21 @@ async function evaluateUnit(
     checkDemonstrations(retriever.name, query, shot, selections[i], indexById);
     return buildPrompt(query, selections[i], indexById, plan.order);
   });
-  let outcomes: Awaited<ReturnType<Vlm["generate"]>>;
-  try {
-    outcomes = await deps.vlm.generate(prompts, { signal: deps.signal });
-  } catch (error) {
-    // Backends may throw on abort instead of returning failures; the caller drops this batch.
-    if (deps.signal?.aborted) return [];
-    throw error;
-  }
-  if (outcomes.length !== prompts.length)
-    throw new Error(`VLM ${deps.vlm.id} returned ${outcomes.length} results for ${prompts.length} prompts`);
+  const answers = await answerPrompts(prompts, queries, deps);
+  // Backends may throw on abort instead of returning failures; the caller drops this batch.
+  if (answers === null) return [];
   return queries.map((query, i): EvalPrediction => {
-    const outcome = outcomes[i];
-    const base = {
+    const a = answers[i];
+    return {
       retriever: retriever.name,
       shot,
       questionId: query.questionId,
       demonstrations: prompts[i].demonstrations.map((d) => d.questionId),
-      promptHash: hashValue(prompts[i]),
+      promptHash: a.promptHash,
+      rawAnswer: a.rawAnswer,
+      answer: a.answer,
+      accuracy: a.accuracy,
+      failure: a.failure,
     };
-    if (isFailure(outcome))
-      return { ...base, rawAnswer: null, answer: null, accuracy: null, failure: outcome.error || "unknown error" };
-    const answer = deps.postprocess(outcome.text);
-    return { ...base, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, query), failure: null };
   });
-}
-
-/** The prompt for one query: demonstrations (selection order) placed by the recorded order setting. */
-export function buildPrompt(
-  query: VqaItem,
-  selection: readonly string[],
-  indexById: ReadonlyMap<string, VqaItem>,
-  order: PromptOrder,
-): VlmPrompt {
-  const demonstrations = toPromptOrder(selection, order).map((id): Demonstration => {
-    const item = indexById.get(id) as VqaItem;
-    return { questionId: item.questionId, imagePath: item.imagePath, question: item.question, answer: item.answer };
-  });
-  return {
-    demonstrations,
-    query: { questionId: query.questionId, imagePath: query.imagePath, question: query.question },
-  };
 }

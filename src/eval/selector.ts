@@ -6,20 +6,25 @@
  * and `embedding` when the trainer recorded them), else the documented defaults.
  */
 import { readFileSync } from "node:fs";
-import type { EmbeddingMatrix } from "../data/embeddings.js";
-import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
+import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { loadCheckpoint } from "../selector/checkpoint.js";
 import { predict } from "../selector/decode.js";
 import { PointerSelector } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import { type EmbeddingKind, POOL_SAMPLERS, type PoolSampler, type SelectorHandle } from "./retrievers.js";
+import type { SelectorHandle } from "./retrievers.js";
 
-export const SELECTOR_DEFAULTS = { poolSampler: "mix" as PoolSampler, k: 64, embedding: "joint" as EmbeddingKind };
+/** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */
+export const SELECTOR_DEFAULTS: { poolSampler: SamplerName; k: number; embedding: EmbeddingKind } = {
+  poolSampler: DEFAULT_POOL.sampler,
+  k: DEFAULT_POOL.k,
+  embedding: "joint",
+};
 
 export interface SelectorSettings {
   /** Explicit flags win over the checkpoint's own settings. */
-  poolSampler?: PoolSampler;
+  poolSampler?: SamplerName;
   k?: number;
   embedding?: EmbeddingKind;
 }
@@ -51,7 +56,7 @@ export function loadSelector(path: string, flags: SelectorSettings, embeddings: 
     return flag ?? stored ?? fallback;
   };
   const storedSampler = notes.poolSampler;
-  if (storedSampler !== undefined && !(POOL_SAMPLERS as readonly string[]).includes(storedSampler))
+  if (storedSampler !== undefined && !(SAMPLERS as readonly string[]).includes(storedSampler))
     throw new LeverError(`unknown pool sampler "${storedSampler}"`, {
       file: path,
       field: "provenance.notes.poolSampler",
@@ -65,7 +70,7 @@ export function loadSelector(path: string, flags: SelectorSettings, embeddings: 
   const sampler = pick(
     "poolSampler",
     flags.poolSampler,
-    storedSampler as PoolSampler | undefined,
+    storedSampler as SamplerName | undefined,
     SELECTOR_DEFAULTS.poolSampler,
   );
   const k = pick("k", flags.k, checkpoint.trainedK ?? undefined, SELECTOR_DEFAULTS.k);

@@ -1,49 +1,30 @@
-/**
- * Wires an evaluation to the real modules: the workspace (datasets, embeddings, runs, predictions),
- * the pool contract (src/pools), the VLM backends with the response cache (src/vlm), the one
- * post-processor and scorer (src/metrics), and selector checkpoints (src/selector). Everything here
- * is glue; the logic lives in runner.ts, retrievers.ts and src/report.
- */
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import type { EmbeddingMatrix } from "../data/embeddings.js";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
-import { postprocessVqaAnswer } from "../metrics/postprocess.js";
-import { prepareGroundTruth, type VqaScorer } from "../metrics/vqa.js";
-import { type EmbeddingSet, PoolBuilder, type SimilarityKind } from "../pools/samplers.js";
+import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
-import type { DatasetRecord } from "../store/types.js";
+import { SimOracle } from "../sim/oracle.js";
+import type { SimVlm } from "../sim/vlm.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
-import { OpenAiVlm } from "../vlm/openai.js";
-import { SimVlm } from "../vlm/sim.js";
-import { SimOracle } from "../vlm/sim-oracle.js";
 import type { Vlm } from "../vlm/types.js";
-import {
-  configDifferences,
-  DEFAULT_POOL,
-  type EvalOptions,
-  type EvalRunConfig,
-  evalConfigHash,
-  evalRunConfig,
-} from "./config.js";
+import { vqaAnswering } from "./answer.js";
+import { createVlm, type VlmSetup } from "./backend.js";
+import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
 import {
   createRetriever,
+  DEPRECATED_RETRIEVERS,
   memoizePools,
   type OracleFn,
   type PoolProvider,
-  parseRetrieverSpec,
+  parseRetrieverList,
   type Retriever,
   type RetrieverSpec,
 } from "./retrievers.js";
 import { loadSelector } from "./selector.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
-import { toSelectionOrder } from "./types.js";
-
-const SIMILARITY_KINDS: readonly SimilarityKind[] = ["image", "text", "joint"];
+import { fromPromptOrder } from "./types.js";
 
 /** The workspace's predictions table as a PredictionStore. */
 export function workspacePredictionStore(ws: Workspace): PredictionStore {
@@ -53,62 +34,10 @@ export function workspacePredictionStore(ws: Workspace): PredictionStore {
   };
 }
 
-/** The VLM of an evaluation, and the simulator's oracle when the backend is `sim`. */
-export interface VlmSetup {
-  vlm: Vlm;
-  /** The backend itself (for ids and stats); `vlm` may be the cache wrapper around it. */
-  backend: Vlm;
-  sim?: SimVlm;
-}
-
-/**
- * `--world` or, for datasets written by `lever data synth`, the `world.json` beside the dataset's
- * source files.
- */
-export function resolveWorldFile(options: EvalOptions, dataset: DatasetRecord): string {
-  if (options.world !== undefined) return options.world;
-  for (const file of dataset.files) {
-    const candidate = join(dirname(file.path), "world.json");
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new LeverError(
-    `the sim backend needs the synthetic world file: pass --world FILE (no world.json beside the files of dataset "${dataset.name}")`,
-    { field: "--world" },
-  );
-}
-
-export function createVlm(
-  ws: Workspace,
-  options: EvalOptions,
-  dataset: DatasetRecord,
-  wrapBackend: (backend: Vlm) => Vlm = (backend) => backend,
-): VlmSetup {
-  let backend: Vlm;
-  let sim: SimVlm | undefined;
-  if (options.vlm === "sim") {
-    sim = SimVlm.fromWorldFile(resolveWorldFile(options, dataset));
-    backend = sim;
-  } else {
-    if (options.baseUrls.length === 0)
-      throw new LeverError("the openai backend needs at least one --base-url", { field: "--base-url" });
-    if (options.model === undefined)
-      throw new LeverError("the openai backend needs --model (the served model name)", { field: "--model" });
-    backend = new OpenAiVlm({
-      baseUrls: options.baseUrls,
-      model: options.model,
-      layout: options.layout,
-      seed: options.seed,
-    });
-  }
-  const sent = wrapBackend(backend);
-  const vlm = options.cache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
-  return { vlm, backend, sim };
-}
-
 /** The simulator's oracle, returning SELECTION order under the run's prompt-order setting. */
 export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
   const oracle = new SimOracle(sim);
-  return (query, pool, shots) => toSelectionOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
+  return (query, pool, shots) => fromPromptOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
@@ -116,7 +45,7 @@ export class EmbeddingCache {
   private readonly loaded = new Map<string, EmbeddingMatrix>();
   constructor(private readonly ws: Workspace) {}
 
-  get(dataset: string, kind: SimilarityKind): EmbeddingMatrix {
+  get(dataset: string, kind: EmbeddingKind): EmbeddingMatrix {
     const key = `${dataset}\u0000${kind}`;
     let matrix = this.loaded.get(key);
     if (!matrix) this.loaded.set(key, (matrix = loadDatasetEmbedding(this.ws, dataset, kind)));
@@ -126,7 +55,7 @@ export class EmbeddingCache {
   /** Every registered kind's embeddings, as a set that loads on first access. */
   lazySet(dataset: string): EmbeddingSet {
     const set: EmbeddingSet = {};
-    for (const kind of SIMILARITY_KINDS)
+    for (const kind of EMBEDDING_KINDS)
       Object.defineProperty(set, kind, { enumerable: true, get: () => this.get(dataset, kind) });
     return set;
   }
@@ -159,7 +88,7 @@ export function workspacePools(
 function embeddingIdentities(ws: Workspace, dataset: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const record of ws.listEmbeddings(dataset))
-    if ((SIMILARITY_KINDS as readonly string[]).includes(record.kind)) out[`${dataset}/${record.kind}`] = record.sha256;
+    if ((EMBEDDING_KINDS as readonly string[]).includes(record.kind)) out[`${dataset}/${record.kind}`] = record.sha256;
   return out;
 }
 
@@ -191,10 +120,15 @@ export async function prepareEvaluation(
   const indexRecord = ws.requireDataset(options.index);
   const queries = selectSubset(ws.loadItems(options.dataset), options.queries, options.seed);
   const index = ws.loadItems(options.index);
-  const specs = options.retrievers.map(parseRetrieverSpec);
+  const specs = parseRetrieverList(options.retrievers);
   const maxShots = Math.max(0, ...options.shots);
-  const warnings: string[] = [];
-  const vlm = createVlm(ws, options, dataset, hooks.wrapBackend);
+  const warnings = options.retrievers
+    .filter((name) => DEPRECATED_RETRIEVERS[name] !== undefined)
+    .map((name) => {
+      const { replacement, reason } = DEPRECATED_RETRIEVERS[name];
+      return `retriever "${name}" is deprecated: use "${replacement}" (${reason})`;
+    });
+  const vlm = createVlm(ws, options, dataset, { seed: options.seed, wrapBackend: hooks.wrapBackend });
 
   const config = evalRunConfig(options, {
     datasetItemsHash: dataset.itemsHash,
@@ -237,18 +171,6 @@ export async function prepareEvaluation(
   // The run is found or created only once every retriever could be built (no orphan runs).
   const { runId, resumed } = findOrCreateRun(ws, config, options);
 
-  const scorers = new Map<string, VqaScorer>();
-  const score = (answer: string, query: VqaItem) => {
-    let scorer = scorers.get(query.questionId);
-    if (!scorer) {
-      scorer = prepareGroundTruth(
-        query.answers.map((a) => a.answer),
-        options.metricVariant,
-      );
-      scorers.set(query.questionId, scorer);
-    }
-    return scorer(answer);
-  };
   return {
     runId,
     resumed,
@@ -259,8 +181,7 @@ export async function prepareEvaluation(
     specs,
     vlm,
     store: workspacePredictionStore(ws),
-    postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
-    score,
+    ...vqaAnswering(options.metricVariant),
     warnings,
     notes,
   };

@@ -6,7 +6,7 @@ import type { PredictionRow } from "../store/types.js";
  */
 
 export {
-  fromPromptOrder as toSelectionOrder,
+  fromPromptOrder,
   PROMPT_ORDERS,
   type PromptOrder,
   toPromptOrder,
@@ -15,7 +15,7 @@ export {
 /**
  * One evaluated (retriever, shot, question): the store's prediction row without its run id.
  * `demonstrations` are in PROMPT order (index 0 rendered first); selection order is recovered with
- * `toSelectionOrder(demonstrations, run order)`. Failed VLM calls keep `failure` and have no accuracy.
+ * `fromPromptOrder(demonstrations, run order)`. Failed VLM calls keep `failure` and have no accuracy.
  */
 export type EvalPrediction = Omit<PredictionRow, "runId">;
 

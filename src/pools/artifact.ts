@@ -1,14 +1,12 @@
 /**
- * Pool sets as workspace artefacts (`artifacts/pools/<name>.json`, schema in ./types.ts): built
- * through the pool contract, checked against its invariants when written and when read back.
+ * Builds a pool set (src/data/pool-set.ts) through the pool contract: every query's K candidates from
+ * one sampler, with the settings that made them recorded for reproducibility. Stored with
+ * `writePoolSet` (src/store/sets.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+
+import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { NAME_PATTERN } from "../store/datasets.js";
-import type { ArtifactRef } from "../store/types.js";
-import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
-import { canonicalJson } from "../util/hash.js";
+import { checkPoolSet, type PoolSet } from "../data/pool-set.js";
 import {
   DEFAULT_MIX_RATIOS,
   type EmbeddingSet,
@@ -17,10 +15,8 @@ import {
   PoolBuilder,
   type SamplerName,
   SIMILARITY_KIND,
-  type SimilarityKind,
 } from "./samplers.js";
 import type { Gemm } from "./search.js";
-import { type PoolSet, PoolSetSchema } from "./types.js";
 
 export interface BuildPoolSetInput {
   queryDataset: string;
@@ -43,7 +39,7 @@ export function embeddingKindsFor(
   sampler: SamplerName,
   k: number,
   ratios: MixRatios = DEFAULT_MIX_RATIOS,
-): SimilarityKind[] {
+): EmbeddingKind[] {
   if (sampler === "random") return [];
   if (sampler !== "mix") return [SIMILARITY_KIND[sampler]];
   const [, text, image] = mixQuotas(k, ratios);
@@ -88,49 +84,4 @@ export function buildPoolSet(input: BuildPoolSetInput): PoolSet {
   };
   checkPoolSet(poolSet, "pool set");
   return poolSet;
-}
-
-/** Throws unless every pool has exactly k distinct ids. */
-export function checkPoolSet(poolSet: PoolSet, file: string): void {
-  for (const [queryId, ids] of Object.entries(poolSet.pools)) {
-    if (ids.length !== poolSet.k)
-      throw new LeverError(`pool has ${ids.length} candidates, expected k=${poolSet.k}`, {
-        file,
-        record: queryId,
-        field: "pools",
-      });
-    if (new Set(ids).size !== ids.length)
-      throw new LeverError("pool contains a duplicate candidate", { file, record: queryId, field: "pools" });
-    if (ids.includes(queryId))
-      throw new LeverError("pool contains the query itself", { file, record: queryId, field: "pools" });
-  }
-}
-
-export function poolArtifactPath(name: string): string {
-  if (!NAME_PATTERN.test(name))
-    throw new LeverError(`pool set name must be letters, digits, ".", "_", "-" (got "${name}")`, { field: "--out" });
-  return `pools/${name}.json`;
-}
-
-export function writePoolSet(ws: Workspace, name: string, poolSet: PoolSet): ArtifactRef {
-  checkPoolSet(poolSet, poolArtifactPath(name));
-  return ws.writeArtifact(poolArtifactPath(name), `${canonicalJson(poolSet)}\n`);
-}
-
-export function readPoolSet(ws: Workspace, name: string): PoolSet {
-  const path = ws.artifactPath(poolArtifactPath(name));
-  if (!existsSync(path)) throw new LeverError("no such pool set", { file: path });
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
-  }
-  const parsed = PoolSetSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, { file: path, field: issue.path.join(".") || undefined });
-  }
-  checkPoolSet(parsed.data, path);
-  return parsed.data;
 }

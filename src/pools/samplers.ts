@@ -13,7 +13,7 @@
  *   pool skips it and takes its next one, so the pool is de-duplicated and every quota is met.
  *   Order inside the pool: the random part, then the text part (by similarity), then the image part.
  */
-import type { EmbeddingMatrix } from "../data/embeddings.js";
+import type { EmbeddingKind, EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
@@ -22,10 +22,11 @@ import { cosineTopK, type Gemm, unitRows } from "./search.js";
 export const SAMPLERS = ["random", "text-sim", "image-sim", "joint-sim", "mix"] as const;
 export type SamplerName = (typeof SAMPLERS)[number];
 
-export type SimilarityKind = "text" | "image" | "joint";
+/** "The query's pool" when nothing says otherwise: 64 candidates from the mix sampler. */
+export const DEFAULT_POOL = { sampler: "mix", k: 64 } as const satisfies { sampler: SamplerName; k: number };
 
 /** The embedding each similarity sampler ranks by. */
-export const SIMILARITY_KIND: Record<Exclude<SamplerName, "random" | "mix">, SimilarityKind> = {
+export const SIMILARITY_KIND: Record<Exclude<SamplerName, "random" | "mix">, EmbeddingKind> = {
   "text-sim": "text",
   "image-sim": "image",
   "joint-sim": "joint",
@@ -40,7 +41,7 @@ export interface MixRatios {
 
 export const DEFAULT_MIX_RATIOS: MixRatios = { random: 0.5, text: 0.25, image: 0.25 };
 
-export type EmbeddingSet = Partial<Record<SimilarityKind, EmbeddingMatrix>>;
+export type EmbeddingSet = Partial<Record<EmbeddingKind, EmbeddingMatrix>>;
 
 export interface PoolRequest {
   sampler: SamplerName;
@@ -81,7 +82,7 @@ export class PoolBuilder {
   private readonly index: readonly VqaItem[];
   private readonly positionById = new Map<string, number>();
   private readonly positionsByImage = new Map<string, number[]>();
-  private readonly unitIndex = new Map<SimilarityKind, { data: Float32Array; dim: number }>();
+  private readonly unitIndex = new Map<EmbeddingKind, { data: Float32Array; dim: number }>();
   private readonly indexEmbeddings: EmbeddingSet;
   private readonly gemm?: Gemm;
   private readonly indexName: string;
@@ -179,7 +180,7 @@ export class PoolBuilder {
 
   private similarityRanking(
     queries: readonly VqaItem[],
-    kind: SimilarityKind,
+    kind: EmbeddingKind,
     k: number,
     excluded: readonly number[][],
     queryEmbeddings: EmbeddingSet | undefined,
@@ -205,7 +206,7 @@ export class PoolBuilder {
     return queries.map((_, q) => Array.from(rows.subarray(q * k, (q + 1) * k)));
   }
 
-  private unitIndexRows(kind: SimilarityKind): { data: Float32Array; dim: number } {
+  private unitIndexRows(kind: EmbeddingKind): { data: Float32Array; dim: number } {
     const cached = this.unitIndex.get(kind);
     if (cached) return cached;
     const matrix = this.indexEmbeddings[kind];

@@ -10,28 +10,63 @@ import { z } from "zod";
  *   stepEmbedding      → V4-2/V4-3 `step_emb` table (rows = shots).
  * The pool size K is not part of the config: it comes from the pool at run time.
  */
-export const SelectorConfigSchema = z
+export const SelectorFieldsSchema = z
   .object({
-    /** Input embedding width (512 for CLIP ViT-B/32). */
-    d: z.number().int().positive(),
-    /** Hidden width H; input_proj is the identity (no parameter) when d = H. */
-    hidden: z.number().int().positive().default(256),
-    heads: z.number().int().positive().default(1),
-    layers: z.number().int().nonnegative().default(1),
-    /** Dropout on the enhanced query and the projected candidates (reference `self.dropout`). */
-    dropout: z.number().min(0).lt(1).default(0.5),
-    /** Dropout on the attention weights inside each MultiheadAttention. */
-    attnDropout: z.number().min(0).lt(1).default(0.1),
-    /** Fixed (not learned) softmax temperature of the pointer scores. */
-    temperature: z.number().positive().default(0.1),
-    /** Number of demonstrations the model was built for (step tables have this many rows). */
-    shots: z.number().int().positive().default(2),
-    stateUpdate: z.enum(["none", "gate", "gru"]).default("gate"),
-    stepEmbedding: z.boolean().default(false),
-    redundancy: z.enum(["none", "max"]).default("none"),
+    d: z.number().int().positive().describe("input embedding width (512 for CLIP ViT-B/32)"),
+    hidden: z
+      .number()
+      .int()
+      .positive()
+      .default(256)
+      .describe("hidden width H; input_proj is the identity (no parameter) when d = H"),
+    heads: z.number().int().positive().default(1).describe("attention heads of the cross-attention layers"),
+    layers: z.number().int().nonnegative().default(1).describe("cross-attention layers over the candidates"),
+    dropout: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0.5)
+      .describe("dropout on the enhanced query and the projected candidates"),
+    attnDropout: z.number().min(0).lt(1).default(0.1).describe("dropout on the attention weights"),
+    temperature: z
+      .number()
+      .positive()
+      .default(0.1)
+      .describe("fixed (not learned) softmax temperature of the pointer scores"),
+    shots: z
+      .number()
+      .int()
+      .positive()
+      .default(2)
+      .describe("demonstrations the model was built for (the step tables have this many rows)"),
+    stateUpdate: z
+      .enum(["none", "gate", "gru"])
+      .default("gate")
+      .describe("query-state update after each pick: none (v2), gate (V4-1) or gru (V4-2); see docs/selector.md"),
+    stepEmbedding: z
+      .boolean()
+      .default(false)
+      .describe("add a learned per-step embedding to the query state (V4-2/V4-3)"),
+    redundancy: z
+      .enum(["none", "max"])
+      .default("none")
+      .describe("learnable penalty on candidates similar to those already chosen (V4-3)"),
   })
-  .strict()
-  .refine((c) => c.hidden % c.heads === 0, { message: "hidden must be divisible by heads", path: ["heads"] });
+  .strict();
+
+const headsDivideHidden = (c: { hidden: number; heads: number }) => c.hidden % c.heads === 0;
+const headsMessage = {
+  message: "hidden must be divisible by heads (choose heads among the divisors of hidden)",
+  path: ["heads"],
+};
+
+export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage);
+
+/** The model settings a training run chooses: everything but d and shots, which come from the data. */
+export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true }).refine(
+  headsDivideHidden,
+  headsMessage,
+);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;

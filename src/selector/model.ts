@@ -133,6 +133,19 @@ export class PointerSelector {
     return out;
   }
 
+  /** Overwrites every parameter in place with `values` (same architecture; e.g. a policy snapshot). */
+  load(values: ParamValues): void {
+    for (const spec of this.specs) {
+      const v = values.get(spec.name);
+      const target = this.p(spec.name).data;
+      if (!v || v.length !== target.length)
+        throw new LeverError(
+          `parameter ${spec.name} is missing or has ${v?.length ?? 0} values, expected ${target.length}`,
+        );
+      target.set(v);
+    }
+  }
+
   private p(name: string): Tensor {
     const t = this.params.get(name);
     if (!t) throw new Error(`PointerSelector: no parameter ${name}`);
@@ -362,17 +375,24 @@ export function stepLabels(labels: Int32Array, rows: number, steps: number, t: n
   return out;
 }
 
-/** Σ_t log p(label_t) per row [R] (differentiable): the sequence log-probability used by RCE/GRPO. */
-export function sequenceLogProbs(tf: TeacherForced, labels: Int32Array): Tensor {
+/**
+ * log p(label_t) per row and step, [R, S] (differentiable): the per-step log-probabilities of the
+ * labels under the masks they were scored with. GRPO takes its step-level ratios from these.
+ */
+export function stepLogProbs(tf: TeacherForced, labels: Int32Array): Tensor {
   const S = tf.scores.length;
-  let total: Tensor | null = null;
-  tf.scores.forEach((s, t) => {
+  if (S === 0) throw new LeverError("log-probabilities of zero steps");
+  const columns = tf.scores.map((s, t) => {
     const rows = s.shape[0];
     const lp = T.gatherLast(T.logSoftmax(s, tf.masks[t]), stepLabels(labels, rows, S, t));
-    total = total === null ? lp : T.add(total, lp);
+    return T.reshape(lp, [rows, 1]);
   });
-  if (total === null) throw new LeverError("sequence log-probability of zero steps");
-  return total;
+  return S === 1 ? columns[0] : T.concat(columns, 1);
+}
+
+/** Σ_t log p(label_t) per row [R] (differentiable): the sequence log-probability used by RCE/GRPO. */
+export function sequenceLogProbs(tf: TeacherForced, labels: Int32Array): Tensor {
+  return T.sum(stepLogProbs(tf, labels), 1);
 }
 
 /**

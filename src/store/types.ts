@@ -1,21 +1,9 @@
 /** Records kept in the workspace database (one interface per table, in camelCase). */
 
-/** An input file a dataset was built from, with its content hash for provenance. */
-export interface SourceFile {
-  /** What the file was used for: "questions", "annotations", … */
-  role: string;
-  path: string;
-  sha256: string;
-  bytes: number;
-}
+import type { SubsetRecord } from "../data/splits.js";
+import type { SourceFile } from "../data/vqa.js";
 
-/** How a stored dataset was cut from its source: the spec ("first:800", "random:800"), seed and source size. */
-export interface SubsetRecord {
-  spec: string;
-  seed: number | null;
-  /** Number of items the subset was drawn from. */
-  of: number;
-}
+export type { SourceFile, SubsetRecord };
 
 export interface DatasetInput {
   /** Workspace-unique name; letters, digits, ".", "_", "-" (it appears in artefact paths). */

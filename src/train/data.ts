@@ -4,8 +4,8 @@
  * RL stages, rewards). One query group is the unit of batching, splitting and per-query sharing.
  */
 import { compareQuestionIds } from "../data/item.js";
+import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import type { PoolSet } from "../pools/types.js";
 import { LeverError } from "../util/errors.js";
 
 /** Row-major float32 embeddings with the row of each question id. */

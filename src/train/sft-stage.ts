@@ -6,32 +6,36 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { loadDatasetEmbedding } from "../data/embeddings.js";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
 import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
-import { checkPoolSet, readPoolSet } from "../pools/artifact.js";
-import { type PoolSet, PoolSetSchema } from "../pools/types.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { readPoolSet } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable } from "./data.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
-import { runSft, type SftConfig, SftConfigSchema, type SftRunResult, STATE_FILE } from "./sft-run.js";
+import { STATE_FILE } from "./run.js";
+import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
-export interface SftStageOptions {
-  /** Beam artefact: a file path, or a name under artifacts/beams/ (NAME → beams/NAME.json). */
-  beams: string;
-  /** Pool artefact: a file path, or a pool set name under artifacts/pools/. */
-  pools: string;
-  /** The index dataset (candidates' embeddings). */
-  dataset: string;
-  /** Embedding kind (image, text, joint). */
-  embedding: string;
+/** What an SFT run reads (not part of the hashed training config). */
+export const SftInputsSchema = z
+  .object({
+    beams: z.string().min(1).describe("beam artefact: a file, or a name under artifacts/beams/"),
+    pools: z.string().min(1).describe("pool set the beams were searched in: a file, or a name under artifacts/pools/"),
+    dataset: z.string().min(1).describe("index dataset (the candidates)"),
+    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    init: z.string().min(1).optional().describe("start from this selector checkpoint instead of a fresh init"),
+    name: z.string().min(1).optional().describe("run name"),
+  })
+  .strict();
+export type SftInputs = z.output<typeof SftInputsSchema>;
+
+export interface SftStageOptions extends SftInputs {
   config: SftConfig;
-  /** Initial weights (a selector checkpoint) instead of a fresh init. */
-  init?: string;
-  name?: string;
   progress?: ProgressStream | null;
 }
 
@@ -123,7 +127,7 @@ const StoredRunSchema = z.object({
   sft: SftConfigSchema,
 });
 
-export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResult {
+export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
   const inputs = resolveInputs(ws, opts);
   const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
@@ -149,7 +153,11 @@ export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResul
  * Continues an interrupted SFT run from the state saved after its last finished epoch. The inputs
  * must be unchanged (same sha256 as recorded); the result is the same as an uninterrupted run.
  */
-export function resumeSftStage(ws: Workspace, runId: string, progress?: ProgressStream | null): SftStageResult {
+export async function resumeSftStage(
+  ws: Workspace,
+  runId: string,
+  progress?: ProgressStream | null,
+): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   const parsed = StoredRunSchema.safeParse(run.config);
@@ -174,18 +182,18 @@ export function resumeSftStage(ws: Workspace, runId: string, progress?: Progress
   return execute(ws, runId, inputs, stored.sft, { init, resume, progress });
 }
 
-function execute(
+async function execute(
   ws: Workspace,
   runId: string,
   inputs: ResolvedInputs,
   config: SftConfig,
   extra: { init?: Checkpoint; resume?: SavedState; progress?: ProgressStream | null },
-): SftStageResult {
+): Promise<SftStageResult> {
   ws.beginStage(runId, "sft");
   const checkpointDir = ws.artifactPath(`runs/${runId}/sft`);
   const progress = extra.progress === null ? null : new TrainingProgress("sft", config.optim.epochs, extra.progress);
   try {
-    const result = runSft({
+    const result = await runSft({
       config,
       beams: inputs.beams.set,
       pools: inputs.pools.set,

@@ -15,7 +15,12 @@ import type { Objective } from "./loop.js";
 
 export const SftLossSchema = z
   .object({
-    labelSmoothing: z.number().min(0).lt(1).default(0),
+    labelSmoothing: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0)
+      .describe("label smoothing, spread over the positions still available at each step"),
   })
   .strict();
 export type SftLossConfig = z.infer<typeof SftLossSchema>;

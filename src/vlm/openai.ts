@@ -52,43 +52,83 @@ const RESERVED_FIELDS = [
 
 export const openAiVlmConfigSchema = z
   .object({
-    backend: z.literal("openai").default("openai"),
-    /** Replica servers of the same model; with or without a trailing `/v1`. */
-    baseUrls: z.array(z.string().regex(/^https?:\/\/[^\s]+$/, "expected an http(s) URL")).min(1),
-    model: z.string().min(1),
-    /** Name of the environment variable holding the API key (keys never live in config files). */
-    apiKeyEnv: z.string().optional(),
-    layout: z.enum(LAYOUT_NAMES).default("lever-plus"),
-    systemPrompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT),
-    zeroShotSystemPrompt: z.string().nullable().default(DEFAULT_ZERO_SHOT_SYSTEM_PROMPT),
-    imageUrl: z.enum(["data", "file"]).default("data"),
+    backend: z.literal("openai").default("openai").describe("backend name"),
+    baseUrls: z
+      .array(z.string().regex(/^https?:\/\/[^\s]+$/, "expected an http(s) URL"))
+      .min(1)
+      .meta({ flag: "base-url", description: "replica servers of the same model, with or without a trailing /v1" }),
+    model: z.string().min(1).describe("served model name, as the server lists it under /v1/models"),
+    apiKeyEnv: z
+      .string()
+      .optional()
+      .describe("name of the environment variable holding the API key (keys never live in settings files)"),
+    layout: z.enum(LAYOUT_NAMES).default("lever-plus").describe("prompt layout (docs/vlm.md)"),
+    systemPrompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT).meta({
+      description: "system prompt of few-shot prompts",
+      defaultText: "the built-in few-shot prompt (docs/vlm.md)",
+    }),
+    zeroShotSystemPrompt: z.string().nullable().default(DEFAULT_ZERO_SHOT_SYSTEM_PROMPT).meta({
+      description: "system prompt of zero-shot prompts",
+      defaultText: "the built-in zero-shot prompt (docs/vlm.md)",
+    }),
+    imageUrl: z
+      .enum(["data", "file"])
+      .default("data")
+      .describe("how images are sent: data: URLs, or file:// paths (the server needs --allowed-local-media-path)"),
     imageCacheBytes: z
       .number()
       .int()
       .nonnegative()
-      .default(512 * 1024 * 1024),
-    maxTokens: z.number().int().positive().default(5),
-    temperature: z.number().min(0).default(0),
-    /** Extra request fields for both operations, e.g. `mm_processor_kwargs`. */
+      .default(512 * 1024 * 1024)
+      .describe("bytes of encoded images kept in memory"),
+    maxTokens: z.number().int().positive().default(5).describe("generated tokens per answer (the reference used 5)"),
+    temperature: z
+      .number()
+      .min(0)
+      .default(0)
+      .meta({ flag: "gen-temperature", description: "sampling temperature of generation (0 = greedy)" }),
     extraBody: z
       .record(z.string(), z.unknown())
       .default({})
       .refine((body) => RESERVED_FIELDS.every((key) => !(key in body)), {
         message: `extraBody may not set ${RESERVED_FIELDS.join(", ")}`,
-      }),
-    answerSpan: z.enum(["tokenize", "decoded"]).default("tokenize"),
-    /** Also score the end-of-turn token after the answer (Lever-LM scored label + EOS). */
-    includeEndOfTurn: z.boolean().default(false),
-    endOfTurnToken: z.string().min(1).default("<|im_end|>"),
-    concurrencyPerEndpoint: z.number().int().positive().default(8),
-    timeoutMs: z.number().int().positive().default(120_000),
-    maxRetries: z.number().int().nonnegative().default(4),
-    backoffBaseMs: z.number().nonnegative().default(500),
-    backoffMaxMs: z.number().nonnegative().default(20_000),
-    maxRetryAfterMs: z.number().nonnegative().default(60_000),
-    cooldownAfterFailures: z.number().int().positive().default(3),
-    cooldownMs: z.number().nonnegative().default(30_000),
-    seed: z.number().int().default(0),
+      })
+      .describe('extra request fields for both operations, e.g. {"mm_processor_kwargs": {"max_pixels": 200704}}'),
+    answerSpan: z
+      .enum(["tokenize", "decoded"])
+      .default("tokenize")
+      .describe("how the answer tokens are located when scoring: /tokenize ids, or decoded tokens"),
+    includeEndOfTurn: z
+      .boolean()
+      .default(false)
+      .describe("also score the end-of-turn token after the answer (Lever-LM scored label + EOS)"),
+    endOfTurnToken: z.string().min(1).default("<|im_end|>").describe("the end-of-turn token text"),
+    concurrencyPerEndpoint: z.number().int().positive().default(8).describe("requests in flight per base URL"),
+    timeoutMs: z.number().int().positive().default(120_000).describe("per-request timeout in milliseconds"),
+    maxRetries: z.number().int().nonnegative().default(4).describe("retries of a failed request"),
+    backoffBaseMs: z
+      .number()
+      .nonnegative()
+      .default(500)
+      .describe("first retry delay in milliseconds (doubles, with jitter)"),
+    backoffMaxMs: z.number().nonnegative().default(20_000).describe("largest retry delay in milliseconds"),
+    maxRetryAfterMs: z
+      .number()
+      .nonnegative()
+      .default(60_000)
+      .describe("largest Retry-After the client honours, in milliseconds"),
+    cooldownAfterFailures: z
+      .number()
+      .int()
+      .positive()
+      .default(3)
+      .describe("consecutive failures after which an endpoint cools down"),
+    cooldownMs: z
+      .number()
+      .nonnegative()
+      .default(30_000)
+      .describe("how long a failing endpoint is left alone, in milliseconds"),
+    seed: z.number().int().default(0).describe("seed of the retry jitter"),
   })
   .strict();
 

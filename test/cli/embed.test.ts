@@ -73,7 +73,7 @@ describe("lever embed compute", () => {
       "--shots",
       "1,2",
       "--retriever",
-      "zero,random,topk-image,topk-text,topk-mix",
+      "zero,random,topk-image,topk-text,topk-joint",
       "--vlm",
       "sim",
       "--world",
@@ -85,7 +85,7 @@ describe("lever embed compute", () => {
     );
     expect(code, stderr).toBe(0);
     expect(stdout).toMatch(/\ntopk-image\s+2\s+20\s+0/);
-    expect(stdout).toMatch(/\ntopk-mix\s+2\s+20\s+0/);
+    expect(stdout).toMatch(/\ntopk-joint\s+2\s+20\s+0/);
   });
 
   it("prints the result as JSON, and no progress with --no-progress", async () => {

@@ -2,10 +2,9 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadDatasetEmbedding } from "../../src/data/embeddings.js";
 import { writeNpy } from "../../src/data/npy.js";
-import { readBeamSet, readRolloutSet } from "../../src/data/trajectory-store.js";
-import { readPoolSet } from "../../src/pools/artifact.js";
+import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
+import { readBeamSet, readPoolSet, readRolloutSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { stubItem } from "../helpers/items.js";
@@ -76,13 +75,15 @@ describe("lever data import-beams / export-beams", () => {
     expect(out).toContain("artifacts/beams/vqa-okvqa-RandSampler-construct_order_right-beam_size_5.json");
   });
 
-  it("refuses to overwrite an artefact without --replace and rejects a bad --construct-order", async () => {
+  it("refuses to overwrite an artefact with other content without --replace and rejects a bad --construct-order", async () => {
+    await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1");
+    // the same content again is a no-op; other content needs --replace
     await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1");
     expectUserError(
-      await lever(...importBeams(fixturePath("beams.json")), "--out", "b1"),
-      /artefact already exists \(pass --replace/,
+      await lever(...importBeams(fixturePath("beams-legacy.json")), "--out", "b1"),
+      /artefact already exists with other content \(pass --replace/,
     );
-    await leverOk(...importBeams(fixturePath("beams.json")), "--out", "b1", "--replace");
+    await leverOk(...importBeams(fixturePath("beams-legacy.json")), "--out", "b1", "--replace");
     expectUserError(
       await lever(...importBeams(fixturePath("beams.json")), "--construct-order", "up"),
       'field "--construct-order": must be one of left, right, got "up"',

@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { importEmbedding } from "../../src/data/embeddings.js";
 import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { runSftStage } from "../../src/train/sft-stage.js";
@@ -66,8 +66,10 @@ describe("lever train sft", () => {
         "0.2",
         "--quiet",
         "--json",
-        "--early-stop",
-        "valTop1:max",
+        "--early-stopping-metric",
+        "valTop1",
+        "--early-stopping-mode",
+        "max",
       ]),
     );
     expect(out).toMatchObject({ queries: { train: 48, val: 12 }, trajectories: 120, shots: 2, K: 8, epochsRun: 3 });
@@ -106,8 +108,19 @@ describe("lever train sft", () => {
     const best = loadCheckpoint(out.bestCheckpoint);
     expect(best.config).toMatchObject({ hidden: 6, stateUpdate: "gru" });
     expect(best.provenance.seed).toBe(5);
-    expectUserError(await runTrainCli([...base, "--lr", "-1", "--quiet"]), /field "optim\.lr"/);
-    expectUserError(await runTrainCli([...base, "--state-update", "lstm", "--quiet"]), /field "model\.stateUpdate"/);
+    expectUserError(await runTrainCli([...base, "--lr", "-1", "--quiet"]), /field "--lr": Too small/);
+    expectUserError(await runTrainCli([...base, "--state-update", "lstm", "--quiet"]), /field "--state-update"/);
+    // A bad value or an unknown key in the file names the file and the key (and the line, for YAML).
+    writeFileSync(join(dir, "bad.yaml"), "model:\n  hidden: 4\noptim:\n  lr: -3\n");
+    expectUserError(
+      await runTrainCli([...base, "--config", join(dir, "bad.yaml"), "--quiet"]),
+      /bad\.yaml, field "optim\.lr": Too small.*\(line 4\)/,
+    );
+    writeFileSync(join(dir, "typo.json"), JSON.stringify({ optim: { learningRate: 1 } }));
+    expectUserError(
+      await runTrainCli([...base, "--config", join(dir, "typo.json"), "--quiet"]),
+      /typo\.json, field "optim\.learningRate": Unrecognized key/,
+    );
   });
 
   it("refuses pools drawn from another dataset, naming the pool file", async () => {
@@ -142,7 +155,7 @@ describe("lever train resume", () => {
         model: { hidden: 8 },
         optim: { epochs: 3, lr: 1e-2, batchQueries: 16 },
       });
-      expect(() =>
+      await expect(
         runSftStage(ws, {
           beams: join(dir, "beams.json"),
           pools: join(dir, "pools.json"),
@@ -156,7 +169,7 @@ describe("lever train resume", () => {
             },
           },
         }),
-      ).toThrow(/simulated crash/);
+      ).rejects.toThrow(/simulated crash/);
       crashedRun = ws.listRuns({ kind: "sft" }).at(-1)!.id;
       expect(ws.getRun(crashedRun)?.status).toBe("failed");
     } finally {

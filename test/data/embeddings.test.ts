@@ -4,8 +4,6 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   firstNonFinite,
-  importEmbedding,
-  loadDatasetEmbedding,
   normalizeRows,
   readEmbeddingFile,
   rowNorms,
@@ -14,6 +12,7 @@ import {
 import type { VqaItem } from "../../src/data/item.js";
 import { readNpy, writeNpy } from "../../src/data/npy.js";
 import { writeSafetensors } from "../../src/data/safetensors.js";
+import { importEmbedding, loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { sha256 } from "../../src/util/hash.js";
 

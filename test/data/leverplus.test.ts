@@ -10,8 +10,8 @@ import {
   importRollouts,
   importSamplerPools,
   samplerFromFileName,
-} from "../../src/data/leverplus.js";
-import { parsePythonJson } from "../../src/data/leverplus-json.js";
+} from "../../src/data/leverplus/index.js";
+import { parsePythonJson } from "../../src/data/leverplus/json.js";
 import { parseBeamSet, parseRolloutSet, summarizeRolloutSet, toPromptOrder } from "../../src/data/trajectories.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: tests mutate and inspect raw fixture JSON freely

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { importVqa, summarizeDataset } from "../../src/data/dataset.js";
+import { importVqa, summarizeDataset } from "../../src/store/ingest/vqa.js";
 import { Workspace } from "../../src/store/workspace.js";
 
 const FIXTURES = resolve("test/fixtures/vqa");

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
-import { toSelectionOrder } from "../../src/eval/types.js";
-import { SimVlm } from "../../src/vlm/sim.js";
-import { SimOracle } from "../../src/vlm/sim-oracle.js";
+import { fromPromptOrder } from "../../src/eval/types.js";
+import { SimOracle } from "../../src/sim/oracle.js";
+import { SimVlm } from "../../src/sim/vlm.js";
 import type { Vlm } from "../../src/vlm/types.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
 
@@ -89,7 +89,7 @@ describe("evaluate on the simulator", () => {
       for (const row of sim.ws.getPredictions(result.runId)) {
         // Stored demonstrations are in prompt order, which is what the oracle's trajectory is in.
         expect(oracle.expectedAccuracy(row.questionId, row.demonstrations)).toBe(row.accuracy);
-        expect(toSelectionOrder(row.demonstrations, order).length).toBe(row.shot);
+        expect(fromPromptOrder(row.demonstrations, order).length).toBe(row.shot);
       }
       const best = sim.ws
         .getPredictions(result.runId)

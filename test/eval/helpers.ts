@@ -3,7 +3,8 @@
  * keeps the pool contract (exclusions, per-query determinism), and a counting VLM.
  */
 import type { VqaItem } from "../../src/data/item.js";
-import type { PoolProvider, PoolSampler } from "../../src/eval/retrievers.js";
+import type { PoolProvider } from "../../src/eval/retrievers.js";
+import type { SamplerName } from "../../src/pools/samplers.js";
 import { Rng } from "../../src/util/rng.js";
 import type { CallOptions, GenerateResult, Outcome, Vlm, VlmPrompt } from "../../src/vlm/types.js";
 
@@ -37,7 +38,7 @@ function embed(item: VqaItem, kind: string): number[] {
 
 /** Reference pool contract over `index`: query + same-image items excluded, seeded per query. */
 export function referencePools(index: readonly VqaItem[], seed: number, calls?: string[]): PoolProvider {
-  return async (queries, sampler: PoolSampler, k) =>
+  return async (queries, sampler: SamplerName, k) =>
     queries.map((query) => {
       calls?.push(`${sampler}:${k}:${query.questionId}`);
       const allowed = index.filter((item) => item.questionId !== query.questionId && item.imageId !== query.imageId);

@@ -26,6 +26,8 @@ describe("parseRetrieverSpec", () => {
     expect(parseRetrieverSpec("random")).toEqual({ kind: "random" });
     expect(parseRetrieverSpec("topk-image")).toEqual({ kind: "topk", embedding: "image" });
     expect(parseRetrieverSpec("topk-text")).toEqual({ kind: "topk", embedding: "text" });
+    expect(parseRetrieverSpec("topk-joint")).toEqual({ kind: "topk", embedding: "joint" });
+    // the old name still parses (the CLI warns that it is deprecated)
     expect(parseRetrieverSpec("topk-mix")).toEqual({ kind: "topk", embedding: "joint" });
     expect(parseRetrieverSpec("oracle")).toEqual({ kind: "oracle" });
     expect(parseRetrieverSpec("selector:runs/a:b.safetensors")).toEqual({
@@ -90,7 +92,7 @@ describe("retrievers", () => {
     expect(calls.filter((c) => c.startsWith("image-sim:4:")).length).toBe(queries.length);
     expect(calls.length).toBe(queries.length);
     const mix = await createRetriever({ kind: "topk", embedding: "joint" }, ctx);
-    expect(mix.name).toBe("topk-mix");
+    expect(mix.name).toBe("topk-joint");
     await mix.select(queries.slice(0, 1), 2);
     expect(calls.at(-1)).toBe(`joint-sim:4:${queries[0].questionId}`);
   });

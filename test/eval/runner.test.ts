@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
+import { buildPrompt } from "../../src/eval/answer.js";
 import { createRetriever, memoizePools, type Retriever, type RetrieverContext } from "../../src/eval/retrievers.js";
-import { buildPrompt, type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
+import { type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
 import { MemoryPredictionStore } from "../../src/eval/types.js";
 import { CountingVlm, makeItems, referencePools } from "./helpers.js";
 

@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadDatasetEmbedding } from "../../src/data/embeddings.js";
 import { parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
 import { loadSelector } from "../../src/eval/selector.js";
@@ -10,6 +9,7 @@ import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { predict } from "../../src/selector/decode.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
+import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
 
 let sim: SimWorkspace;

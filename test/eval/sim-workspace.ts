@@ -5,14 +5,14 @@
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { importEmbedding } from "../../src/data/embeddings.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { writeNpy } from "../../src/data/npy.js";
+import { splitEmbeddings } from "../../src/sim/embed.js";
+import type { WorldParamsInput } from "../../src/sim/params.js";
+import { worldFileContent } from "../../src/sim/vlm.js";
+import { type Split, World } from "../../src/sim/world.js";
+import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
-import { worldFileContent } from "../../src/vlm/sim.js";
-import { type Split, World } from "../../src/vlm/world.js";
-import { splitEmbeddings } from "../../src/vlm/world-embed.js";
-import type { WorldParamsInput } from "../../src/vlm/world-params.js";
 
 export interface SimWorkspace {
   dir: string;

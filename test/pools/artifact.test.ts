@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
-import { buildPoolSet, checkPoolSet, embeddingKindsFor, readPoolSet, writePoolSet } from "../../src/pools/artifact.js";
+import { checkPoolSet } from "../../src/data/pool-set.js";
+import { buildPoolSet, embeddingKindsFor } from "../../src/pools/artifact.js";
+import { readPoolSet, writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { makeEmbedding, makeItems } from "./helpers.js";
 
@@ -58,8 +60,8 @@ describe("pool set artefacts", () => {
     expect(() => checkPoolSet(bad, "P.json")).toThrow(/pool has 1 candidates, expected k=4/);
     ws.writeArtifact("pools/broken.json", JSON.stringify({ ...set, format: "other" }));
     expect(() => readPoolSet(ws, "broken")).toThrow(/broken\.json, field "format"/);
-    expect(() => readPoolSet(ws, "absent")).toThrow(/no such pool set/);
-    expect(() => writePoolSet(ws, "../escape", set)).toThrow(/pool set name/);
+    expect(() => readPoolSet(ws, "absent")).toThrow(/no such artefact/);
+    expect(() => writePoolSet(ws, "../escape", set)).toThrow(/artefact name/);
   });
 
   test("knows which embeddings each sampler reads", () => {

@@ -1,9 +1,0 @@
-/**
- * Lever-Plus artefact import/export (spec §2.4): beam data, RL data ("rollouts") and sampler-cache
- * pools. The Python files identify items by `idx`, the row of the split sorted by question_id; we
- * identify them by question id, mapping through the dataset's items (leverplus-common.ts).
- */
-export * from "./leverplus-beams.js";
-export * from "./leverplus-common.js";
-export * from "./leverplus-pools.js";
-export * from "./leverplus-rollouts.js";

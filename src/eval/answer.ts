@@ -1,0 +1,96 @@
+/**
+ * The one answering path, shared by `lever eval` and the rollout scorer so that a training reward
+ * means what the evaluation measures: demonstrations (selection order) placed by the recorded prompt
+ * order → the VLM's `generate` → the Lever-Plus answer post-processor → the official VQA accuracy
+ * against the query's ten annotators. A failed VLM call is a failure with no accuracy — never a 0.
+ */
+import type { VqaItem } from "../data/item.js";
+import { postprocessVqaAnswer } from "../metrics/postprocess.js";
+import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
+import { hashValue } from "../util/hash.js";
+import type { Demonstration, Vlm, VlmPrompt } from "../vlm/types.js";
+import { isFailure } from "../vlm/types.js";
+import { type PromptOrder, toPromptOrder } from "./types.js";
+
+export interface AnswerDeps {
+  vlm: Vlm;
+  /** The one answer post-processor (src/metrics/postprocess.ts). */
+  postprocess: (text: string) => string;
+  /** The one scorer: official VQA accuracy of a processed answer against the query's annotators. */
+  score: (answer: string, query: VqaItem) => number;
+  signal?: AbortSignal;
+}
+
+export interface Answer {
+  promptHash: string;
+  rawAnswer: string | null;
+  answer: string | null;
+  /** Official VQA accuracy in [0, 1]; null when the VLM call failed. */
+  accuracy: number | null;
+  /** Why the VLM call failed; null on success. */
+  failure: string | null;
+}
+
+/** The post-processor and (memoised per question) official scorer of a metric variant. */
+export function vqaAnswering(variant: VqaVariant): Pick<AnswerDeps, "postprocess" | "score"> {
+  const scorers = new Map<string, VqaScorer>();
+  return {
+    postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
+    score: (answer, query) => {
+      let scorer = scorers.get(query.questionId);
+      if (!scorer) {
+        scorer = prepareGroundTruth(
+          query.answers.map((a) => a.answer),
+          variant,
+        );
+        scorers.set(query.questionId, scorer);
+      }
+      return scorer(answer);
+    },
+  };
+}
+
+/**
+ * Asks the VLM for every prompt (one batched call) and scores each answer against its query.
+ * Returns null when the signal aborted the call (the caller drops the batch).
+ */
+export async function answerPrompts(
+  prompts: readonly VlmPrompt[],
+  queries: readonly VqaItem[],
+  deps: AnswerDeps,
+): Promise<Answer[] | null> {
+  let outcomes: Awaited<ReturnType<Vlm["generate"]>>;
+  try {
+    outcomes = await deps.vlm.generate([...prompts], { signal: deps.signal });
+  } catch (error) {
+    if (deps.signal?.aborted) return null;
+    throw error;
+  }
+  if (outcomes.length !== prompts.length)
+    throw new Error(`VLM ${deps.vlm.id} returned ${outcomes.length} results for ${prompts.length} prompts`);
+  return prompts.map((prompt, i): Answer => {
+    const outcome = outcomes[i];
+    const promptHash = hashValue(prompt);
+    if (isFailure(outcome))
+      return { promptHash, rawAnswer: null, answer: null, accuracy: null, failure: outcome.error || "unknown error" };
+    const answer = deps.postprocess(outcome.text);
+    return { promptHash, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, queries[i]), failure: null };
+  });
+}
+
+/** The prompt for one query: demonstrations (selection order) placed by the recorded order setting. */
+export function buildPrompt(
+  query: VqaItem,
+  selection: readonly string[],
+  indexById: ReadonlyMap<string, VqaItem>,
+  order: PromptOrder,
+): VlmPrompt {
+  const demonstrations = toPromptOrder(selection, order).map((id): Demonstration => {
+    const item = indexById.get(id) as VqaItem;
+    return { questionId: item.questionId, imagePath: item.imagePath, question: item.question, answer: item.answer };
+  });
+  return {
+    demonstrations,
+    query: { questionId: query.questionId, imagePath: query.imagePath, question: query.question },
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Group-relative advantages (GRPO): each trajectory's reward compared with the other trajectories of
+ * the same query, so a policy-gradient step favours the better prompts of every query regardless of
+ * how hard the query is.
+ *
+ *   zscore  A = (R − mean)/max(std, stdFloor), unbiased std (DeepSeekMath GRPO; TRL divides by
+ *           std + 1e-4, verl by std + 1e-6, Lever-Plus by max(std, 0.1))
+ *   rank    A = 1 − 2·rank/(M − 1), rank 0 = best, ties share their average rank
+ *   mean    A = R − mean (Dr. GRPO, arXiv 2503.20783: dividing by the std over-weights queries whose
+ *           rewards barely differ; TRL `scale_rewards="none"`, verl `norm_adv_by_std_in_grpo=False`)
+ *   none    A = R (for rewards that were already normalised per query, or REINFORCE without baseline)
+ * then |A| ≤ clip. A zero-variance group — one trajectory, or all rewards equal — carries no
+ * comparison: its advantages are exactly 0 for zscore, rank and mean (and R for "none"), and it is
+ * counted, because a batch of such groups trains nothing (TRL's `frac_reward_zero_std`).
+ *
+ * stdFloor default 1e-3: zero-variance groups are detected exactly, so the floor only decides how
+ * much near-ties are amplified. Distinct VQA accuracies differ by at least 0.1, and one such
+ * difference in a group of M has std 0.1/√M (≥ 0.0125 for M ≤ 64), far above the floor, so real
+ * groups are scaled exactly as by TRL; differences below ~1e-3 (rounding, or a dense reward term
+ * that barely moves) are not blown up to ±1. Lever-Plus's 0.1 floor shrank real groups too.
+ *
+ * Rewards normalised with rewards.ts "zscore"/"zscore-clamp" and then z-scored again change only
+ * where the clamp bit; pick one place to normalise.
+ */
+import { z } from "zod";
+import { isDegenerate, meanStd, rankScores } from "./rewards.js";
+
+export const AdvantageSchema = z
+  .object({
+    kind: z
+      .enum(["zscore", "rank", "mean", "none"])
+      .default("zscore")
+      .describe("How a query's rewards become advantages: zscore, rank, mean (Dr. GRPO) or none (A = R)"),
+    stdFloor: z.number().positive().default(1e-3).describe("zscore divides by max(std, stdFloor)"),
+    clip: z.number().positive().nullable().default(5).describe("advantages are clipped to [−clip, clip]"),
+  })
+  .strict();
+export type AdvantageConfig = z.infer<typeof AdvantageSchema>;
+
+/** Groups whose advantage std is below this are reported as carrying (almost) no signal. */
+export const LOW_ADVANTAGE_STD = 0.05;
+
+export interface AdvantageStats {
+  groups: number;
+  trajectories: number;
+  /** Groups of one trajectory or with all rewards equal. */
+  zeroVarianceGroups: number;
+  /** Mean, population std and largest |A| over all trajectories. */
+  mean: number;
+  std: number;
+  maxAbs: number;
+  /** Share of groups whose (unbiased) advantage std is below LOW_ADVANTAGE_STD. */
+  lowStdShare: number;
+}
+
+function groupAdvantage(rewards: readonly number[], cfg: AdvantageConfig): number[] {
+  if (cfg.kind === "none") return [...rewards];
+  if (isDegenerate(rewards)) return rewards.map(() => 0);
+  if (cfg.kind === "rank") return rankScores(rewards);
+  const { mean, std } = meanStd(rewards);
+  const scale = cfg.kind === "zscore" ? Math.max(std, cfg.stdFloor) : 1;
+  return rewards.map((r) => (r - mean) / scale);
+}
+
+/** Advantages of each group's trajectories (same shape as `rewards`) and batch statistics. */
+export function groupAdvantages(
+  rewards: readonly (readonly number[])[],
+  cfg: AdvantageConfig,
+): { advantages: number[][]; stats: AdvantageStats } {
+  let zeroVarianceGroups = 0;
+  let lowStd = 0;
+  const advantages = rewards.map((group, i) => {
+    if (group.length === 0) throw new RangeError(`groupAdvantages: group ${i} has no trajectories`);
+    if (isDegenerate(group)) zeroVarianceGroups++;
+    const a = groupAdvantage(group, cfg);
+    const c = cfg.clip;
+    const clipped = c === null ? a : a.map((v) => Math.min(c, Math.max(-c, v)));
+    if (meanStd(clipped).std < LOW_ADVANTAGE_STD) lowStd++;
+    return clipped;
+  });
+  const all = advantages.flat();
+  const n = all.length;
+  const mean = n === 0 ? 0 : all.reduce((s, v) => s + v, 0) / n;
+  const variance = n === 0 ? 0 : all.reduce((s, v) => s + (v - mean) * (v - mean), 0) / n;
+  return {
+    advantages,
+    stats: {
+      groups: rewards.length,
+      trajectories: n,
+      zeroVarianceGroups,
+      mean,
+      std: Math.sqrt(variance),
+      maxAbs: all.reduce((m, v) => Math.max(m, Math.abs(v)), 0),
+      lowStdShare: rewards.length === 0 ? 0 : lowStd / rewards.length,
+    },
+  };
+}

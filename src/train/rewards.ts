@@ -1,0 +1,205 @@
+/**
+ * Rewards of scored trajectories for the RL stages, and their per-query normalisation.
+ *
+ * A trajectory's reward is a function of its stored fields: h = vqaCorrect (1 iff the answer got
+ * any annotator agreement), s = vqaAccScore (VQA accuracy), g = vqaGtProb (expected VQA accuracy of
+ * the VLM's answer distribution), r = vqaRelScore (string relevance to the annotator answers), and
+ * the producer's beamScore / logprobScore. Modes (w_h, w_s, w_r = hardWeight, softWeight, relWeight):
+ *
+ *   hard_plus_soft                w_h·h + w_s·s                       (default; negatives 0, positives 1 + s)
+ *   hard_plus_soft_v2, separated  2·w_h·h + w_s·s                     (Lever-Plus wrote "separated" as
+ *                                                                      h = 1 ? 2·w_h + w_s·s : w_s·s — the same)
+ *   hard_only                     w_h·h
+ *   soft_only                     w_s·s
+ *   hard01_plus_gtprob            w_h·h + w_s·g
+ *   hard01_plus_gtprob_separated  2·w_h·h + w_s·g
+ *   hard_plus_gtprob_plus_rel     w_h·h + w_s·g + w_r·(1 − h)·r       (relevance only shapes negatives)
+ *   legacy                        α·quality + β·corr, quality = −logprobScore (useLogprob) or beamScore,
+ *                                 corr = h ("01") or 2h − 1 ("pm1"), with s in place of h when h is absent
+ *   hybrid                        w_s·s + gtWeight·g
+ * and the result is clipped to [−clip, clip]. These are the formulas of Lever-Plus
+ * `lever_lm/utils/reward_utils.py` (`compute_reward_for_candidate`), except that a field the mode
+ * needs but the trajectory lacks is an error naming the query and field, where Lever-Plus read it as 0
+ * (which silently turned hard_plus_soft into accuracy-only on data without vqaCorrect). A term with
+ * weight 0 is not evaluated, so a zero weight lifts its field's requirement; otherwise the field is
+ * required whatever the trajectory's outcome (vqaRelScore also for right answers).
+ *
+ * `hybrid` (ours; Lever-Plus listed the name but never implemented it) is a dense version of the
+ * accuracy reward. s is the accuracy of ONE answer (the greedy one) and takes five values, so many
+ * queries have all trajectories tied (all wrong or all right) and give group-relative training no
+ * signal. g is the expectation of the same accuracy under the VLM's answer distribution: it is on the
+ * same [0, 1] scale as s, it moves continuously with the prompt, and it ranks prompts inside such tied
+ * groups (how close an all-wrong group came to a correct answer, how confident an all-right group is).
+ * Their sum is an accuracy estimate that keeps the measured outcome s and adds the lower-variance
+ * expectation g. Our rollouts store g as Σ_a min(n_a/3, 1)·P(a) over the distinct annotator answers,
+ * with P(a) the probability of a's answer tokens only; Lever-Plus files hold a flawed approximation
+ * (per-token mean over a mis-masked span), so prefer hybrid on our own rollouts.
+ *
+ * Per-query normalisation of one group's rewards R (M trajectories): "zscore" (R − mean)/std with the
+ * unbiased std (as Lever-Plus), "zscore-clamp" the same clamped to ±normalizeClamp (the Lever-Plus
+ * default, clamp 3), "rank" 1 − 2·rank/(M − 1) with rank 0 the best and tied rewards sharing their
+ * average rank, "none" the raw rewards. A group of one trajectory, or whose rewards are all equal,
+ * normalises to all zeros under every method but "none" (Lever-Plus passed such groups through raw,
+ * so an all-correct group kept a large positive reward while an all-wrong one kept 0).
+ */
+import { z } from "zod";
+import type { Trajectory } from "../data/trajectories.js";
+import { LeverError } from "../util/errors.js";
+
+export const REWARD_MODES = [
+  "hard_plus_soft",
+  "hard_plus_soft_v2",
+  "separated",
+  "hard_only",
+  "soft_only",
+  "hard01_plus_gtprob",
+  "hard01_plus_gtprob_separated",
+  "hard_plus_gtprob_plus_rel",
+  "legacy",
+  "hybrid",
+] as const;
+export type RewardMode = (typeof REWARD_MODES)[number];
+
+export const REWARD_NORMALIZATIONS = ["none", "zscore", "zscore-clamp", "rank"] as const;
+
+const weight = z.number().refine(Number.isFinite, "must be a finite number");
+
+export const RewardSchema = z
+  .object({
+    mode: z.enum(REWARD_MODES).default("hard_plus_soft").describe("How a trajectory's stored scores become its reward"),
+    hardWeight: weight.default(1).describe("w_h: weight of hard correctness vqaCorrect (0/1)"),
+    softWeight: weight
+      .default(1)
+      .describe("w_s: weight of the soft score (vqaAccScore; vqaGtProb in the gtprob modes; vqaAccScore in hybrid)"),
+    relWeight: weight.default(0.1).describe("w_r: weight of the relevance vqaRelScore of wrong answers"),
+    gtWeight: weight.default(1).describe("hybrid only: weight of vqaGtProb, the expected VQA accuracy"),
+    alpha: weight.default(0).describe("legacy only: weight of the producer's quality score"),
+    beta: weight.default(0).describe("legacy only: weight of correctness"),
+    correctness: z.enum(["01", "pm1"]).default("01").describe("legacy only: correctness as 0/1 or as −1/+1"),
+    useLogprob: z.boolean().default(false).describe("legacy only: quality = −logprobScore instead of beamScore"),
+    clip: z.number().positive().nullable().default(5).describe("rewards are clipped to [−clip, clip]"),
+    normalize: z
+      .enum(REWARD_NORMALIZATIONS)
+      .default("zscore-clamp")
+      .describe("Per-query normalisation of a group's rewards"),
+    normalizeClamp: z.number().positive().default(3).describe("zscore-clamp: bound on |normalised reward|"),
+  })
+  .strict();
+export type RewardConfig = z.infer<typeof RewardSchema>;
+
+/** Trajectory fields a reward can read. */
+type ScoreField = "vqaCorrect" | "vqaAccScore" | "vqaGtProb" | "vqaRelScore" | "beamScore" | "logprobScore";
+
+/** Where a trajectory sits, for error messages: the query id and its index in the query's list. */
+export interface TrajectoryRef {
+  file?: string;
+  queryId: string;
+  index: number;
+}
+
+/** The (unclipped, unnormalised) reward of one trajectory. */
+function rawReward(t: Trajectory, cfg: RewardConfig, at: TrajectoryRef): number {
+  const need = (field: ScoreField): number => {
+    const v = t[field];
+    if (v === undefined || v === null)
+      throw new LeverError(
+        `reward mode "${cfg.mode}" needs ${field}, which this trajectory lacks (choose a mode that does not use it, or set its weight to 0)`,
+        { file: at.file, record: at.queryId, field: `trajectories[${at.index}].${field}` },
+      );
+    return v;
+  };
+  const term = (w: number, field: ScoreField) => (w === 0 ? 0 : w * need(field));
+  const { hardWeight: wh, softWeight: ws, relWeight: wr } = cfg;
+  switch (cfg.mode) {
+    case "hard_plus_soft":
+      return term(wh, "vqaCorrect") + term(ws, "vqaAccScore");
+    case "hard_plus_soft_v2":
+    case "separated":
+      return term(2 * wh, "vqaCorrect") + term(ws, "vqaAccScore");
+    case "hard_only":
+      return term(wh, "vqaCorrect");
+    case "soft_only":
+      return term(ws, "vqaAccScore");
+    case "hard01_plus_gtprob":
+      return term(wh, "vqaCorrect") + term(ws, "vqaGtProb");
+    case "hard01_plus_gtprob_separated":
+      return term(2 * wh, "vqaCorrect") + term(ws, "vqaGtProb");
+    case "hard_plus_gtprob_plus_rel": {
+      const rel = wr === 0 ? 0 : wr * (1 - need("vqaCorrect")) * need("vqaRelScore");
+      return term(wh, "vqaCorrect") + term(ws, "vqaGtProb") + rel;
+    }
+    case "legacy": {
+      const quality = cfg.alpha === 0 ? 0 : cfg.useLogprob ? -need("logprobScore") : need("beamScore");
+      let corr = 0;
+      if (cfg.beta !== 0) {
+        const c = t.vqaCorrect ?? t.vqaAccScore;
+        corr = cfg.correctness === "01" ? c : 2 * c - 1;
+      }
+      return cfg.alpha * quality + cfg.beta * corr;
+    }
+    case "hybrid":
+      return term(ws, "vqaAccScore") + term(cfg.gtWeight, "vqaGtProb");
+  }
+}
+
+/** The reward of one trajectory, clipped to [−clip, clip]. */
+export function trajectoryReward(t: Trajectory, cfg: RewardConfig, at: TrajectoryRef): number {
+  const r = rawReward(t, cfg, at);
+  return cfg.clip === null ? r : Math.min(cfg.clip, Math.max(-cfg.clip, r));
+}
+
+/**
+ * The trajectories that were scored: those flagged `evalFailed` have no meaningful reward and are
+ * left out (and counted). `index` is each kept trajectory's position in the original list.
+ */
+export function scoredTrajectories(trajectories: readonly Trajectory[]): {
+  kept: { trajectory: Trajectory; index: number }[];
+  failed: number;
+} {
+  const kept = trajectories.flatMap((trajectory, index) => (trajectory.evalFailed ? [] : [{ trajectory, index }]));
+  return { kept, failed: trajectories.length - kept.length };
+}
+
+/** Mean and unbiased standard deviation (0 for fewer than two values). */
+export function meanStd(xs: readonly number[]): { mean: number; std: number } {
+  const n = xs.length;
+  const mean = n === 0 ? Number.NaN : xs.reduce((a, v) => a + v, 0) / n;
+  if (n < 2) return { mean, std: 0 };
+  const ss = xs.reduce((a, v) => a + (v - mean) * (v - mean), 0);
+  return { mean, std: Math.sqrt(ss / (n - 1)) };
+}
+
+/** True for a group of fewer than two values or whose values are all equal. */
+export function isDegenerate(xs: readonly number[]): boolean {
+  return xs.every((v) => v === xs[0]);
+}
+
+/** 1 − 2·rank/(M − 1), rank 0 = the largest value, ties sharing their average rank; M = 1 → 0. */
+export function rankScores(xs: readonly number[]): number[] {
+  const M = xs.length;
+  if (M < 2) return xs.map(() => 0);
+  const order = xs.map((_, i) => i).sort((a, b) => xs[b] - xs[a]);
+  const rank = new Array<number>(M);
+  for (let i = 0; i < M; ) {
+    let j = i;
+    while (j + 1 < M && xs[order[j + 1]] === xs[order[i]]) j++;
+    for (let k = i; k <= j; k++) rank[order[k]] = (i + j) / 2;
+    i = j + 1;
+  }
+  return rank.map((r) => 1 - (2 * r) / (M - 1));
+}
+
+/** Per-query normalisation of one group's rewards (see the header). */
+export function normalizeGroup(
+  rewards: readonly number[],
+  cfg: Pick<RewardConfig, "normalize" | "normalizeClamp">,
+): number[] {
+  if (cfg.normalize === "none") return [...rewards];
+  if (isDegenerate(rewards)) return rewards.map(() => 0);
+  if (cfg.normalize === "rank") return rankScores(rewards);
+  const { mean, std } = meanStd(rewards);
+  const z = rewards.map((r) => (r - mean) / std);
+  if (cfg.normalize === "zscore") return z;
+  const c = cfg.normalizeClamp;
+  return z.map((v) => Math.min(c, Math.max(-c, v)));
+}

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { parseRolloutSet } from "../../src/data/trajectories.js";
+
+const set = (gtLogprob: unknown) => ({
+  format: "lever.rollouts/1",
+  dataset: "d",
+  promptOrder: "farthest",
+  queries: { q1: { trajectories: [{ selected: ["a", "b"], vqaAccScore: 1, vqaGtProb: 0.7, gtLogprob }] } },
+});
+
+describe("rollout trajectories", () => {
+  it("store gtLogprob, the log-probability of the majority answer (≤ 0, null or absent)", () => {
+    expect(parseRolloutSet(set(-0.25), "r.json").queries.q1.trajectories[0].gtLogprob).toBe(-0.25);
+    expect(parseRolloutSet(set(null), "r.json").queries.q1.trajectories[0].gtLogprob).toBeNull();
+    expect(parseRolloutSet(set(undefined), "r.json").queries.q1.trajectories[0].gtLogprob).toBeUndefined();
+    expect(() => parseRolloutSet(set(0.5), "r.json")).toThrow(
+      'r.json, record "q1", field "trajectories[0].gtLogprob": a log-probability must be ≤ 0',
+    );
+  });
+});
