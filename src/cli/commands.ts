@@ -4,6 +4,7 @@ import * as data from "./data.js";
 import * as datagen from "./datagen.js";
 import * as demo from "./demo.js";
 import * as doctor from "./doctor.js";
+import * as embed from "./embed.js";
 import * as evaluation from "./eval.js";
 import * as formats from "./formats.js";
 import * as metric from "./metric.js";
@@ -20,6 +21,7 @@ export function registerCommands(program: Command): void {
     data,
     synth,
     formats,
+    embed,
     metric,
     pools,
     datagen,
