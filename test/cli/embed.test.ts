@@ -96,8 +96,8 @@ describe("lever embed compute", () => {
   });
 
   it("reports bad input as one line naming the flag or file, with exit code 2", async () => {
-    expectUserError(await compute("val", "both"), 'field "--kind": must be one of image, text, joint');
-    expectUserError(await compute("val", "joint", "--batch", "0"), 'field "--batch": must be a positive integer');
+    expectUserError(await compute("val", "both"), 'field "--kind": expected one of image, text, joint');
+    expectUserError(await compute("val", "joint", "--batch", "0"), 'field "--batch": Too small: expected number to be >0');
     expectUserError(await compute("val", "joint", "--threads", "x"), 'field "--threads"');
     expectUserError(await compute("nope", "joint"), "nope");
     expectUserError(
