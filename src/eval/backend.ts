@@ -1,7 +1,7 @@
 /**
  * The VLM a stage talks to, built from the shared VLM settings (src/vlm/settings.ts): the simulator
  * (its world file given, or the `world.json` beside a synthetic dataset's files) or the
- * OpenAI-compatible client, wrapped in the workspace's response cache unless `cache` is off.
+ * OpenAI-compatible client, wrapped in the workspace's response cache (`cache`: on, off, or auto = servers only).
  * Used by `lever eval`, `lever beams`, `lever rollouts` and online GRPO alike.
  */
 import { existsSync } from "node:fs";
@@ -64,6 +64,7 @@ export function createVlm(
     backend = new OpenAiVlm({ ...client, baseUrls, model, seed: options.seed ?? 0 });
   }
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
-  const vlm = cache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  const useCache = cache === "on" || (cache === "auto" && kind !== "sim");;
+  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
   return { vlm, backend, sim };
 }

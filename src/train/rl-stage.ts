@@ -316,7 +316,7 @@ export async function resumeRlStage(
           field: name,
         },
       );
-  const vlm = (parsed.data.vlm ?? { vlm: "sim", cache: true }) as VlmSettings;
+  const vlm = (parsed.data.vlm ?? { vlm: "sim", cache: "auto" }) as VlmSettings;
   return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress, note);
 }
 

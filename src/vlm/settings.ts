@@ -21,7 +21,12 @@ export const VlmFieldsSchema = z
       .min(1)
       .optional()
       .describe("synthetic world file for --vlm sim (default: world.json beside the dataset's files)"),
-    cache: z.boolean().default(true).describe("answer repeated requests from the workspace's response cache"),
+    cache: z
+      .enum(["auto", "on", "off"])
+      .default("auto")
+      .describe(
+        "the workspace's response cache, so no request is sent twice: on, off, or auto = on for servers and off for the simulator (whose answers are cheaper to recompute than to look up)",
+      ),
     ...openAiVlmConfigSchema.omit({ backend: true, seed: true }).partial({ baseUrls: true, model: true }).shape,
   })
   .strict();

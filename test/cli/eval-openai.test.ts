@@ -176,7 +176,8 @@ describe("lever eval against failing VLM servers", () => {
       "1000",
       "--batch-size",
       "8",
-      "--no-cache",
+      "--cache",
+      "off",
     );
     // The progress line, then one error line.
     expect(result.code, result.stderr).toBe(2);
@@ -195,7 +196,7 @@ describe("lever eval against failing VLM servers", () => {
 
     dying.faultFor = null;
     dying.clearLog();
-    const rerun = await evalOpenAi(dying.url, "--run", "dying", "--batch-size", "8", "--no-cache");
+    const rerun = await evalOpenAi(dying.url, "--run", "dying", "--batch-size", "8", "--cache", "off");
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stderr).toMatch(/\(resumed\): 40 predictions planned, 12 already stored, 28 evaluated, 0 failed/);
     expect(dying.count("/v1/chat/completions")).toBe(28 + 1);

@@ -18,7 +18,8 @@ function beams(w: DatagenWorkspace, over: Partial<BeamsSettingsInput> = {}, hook
   return runBeams(
     w.ws,
     BeamsSettingsSchema.parse({ ...BASE, ...over }),
-    VlmSettingsSchema.parse({ vlm: "sim", world: w.worldFile }),
+    // The cache is on for the simulator too: this file tests what the cache serves.
+    VlmSettingsSchema.parse({ vlm: "sim", world: w.worldFile, cache: "on" }),
     { progress: null, ...hooks },
   );
 }

@@ -112,7 +112,10 @@ describe("evaluate on the simulator", () => {
 
   it("a new run with the same prompts is served entirely from the workspace cache", async () => {
     const { counter, wrap } = counting();
-    const result = await evaluate(sim.ws, options({ run: "e2e-copy" }), { progress: null, wrapBackend: wrap });
+    // The cache is off for the simulator by default; on, a second run is served by it alone.
+    const first = await evaluate(sim.ws, options({ run: "e2e-cached", cache: "on" }), { progress: null });
+    expect(first.stats.evaluated).toBe(850);
+    const result = await evaluate(sim.ws, options({ run: "e2e-copy", cache: "on" }), { progress: null, wrapBackend: wrap });
     expect(result.stats.evaluated).toBe(850);
     expect(counter.prompts).toBe(0);
     expect(result.vlm?.calls).toBe(0);
@@ -136,7 +139,7 @@ describe("evaluate on the simulator", () => {
       };
     };
     const small = { queries: "first:30", retrievers: ["zero", "random", "topk-image"], batchSize: 25, concurrency: 1 };
-    const opts = options({ ...small, run: "interrupted", cache: false });
+    const opts = options({ ...small, run: "interrupted", cache: "off" });
     const cut = await evaluate(sim.ws, opts, { progress: null, wrapBackend: stopping, signal: controller.signal });
     expect(cut.stats.aborted).toBe(true);
     expect(cut.artifact).toBeNull();
@@ -151,7 +154,7 @@ describe("evaluate on the simulator", () => {
     expect(resumed.stats).toMatchObject({ planned: 270, skipped: 115, evaluated: 155, aborted: false });
     expect(rest.counter.prompts).toBe(155);
     // Interrupted + resumed = one uninterrupted run.
-    const whole = await evaluate(sim.ws, options({ ...small, run: "uninterrupted", cache: false }), { progress: null });
+    const whole = await evaluate(sim.ws, options({ ...small, run: "uninterrupted", cache: "off" }), { progress: null });
     expect(sim.ws.getPredictions(resumed.runId).map(({ runId: _, ...r }) => r)).toEqual(
       sim.ws.getPredictions(whole.runId).map(({ runId: _, ...r }) => r),
     );
@@ -160,7 +163,7 @@ describe("evaluate on the simulator", () => {
   it("stores failed calls as failures, excludes them from accuracy with a visible count, and retries them", async () => {
     const failing = counting((id) => Number(id) % 5 === 0);
     // Without the cache, so every prompt reaches the failing backend.
-    const opts = options({ run: "flaky", retrievers: ["random", "topk-text"], shots: [1, 2], cache: false });
+    const opts = options({ run: "flaky", retrievers: ["random", "topk-text"], shots: [1, 2], cache: "off" });
     const result = await evaluate(sim.ws, opts, { progress: null, wrapBackend: failing.wrap });
     const failedQueries = sim.ws
       .loadItems("val")
