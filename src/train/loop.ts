@@ -11,7 +11,7 @@
  */
 import { z } from "zod";
 import type { PointerSelector } from "../selector/model.js";
-import { AdamW, clipGradNorm } from "../tensor/optim.js";
+import { AdamW, clipGradNorm, gradNorm } from "../tensor/optim.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
@@ -167,7 +167,7 @@ export function train<G>(
       if (!Number.isFinite(value))
         throw new LeverError(`training diverged: loss is ${value} at epoch ${epoch + 1}, step ${step + 1}`);
       loss.backward();
-      const gradNorm = optim.clipNorm === null ? gradientNorm(trainable) : clipGradNorm(trainable, optim.clipNorm);
+      const norm = optim.clipNorm === null ? gradNorm(trainable) : clipGradNorm(trainable, optim.clipNorm);
       optimizer.step();
       lossSum += value;
       hooks.onStep?.({
@@ -176,7 +176,7 @@ export function train<G>(
         totalSteps,
         batch: b,
         batches,
-        metrics: { loss: value, lr, gradNorm, ...(metrics ?? {}) },
+        metrics: { loss: value, lr, gradNorm: norm, ...(metrics ?? {}) },
       });
       step++;
     });
@@ -212,10 +212,4 @@ export function train<G>(
     stoppedEarly,
     history,
   };
-}
-
-function gradientNorm(params: Tensor[]): number {
-  let sq = 0;
-  for (const p of params) if (p.grad) for (let i = 0; i < p.grad.length; i++) sq += p.grad[i] * p.grad[i];
-  return Math.sqrt(sq);
 }
