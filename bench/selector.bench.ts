@@ -46,7 +46,7 @@ function model(layers: number): PointerSelector {
 }
 
 /** Milliseconds per training step (median) for B queries × G trajectories. */
-export function measureStep(B: number, G: number, K: number, layers: number, runs = 10): number {
+export async function measureStep(B: number, G: number, K: number, layers: number, runs = 10): Promise<number> {
   const rng = new Rng(7);
   const emb = table(B * K + B, 3);
   const groups: QueryGroup[] = Array.from({ length: B }, (_, b) => ({
@@ -64,7 +64,7 @@ export function measureStep(B: number, G: number, K: number, layers: number, run
   const optim = OptimSchema.parse({ epochs: runs + 3, batchQueries: B, lr: 1e-4 });
   let last = performance.now();
   // One batch per epoch: each epoch is exactly one optimiser step; the first 3 are warm-up.
-  train(m, groups, objective, optim, 1, {
+  await train(m, groups, objective, optim, 1, {
     onStep: (info) => {
       const now = performance.now();
       if (info.epoch >= 3) times.push(now - last);
@@ -108,7 +108,7 @@ export async function run(): Promise<void> {
   ]) {
     for (const K of [32, 64]) {
       for (const layers of [1, 3]) {
-        const ms = measureStep(B, G, K, layers);
+        const ms = await measureStep(B, G, K, layers);
         if (B === 8 && K === 32 && layers === 3) key.ms = ms;
         console.log(
           `| ${B}×${G} | ${K} | ${layers} | ${ms.toFixed(1)} | ${Math.round((B * G) / (ms / 1000))} | ${peakRssMb().toFixed(0)} |`,
@@ -132,7 +132,7 @@ export async function run(): Promise<void> {
     [
       "--input-type=module",
       "-e",
-      `const m = await import(${JSON.stringify(`file://${here}`)}); console.log(JSON.stringify({ path: (await import(${JSON.stringify(`file://${here.replace(/bench\/selector\.bench\.js$/, "src/tensor/kernels.js")}`)})).kernelPath(), step: m.measureStep(8, 16, 32, 3, 10), inference: m.measureInference(3, 3) }));`,
+      `const m = await import(${JSON.stringify(`file://${here}`)}); console.log(JSON.stringify({ path: (await import(${JSON.stringify(`file://${here.replace(/bench\/selector\.bench\.js$/, "src/tensor/kernels.js")}`)})).kernelPath(), step: await m.measureStep(8, 16, 32, 3, 10), inference: m.measureInference(3, 3) }));`,
     ],
     { env: { ...process.env, LEVER_NATIVE: "0" }, encoding: "utf8" },
   );

@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import { Rng } from "../src/util/rng.js";
 import { cachedVlm, ensureCacheTable, MemoryResponseCache, SqliteResponseCache } from "../src/vlm/cache.js";
 import { OpenAiVlm } from "../src/vlm/openai.js";
-import type { Vlm, VlmPrompt } from "../src/vlm/types.js";
+import { isFailure, type Vlm, type VlmPrompt } from "../src/vlm/types.js";
 // Imported so tsc compiles the mock next to this file; it runs in a worker thread (see MOCK_MODULE).
 import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
 
@@ -107,7 +107,7 @@ async function measure(scenario: string, call: () => ReturnType<Vlm["generate"]>
   const results = await call();
   const seconds = (performance.now() - t0) / 1000;
   const elu = performance.eventLoopUtilization(elu0);
-  const failures = results.filter((r) => "error" in r).length;
+  const failures = results.filter((r) => isFailure(r)).length;
   return {
     scenario,
     requests: results.length,

@@ -7,13 +7,27 @@ import * as evaluation from "./eval.js";
 import * as formats from "./formats.js";
 import * as metric from "./metric.js";
 import * as pools from "./pools.js";
+import * as report from "./report.js";
 import * as selector from "./selector.js";
 import * as synth from "./synth.js";
 import * as train from "./train.js";
 
 /** Every command group registers itself here; one file per group under src/cli/. */
 export function registerCommands(program: Command): void {
-  for (const module of [demo, data, synth, formats, metric, pools, selector, train, evaluation, cache, doctor]) {
+  for (const module of [
+    demo,
+    data,
+    synth,
+    formats,
+    metric,
+    pools,
+    selector,
+    train,
+    evaluation,
+    report,
+    cache,
+    doctor,
+  ]) {
     module.register(program);
   }
 }

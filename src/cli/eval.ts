@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { EvalSettingsSchema, parseEvalOptions } from "../eval/config.js";
 import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
 import { formatDuration } from "../eval/progress.js";
+import type { RunStats } from "../eval/runner.js";
 import { renderEvalSummary } from "../report/table.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
@@ -45,7 +46,24 @@ export function register(program: Command): void {
       );
     if (flags.json) printJson(result);
     else process.stdout.write(`${renderEvalSummary(result.summary)}\n`);
+    // The table shows what succeeded; failed predictions make the command fail (they are stored and
+    // retried by the next run of the same command).
+    if (result.stats.failures > 0) {
+      process.stderr.write(`${failureLine(result.stats)}\n`);
+      throw new LeverError(
+        `${result.stats.failures} of ${result.stats.planned} predictions failed (left out of the accuracies above); ` +
+          "rerun the same command to retry them",
+        { record: result.runId },
+      );
+    }
   });
+}
+
+/** "failed predictions: http-5xx 40, timeout 2; in random@1 10, topk-image@1 32". */
+export function failureLine(s: RunStats): string {
+  const reasons = Object.entries(s.failuresByReason).map(([reason, n]) => `${reason} ${n}`);
+  const cells = Object.entries(s.failuresByCell).map(([cell, n]) => `${cell} ${n}`);
+  return `failed predictions: ${reasons.join(", ")}; in ${cells.join(", ")}`;
 }
 
 function runLine(result: EvaluateResult): string {

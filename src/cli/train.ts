@@ -1,7 +1,17 @@
 import type { Command } from "commander";
 import { Workspace } from "../store/workspace.js";
+import {
+  GrpoStageConfigSchema,
+  RceStageConfigSchema,
+  RlInputsSchema,
+  type RlStageConfig,
+  type RlStageResult,
+  resumeRlStage,
+  runRlStage,
+} from "../train/rl-stage.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
+import { VlmSettingsSchema } from "../vlm/settings.js";
 import { group, printJson, workspaceDir } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
@@ -33,9 +43,46 @@ function printSummary(result: SftStageResult, json: boolean): void {
   );
 }
 
+function printRlSummary(result: RlStageResult, json: boolean): void {
+  const last = result.checkpoints.at(-1) ?? null;
+  const summary = {
+    runId: result.runId,
+    resumed: result.resumed,
+    queries: result.split,
+    trajectories: result.stats.trajectories,
+    failedTrajectories: result.stats.failedTrajectories,
+    zeroVarianceQueries: result.stats.zeroVarianceQueries,
+    positiveFraction: result.stats.positiveFraction,
+    shots: result.stats.shots,
+    K: result.stats.K,
+    trainable: result.trainable,
+    epochsRun: result.epochsRun,
+    stoppedEarly: result.stoppedEarly,
+    bestEpoch: result.bestEpoch + 1,
+    best: result.history[result.bestEpoch] ?? null,
+    bestCheckpoint: result.bestCheckpoint,
+    lastCheckpoint: last,
+    warnings: result.warnings,
+  };
+  if (json) {
+    printJson(summary);
+    return;
+  }
+  const b = summary.best ?? {};
+  const shown = ["valAccuracy", "valRce", "valTop1", "selectionChange"].filter((k) => b[k] !== undefined);
+  process.stdout.write(
+    `run ${summary.runId}${summary.resumed ? " (resumed)" : ""}: ${summary.queries.train}/${summary.queries.val} train/val queries, ` +
+      `${summary.trajectories} trajectories (${summary.shots} shots, K=${summary.K}; ${summary.failedTrajectories} failed left out, ` +
+      `${summary.zeroVarianceQueries} queries with tied rewards); ${summary.trainable.parameters}/${summary.trainable.total} parameters trained; ` +
+      `${summary.epochsRun} epochs${summary.stoppedEarly ? " (stopped early)" : ""}; best epoch ${summary.bestEpoch}: ` +
+      `${shown.map((k) => `${k} ${b[k].toFixed(4)}`).join(", ")}; ${summary.warnings.length} health warnings\n` +
+      `best checkpoint ${summary.bestCheckpoint}\nlast checkpoint ${last}\n`,
+  );
+}
+
 /** Registers the `train` commands. */
 export function register(program: Command): void {
-  const train = group(program, "train", "train the pointer selector (SFT; RCE and GRPO build on the same loop)");
+  const train = group(program, "train", "train the pointer selector: SFT on beams, then RCE and GRPO on rollouts");
   const sft = train
     .command("sft")
     .description("supervised training on beam data: labels are the positions of each beam's ICDs in the query's pool")
@@ -45,11 +92,11 @@ export function register(program: Command): void {
     fileOption: "config",
     fileHelp: "settings file (JSON or YAML): inputs and model / optim / loss / data / seed / dtype; flags override it",
   });
-  sft.action((flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+  sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
     const ws = Workspace.open(workspaceDir(command), { create: false });
     try {
-      const result = runSftStage(ws, {
+      const result = await runSftStage(ws, {
         beams,
         pools,
         dataset,
@@ -65,6 +112,44 @@ export function register(program: Command): void {
     }
   });
 
+  for (const stage of ["rce", "grpo"] as const) {
+    const command = train
+      .command(stage)
+      .description(
+        stage === "rce"
+          ? "reward-weighted cross-entropy on rollouts: each trajectory a target weighted by softmax(reward / τ), τ scheduled"
+          : "GRPO on rollouts: group-relative advantages over all trajectories of a query, a clipped ratio to a refreshed behaviour policy, KL to a frozen reference",
+      )
+      .option("--quiet", "no progress output")
+      .option("--json", "print the result as JSON");
+    const settings = bindSettings(
+      command,
+      RlInputsSchema.extend((stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema).shape),
+      { fileOption: "config" },
+    );
+    const vlmSettings = bindSettings(command, VlmSettingsSchema, {
+      fileOption: "vlm-config",
+      fileHelp: "VLM backend settings file (JSON or YAML) for validation answers; flags override it",
+    });
+    command.action(async (flags: { quiet?: boolean; json?: boolean }, cmd: Command) => {
+      const { rollouts, pools, dataset, embedding, init, reference, name, ...config } = resolve(cmd, settings);
+      const vlm = resolve(cmd, vlmSettings);
+      const ws = Workspace.open(workspaceDir(cmd), { create: false });
+      try {
+        const result = await runRlStage(ws, {
+          stage,
+          inputs: { rollouts, pools, dataset, embedding, init, reference, name },
+          config: config as RlStageConfig,
+          vlm,
+          progress: flags.quiet ? null : process.stderr,
+        });
+        printRlSummary(result, flags.json === true);
+      } finally {
+        ws.close();
+      }
+    });
+  }
+
   train
     .command("resume")
     .description(
@@ -73,10 +158,13 @@ export function register(program: Command): void {
     .argument("<run>", "run id, e.g. sft-0003")
     .option("--quiet", "no progress output")
     .option("--json", "print the result as JSON")
-    .action((runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+    .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const ws = Workspace.open(workspaceDir(command), { create: false });
       try {
-        printSummary(resumeSftStage(ws, runId, flags.quiet ? null : process.stderr), flags.json === true);
+        const progress = flags.quiet ? null : process.stderr;
+        if (ws.getRun(runId)?.kind === "sft")
+          printSummary(await resumeSftStage(ws, runId, progress), flags.json === true);
+        else printRlSummary(await resumeRlStage(ws, runId, progress), flags.json === true);
       } finally {
         ws.close();
       }

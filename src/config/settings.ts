@@ -10,8 +10,10 @@
  *
  * Flag names: the kebab-case path without its first segment when the field is nested in a section
  * (`optim.lr` → `--lr`, `optim.schedule.kind` → `--schedule-kind`), the key itself at the top level,
- * or `.meta({ flag })`. `.meta({ defaultText })` replaces a long default in help. Two fields of one
- * command may not share a flag (checked when the command is built).
+ * or `.meta({ flag })`. A top-level section may name a prefix for its fields with
+ * `.meta({ flagPrefix: "reward" })` (`reward.mode` → `--reward-mode`). `.meta({ defaultText })`
+ * replaces a long default in help. Two fields of one command may not share a flag (checked when the
+ * command is built).
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
@@ -51,6 +53,7 @@ type JsonSchema = {
   default?: unknown;
   description?: string;
   flag?: string;
+  flagPrefix?: string;
   defaultText?: string;
 };
 
@@ -60,7 +63,7 @@ export const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase
 export function settingFields(schema: z.ZodType): SettingField[] {
   const json = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema;
   const out: SettingField[] = [];
-  walk(json, [], true, out);
+  walk(json, [], [], true, out);
   return out;
 }
 
@@ -68,24 +71,28 @@ function isSection(node: JsonSchema): boolean {
   return node.type === "object" && node.properties !== undefined && Object.keys(node.properties).length > 0;
 }
 
-function walk(node: JsonSchema, path: string[], required: boolean, out: SettingField[]): void {
+/** `flagPath`: the path segments that make up the flag (sections at depth 1 contribute their prefix only). */
+function walk(node: JsonSchema, path: string[], flagPath: string[], required: boolean, out: SettingField[]): void {
   if (path.length === 0 || isSection(node)) {
     const props = node.properties ?? {};
-    for (const [key, child] of Object.entries(props))
-      walk(child, [...path, key], (node.required ?? []).includes(key), out);
+    for (const [key, child] of Object.entries(props)) {
+      const section = isSection(child);
+      const segment = !section || path.length > 0 ? [key] : child.flagPrefix ? [child.flagPrefix] : [];
+      walk(child, [...path, key], [...flagPath, ...segment], (node.required ?? []).includes(key), out);
+    }
     return;
   }
-  out.push(leaf(node, path, required));
+  out.push(leaf(node, path, flagPath, required));
 }
 
-function leaf(node: JsonSchema, path: string[], required: boolean): SettingField {
+function leaf(node: JsonSchema, path: string[], flagPath: string[], required: boolean): SettingField {
   const members = (node.anyOf ?? node.oneOf ?? [node]).filter((m) => m.type !== "null");
   const nullable = (node.anyOf ?? node.oneOf ?? []).some((m) => m.type === "null") || node.type === "null";
   const inner = members.length === 1 ? { ...members[0], ...withoutCombinators(node) } : node;
   const description = node.description ?? inner.description ?? members.find((m) => m.description)?.description ?? "";
   const base = {
     path,
-    flag: node.flag ?? inner.flag ?? kebab(path.length > 1 ? path.slice(1).join("-") : path[0]),
+    flag: node.flag ?? inner.flag ?? kebab(flagPath.join("-")),
     description,
     nullable,
     required: required && node.default === undefined,

@@ -3,12 +3,13 @@
  * means what the evaluation measures: demonstrations (selection order) placed by the recorded prompt
  * order → the VLM's `generate` → the Lever-Plus answer post-processor → the official VQA accuracy
  * against the query's ten annotators. A failed VLM call is a failure with no accuracy — never a 0.
+ * Answers are handed over as they arrive (`onAnswer`), so callers can store them right away.
  */
 import type { VqaItem } from "../data/item.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { hashValue } from "../util/hash.js";
-import type { Demonstration, Vlm, VlmPrompt } from "../vlm/types.js";
+import type { Demonstration, GenerateResult, Outcome, Vlm, VlmFailure, VlmPrompt } from "../vlm/types.js";
 import { isFailure } from "../vlm/types.js";
 import { type PromptOrder, toPromptOrder } from "./types.js";
 
@@ -28,7 +29,7 @@ export interface Answer {
   /** Official VQA accuracy in [0, 1]; null when the VLM call failed. */
   accuracy: number | null;
   /** Why the VLM call failed; null on success. */
-  failure: string | null;
+  failure: VlmFailure | null;
 }
 
 /** The post-processor and (memoised per question) official scorer of a metric variant. */
@@ -52,30 +53,46 @@ export function vqaAnswering(variant: VqaVariant): Pick<AnswerDeps, "postprocess
 
 /**
  * Asks the VLM for every prompt (one batched call) and scores each answer against its query.
- * Returns null when the signal aborted the call (the caller drops the batch).
+ * `onAnswer` receives each answer once, as soon as it is known (backends that report outcomes one by
+ * one), else when the batch returns. Returns null when the signal aborted the call; answers handed
+ * to `onAnswer` before that stay valid.
  */
 export async function answerPrompts(
   prompts: readonly VlmPrompt[],
   queries: readonly VqaItem[],
   deps: AnswerDeps,
+  onAnswer?: (index: number, answer: Answer) => void,
 ): Promise<Answer[] | null> {
-  let outcomes: Awaited<ReturnType<Vlm["generate"]>>;
+  const answers = new Array<Answer | undefined>(prompts.length);
+  const take = (i: number, outcome: Outcome<GenerateResult>) => {
+    if (answers[i] !== undefined) return;
+    const answer = toAnswer(prompts[i], queries[i], outcome, deps);
+    answers[i] = answer;
+    onAnswer?.(i, answer);
+  };
+  let outcomes: Outcome<GenerateResult>[];
   try {
-    outcomes = await deps.vlm.generate([...prompts], { signal: deps.signal });
+    outcomes = await deps.vlm.generate([...prompts], {
+      signal: deps.signal,
+      onResult: (i, outcome) => {
+        if (i >= 0 && i < prompts.length) take(i, outcome);
+      },
+    });
   } catch (error) {
     if (deps.signal?.aborted) return null;
     throw error;
   }
   if (outcomes.length !== prompts.length)
     throw new Error(`VLM ${deps.vlm.id} returned ${outcomes.length} results for ${prompts.length} prompts`);
-  return prompts.map((prompt, i): Answer => {
-    const outcome = outcomes[i];
-    const promptHash = hashValue(prompt);
-    if (isFailure(outcome))
-      return { promptHash, rawAnswer: null, answer: null, accuracy: null, failure: outcome.error || "unknown error" };
-    const answer = deps.postprocess(outcome.text);
-    return { promptHash, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, queries[i]), failure: null };
-  });
+  for (let i = 0; i < outcomes.length; i++) take(i, outcomes[i]);
+  return answers as Answer[];
+}
+
+function toAnswer(prompt: VlmPrompt, query: VqaItem, outcome: Outcome<GenerateResult>, deps: AnswerDeps): Answer {
+  const promptHash = hashValue(prompt);
+  if (isFailure(outcome)) return { promptHash, rawAnswer: null, answer: null, accuracy: null, failure: outcome };
+  const answer = deps.postprocess(outcome.text);
+  return { promptHash, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, query), failure: null };
 }
 
 /** The prompt for one query: demonstrations (selection order) placed by the recorded order setting. */

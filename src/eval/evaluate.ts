@@ -7,8 +7,8 @@
 import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
-import { hasStats, type VlmRunStats } from "../vlm/stats.js";
-import type { Vlm } from "../vlm/types.js";
+import { describeActivity, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
+import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { createProgress, type Progress, type ProgressStream, silentProgress } from "./progress.js";
 import { type RunStats, runEvaluation } from "./runner.js";
@@ -47,8 +47,15 @@ export async function evaluate(
   const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
   const { runId } = prepared;
   ws.beginStage(runId, EVAL_STAGE, { restart: true });
+  const client = prepared.vlm.vlm;
+  const activity = hasActivity(client)
+    ? () => {
+        const now = client.activity();
+        return now === null ? "" : describeActivity(now);
+      }
+    : undefined;
   const display =
-    run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress });
+    run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress, activity });
   let stats: RunStats;
   try {
     stats = await runEvaluation(
@@ -61,7 +68,7 @@ export async function evaluate(
         order: prepared.config.order as "nearest" | "farthest",
       },
       {
-        vlm: prepared.vlm.vlm,
+        vlm: client,
         store: prepared.store,
         postprocess: prepared.postprocess,
         score: prepared.score,
@@ -69,6 +76,8 @@ export async function evaluate(
         signal: run.signal,
         batchSize: options.batchSize,
         concurrency: options.concurrency,
+        // A server that cannot do the work fails here, in one line, before anything is sent.
+        beforeWork: () => preflight(client, { scoring: false, signal: run.signal }),
       },
     );
   } catch (error) {
@@ -120,23 +129,32 @@ export async function evaluate(
   };
 }
 
-/** Mirrors progress into the run's stage record so `lever` can show how far an evaluation got. */
+/**
+ * Mirrors progress into the run's stage record so `lever` can show how far an evaluation got; at most
+ * once a second (predictions now arrive one by one), and at the end.
+ */
 function stageProgress(ws: Workspace, runId: string, display: Progress): Progress {
   let done = 0;
   let total = 0;
+  let written = Number.NEGATIVE_INFINITY;
+  const write = () => {
+    written = performance.now();
+    ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+  };
   return {
     start(t, already) {
       total = t;
       done = already;
-      ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+      write();
       display.start(t, already);
     },
     advance(count) {
       done += count;
-      ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+      if (performance.now() - written >= 1000) write();
       display.advance(count);
     },
     finish() {
+      write();
       display.finish();
     },
   };

@@ -1,7 +1,9 @@
 /**
  * Progress reporting on stderr: a redrawn bar with rate and ETA when stderr is a terminal, periodic
  * plain lines otherwise (logs, CI). The ETA uses only work done by this process, so work skipped
- * on resume does not make the estimate optimistic.
+ * on resume does not make the estimate optimistic. The line also shows what the VLM client is
+ * waiting for (`activity`: retries, endpoints cooling down, how long nothing has succeeded) and is
+ * redrawn on a timer while nothing completes, so a stalled run never looks silently stuck.
  */
 
 export interface ProgressStream {
@@ -23,6 +25,10 @@ export interface ProgressOptions {
   now?: () => number;
   /** Minimum time between redraws (TTY) or lines (non-TTY). Defaults: 100 ms / 10 s. */
   intervalMs?: number;
+  /** What the backend is waiting for, appended to the line ("" = nothing worth saying). */
+  activity?: () => string;
+  /** Redraw at least this often while nothing completes (default 1 s on a terminal, else `intervalMs`). */
+  idleMs?: number;
 }
 
 export const silentProgress: Progress = { start() {}, advance() {}, finish() {} };
@@ -32,14 +38,19 @@ export function createProgress(options: ProgressOptions): Progress {
   const now = options.now ?? (() => performance.now());
   const tty = stream.isTTY === true;
   const interval = options.intervalMs ?? (tty ? 100 : 10_000);
+  const idle = options.idleMs ?? (tty ? 1000 : interval);
   let total = 0;
   let done = 0;
   let resumed = 0;
   let startedAt = 0;
   let lastDraw = Number.NEGATIVE_INFINITY;
+  let timer: NodeJS.Timeout | null = null;
 
   const draw = (final: boolean) => {
-    const status = progressStatus(options.label, done, total, (now() - startedAt) / 1000, done - resumed);
+    lastDraw = now();
+    let status = progressStatus(options.label, done, total, (lastDraw - startedAt) / 1000, done - resumed);
+    const waiting = final ? "" : (options.activity?.() ?? "");
+    if (waiting !== "") status += ` | ${waiting}`;
     if (tty) stream.write(`\r${status}\u001b[K${final ? "\n" : ""}`);
     else stream.write(`${status}\n`);
   };
@@ -51,16 +62,18 @@ export function createProgress(options: ProgressOptions): Progress {
       startedAt = now();
       lastDraw = startedAt;
       if (tty || alreadyDone > 0) draw(false);
+      timer = setInterval(() => {
+        if (now() - lastDraw >= idle) draw(false);
+      }, idle);
+      timer.unref();
     },
     advance(count) {
       done += count;
-      const t = now();
-      if (t - lastDraw >= interval) {
-        lastDraw = t;
-        draw(false);
-      }
+      if (now() - lastDraw >= interval) draw(false);
     },
     finish() {
+      if (timer !== null) clearInterval(timer);
+      timer = null;
       draw(true);
     },
   };

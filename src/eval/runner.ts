@@ -1,11 +1,17 @@
 /**
  * The ICL evaluation runner: for every retriever × shot × query, choose demonstrations, build the
  * prompt, ask the VLM (in concurrent batches), post-process, score with the official VQA accuracy
- * and store the per-question prediction. Work is stored batch by batch, so an interrupted run
- * resumes where it stopped: stored successes are skipped, stored failures are retried.
+ * and store the per-question prediction. Each prediction is stored as its answer arrives (arrivals
+ * of one event-loop turn share a transaction), so an interrupted run resumes where it stopped:
+ * stored successes are skipped, stored failures are retried.
  */
 import type { VqaItem } from "../data/item.js";
-import { type AnswerDeps, answerPrompts, buildPrompt } from "./answer.js";
+import { linkedSignal } from "../util/abort.js";
+import { Coalescer } from "../util/coalesce.js";
+import { LeverError } from "../util/errors.js";
+import { countFailure, type FailureCounts, failureSummary } from "../vlm/stats.js";
+import { formatFailure, type VlmFailure, type VlmFailureReason } from "../vlm/types.js";
+import { type Answer, type AnswerDeps, answerPrompts, buildPrompt } from "./answer.js";
 import { type Progress, silentProgress } from "./progress.js";
 import { checkDemonstrations, type Retriever } from "./retrievers.js";
 import { type EvalPrediction, type PredictionStore, type PromptOrder, predictionKey } from "./types.js";
@@ -27,6 +33,8 @@ export interface RunnerDeps extends AnswerDeps {
   batchSize?: number;
   /** Batches in flight at once (default 4): keeps a remote server busy across batch boundaries. */
   concurrency?: number;
+  /** Runs once before the first prompt is sent, only when there is work (the VLM's preflight check). */
+  beforeWork?: () => Promise<void>;
 }
 
 export interface RunStats {
@@ -38,6 +46,9 @@ export interface RunStats {
   evaluated: number;
   /** Failed VLM calls stored by this call (excluded from accuracy, retried on the next run). */
   failures: number;
+  /** Those failures by typed reason, and by cell ("retriever@shot"). */
+  failuresByReason: FailureCounts;
+  failuresByCell: Record<string, number>;
   /** Prompts handed to the VLM (before any cache). */
   prompts: number;
   /** True when the signal stopped the run before the plan was finished. */
@@ -51,10 +62,15 @@ interface WorkUnit {
   queries: VqaItem[];
 }
 
-/** Runs (or resumes) the plan. Throws on invariant violations; VLM failures are stored, not thrown. */
+/**
+ * Runs (or resumes) the plan. Throws on invariant violations, and a LeverError when the VLM's
+ * circuit breaker stopped sending (every endpoint kept failing; what was stored stays). Other VLM
+ * failures are stored, not thrown.
+ */
 export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<RunStats> {
   const started = performance.now();
   const batchSize = deps.batchSize ?? 64;
+  const concurrency = Math.max(1, deps.concurrency ?? 4);
   const progress = deps.progress ?? silentProgress;
   const indexById = new Map(plan.index.map((item) => [item.questionId, item]));
   const stored = new Map(
@@ -78,40 +94,84 @@ export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<R
     }
   }
 
-  const stats: RunStats = { planned, skipped, evaluated: 0, failures: 0, prompts: 0, aborted: false, seconds: 0 };
+  if (units.length > 0) await deps.beforeWork?.();
+
+  const stats: RunStats = {
+    planned,
+    skipped,
+    evaluated: 0,
+    failures: 0,
+    failuresByReason: {},
+    failuresByCell: {},
+    prompts: 0,
+    aborted: false,
+    seconds: 0,
+  };
+  const reasons = new Map<VlmFailureReason, number>();
+  const cells = new Map<string, number>();
+  // One listener on the caller's signal; each batch in flight listens on this one.
+  const scope = linkedSignal(deps.signal, concurrency + 1);
+  const unitDeps: RunnerDeps = { ...deps, signal: scope.signal };
+  const writer = new Coalescer<EvalPrediction>((rows) => {
+    deps.store.put(plan.runId, rows);
+    progress.advance(rows.length);
+  });
+  let halted: VlmFailure | null = null;
+  /** Stores one prediction as it arrives, except failures that say nothing about the prompt. */
+  const accept = (row: EvalPrediction, failure: VlmFailure | null) => {
+    if (failure !== null) {
+      if (failure.reason === "circuit-open") {
+        halted ??= failure;
+        return;
+      }
+      if (scope.signal.aborted) return; // possibly caused by the abort; the rerun retries it
+      countFailure(reasons, failure);
+      const cell = `${row.retriever}@${row.shot}`;
+      cells.set(cell, (cells.get(cell) ?? 0) + 1);
+      stats.failures++;
+    }
+    stats.evaluated++;
+    writer.add(row);
+  };
+
   progress.start(planned, skipped);
   let next = 0;
   let broken = false; // an invariant violation in one worker stops the others
   const worker = async () => {
-    while (next < units.length && !deps.signal?.aborted && !broken) {
+    while (next < units.length && !scope.signal.aborted && !broken && halted === null) {
       const unit = units[next++];
-      let rows: EvalPrediction[];
       try {
-        rows = await evaluateUnit(unit, plan, indexById, deps);
+        await evaluateUnit(unit, plan, indexById, unitDeps, accept);
       } catch (error) {
         broken = true;
+        scope.abort(error);
         throw error;
       }
       stats.prompts += unit.queries.length;
-      // A batch interrupted by the signal may hold "aborted" failures that say nothing about the VLM:
-      // drop it whole; the rerun redoes it (and finds completed requests in the cache).
-      if (deps.signal?.aborted) break;
-      deps.store.put(plan.runId, rows);
-      stats.evaluated += rows.length;
-      stats.failures += rows.filter((row) => row.failure !== null).length;
-      progress.advance(rows.length);
       // A fast in-process VLM (the simulator) resolves through microtasks only; yield to the event
-      // loop so signals (Ctrl-C → abort) and timers are handled between batches.
+      // loop so signals (Ctrl-C → abort), timers and pending writes are handled between batches.
       await new Promise((resolve) => setImmediate(resolve));
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, deps.concurrency ?? 4) }, worker));
+    await Promise.all(Array.from({ length: concurrency }, worker));
   } finally {
-    progress.finish();
+    scope.dispose();
+    try {
+      writer.flush();
+    } finally {
+      progress.finish();
+    }
   }
+  stats.failuresByReason = failureSummary(reasons).byReason;
+  stats.failuresByCell = Object.fromEntries([...cells].sort(([a], [b]) => (a < b ? -1 : 1)));
   stats.aborted = stats.skipped + stats.evaluated < planned;
   stats.seconds = (performance.now() - started) / 1000;
+  if (halted !== null)
+    throw new LeverError(
+      `stopped: ${(halted as VlmFailure).message}. ${stats.skipped + stats.evaluated} of ${planned} predictions are stored; ` +
+        "rerun the same command to resume",
+    );
   return stats;
 }
 
@@ -120,7 +180,8 @@ async function evaluateUnit(
   plan: EvalPlan,
   indexById: ReadonlyMap<string, VqaItem>,
   deps: RunnerDeps,
-): Promise<EvalPrediction[]> {
+  accept: (row: EvalPrediction, failure: VlmFailure | null) => void,
+): Promise<void> {
   const { retriever, shot, queries } = unit;
   const selections = await retriever.select(queries, shot);
   if (selections.length !== queries.length)
@@ -129,21 +190,21 @@ async function evaluateUnit(
     checkDemonstrations(retriever.name, query, shot, selections[i], indexById);
     return buildPrompt(query, selections[i], indexById, plan.order);
   });
-  const answers = await answerPrompts(prompts, queries, deps);
-  // Backends may throw on abort instead of returning failures; the caller drops this batch.
-  if (answers === null) return [];
-  return queries.map((query, i): EvalPrediction => {
-    const a = answers[i];
-    return {
-      retriever: retriever.name,
-      shot,
-      questionId: query.questionId,
-      demonstrations: prompts[i].demonstrations.map((d) => d.questionId),
-      promptHash: a.promptHash,
-      rawAnswer: a.rawAnswer,
-      answer: a.answer,
-      accuracy: a.accuracy,
-      failure: a.failure,
-    };
-  });
+  // Each answer is stored as it arrives; an aborted batch (null) keeps those that arrived before.
+  await answerPrompts(prompts, queries, deps, (i, a: Answer) =>
+    accept(
+      {
+        retriever: retriever.name,
+        shot,
+        questionId: queries[i].questionId,
+        demonstrations: prompts[i].demonstrations.map((d) => d.questionId),
+        promptHash: a.promptHash,
+        rawAnswer: a.rawAnswer,
+        answer: a.answer,
+        accuracy: a.accuracy,
+        failure: a.failure === null ? null : formatFailure(a.failure),
+      },
+      a.failure,
+    ),
+  );
 }

@@ -30,6 +30,21 @@ export function renderTable(columns: Column[], rows: string[][]): string {
   return [line(columns.map((c) => c.header)), rule, ...rows.map(line)].join("\n");
 }
 
+/**
+ * The same table as GitHub-flavoured Markdown: a header row, an alignment row ("---:" for right
+ * aligned columns) and one row per line. "|" inside a cell is escaped, newlines become spaces.
+ */
+export function renderMarkdownTable(columns: Column[], rows: string[][]): string {
+  for (const [i, row] of rows.entries()) {
+    if (row.length !== columns.length)
+      throw new RangeError(`renderMarkdownTable: row ${i} has ${row.length} cells, expected ${columns.length}`);
+  }
+  const cell = (text: string) => text.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+  const line = (cells: string[]) => `| ${cells.map(cell).join(" | ")} |`;
+  const rule = `|${columns.map((c) => (c.align === "right" ? " ---: " : " --- ")).join("|")}|`;
+  return [line(columns.map((c) => c.header)), rule, ...rows.map(line)].join("\n");
+}
+
 /** Display width in code points (the table only holds ASCII and a few symbols such as ±, −, Δ). */
 function width(text: string): number {
   return [...text].length;

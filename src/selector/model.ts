@@ -133,6 +133,19 @@ export class PointerSelector {
     return out;
   }
 
+  /** Overwrites every parameter in place with `values` (same architecture; e.g. a policy snapshot). */
+  load(values: ParamValues): void {
+    for (const spec of this.specs) {
+      const v = values.get(spec.name);
+      const target = this.p(spec.name).data;
+      if (!v || v.length !== target.length)
+        throw new LeverError(
+          `parameter ${spec.name} is missing or has ${v?.length ?? 0} values, expected ${target.length}`,
+        );
+      target.set(v);
+    }
+  }
+
   private p(name: string): Tensor {
     const t = this.params.get(name);
     if (!t) throw new Error(`PointerSelector: no parameter ${name}`);

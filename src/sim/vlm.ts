@@ -9,7 +9,15 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
-import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../vlm/types.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  type Outcome,
+  type ScoreResult,
+  type Vlm,
+  type VlmPrompt,
+  vlmFailure,
+} from "../vlm/types.js";
 import { AnswerModel, pairHash } from "./model.js";
 import { type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import { World } from "./world.js";
@@ -111,7 +119,7 @@ export class SimVlm implements Vlm {
       const { prompt, answer } = requests[i];
       const tokens = countWords(answer);
       if (tokens === 0) {
-        out.push({ error: `sim: cannot score an empty answer (query ${prompt.query.questionId})` });
+        out.push(vlmFailure("invalid-request", `sim: cannot score an empty answer (query ${prompt.query.questionId})`));
         continue;
       }
       const logprobSum = this.logProb(prompt, answer);

@@ -15,7 +15,9 @@ import {
   type RolloutSet,
 } from "../data/trajectories.js";
 import { LeverError } from "../util/errors.js";
+import { readJsonFile } from "../util/files.js";
 import { canonicalJson, sha256 } from "../util/hash.js";
+import { parseOrThrow } from "../util/validate.js";
 import { NAME_PATTERN } from "./datasets.js";
 import type { ArtifactRef } from "./types.js";
 import type { Workspace } from "./workspace.js";
@@ -51,11 +53,7 @@ function write(ws: Workspace, relative: string, value: unknown, replace: boolean
 function read(ws: Workspace, relative: string): { path: string; json: unknown } {
   const path = ws.artifactPath(relative);
   if (!existsSync(path)) throw new LeverError("no such artefact", { file: path });
-  try {
-    return { path, json: JSON.parse(readFileSync(path, "utf8")) };
-  } catch (error) {
-    throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
-  }
+  return { path, json: readJsonFile(path) };
 }
 
 export function writePoolSet(
@@ -70,13 +68,7 @@ export function writePoolSet(
 
 export function readPoolSet(ws: Workspace, name: string): PoolSet {
   const { path, json } = read(ws, poolArtifactPath(name));
-  const parsed = PoolSetSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, { file: path, field: issue.path.join(".") || undefined });
-  }
-  checkPoolSet(parsed.data, path);
-  return parsed.data;
+  return parsePoolSet(json, path);
 }
 
 export function writeBeamSet(
@@ -121,3 +113,33 @@ export function artifactNameFromFile(fileName: string): string {
     throw new LeverError("cannot derive an artefact name from the file name; pass --out NAME", { file: fileName });
   return stem;
 }
+
+/** A set given by name (under artifacts/<folder>/) or as a file path, parsed and checked; with the file it came from. */
+export interface ResolvedSet<T> {
+  set: T;
+  file: string;
+}
+
+/** A stored artefact of that name wins; otherwise `ref` must be a file. */
+function resolveRef<T>(
+  ws: Workspace,
+  ref: string,
+  folder: string,
+  parse: (json: unknown, file: string) => T,
+): ResolvedSet<T> {
+  const stored = NAME_PATTERN.test(ref) ? ws.artifactPath(artifactPath(folder, ref)) : null;
+  const file = stored !== null && existsSync(stored) ? stored : ref;
+  if (!existsSync(file))
+    throw new LeverError(`no such artefact: neither a name under artifacts/${folder}/ nor a file`, { file: ref });
+  return { set: parse(readJsonFile(file), file), file };
+}
+
+function parsePoolSet(json: unknown, file: string): PoolSet {
+  const set = parseOrThrow(PoolSetSchema, json, { file, recordsAt: "pools" });
+  checkPoolSet(set, file);
+  return set;
+}
+
+export const resolvePoolSet = (ws: Workspace, ref: string) => resolveRef(ws, ref, "pools", parsePoolSet);
+export const resolveBeamSet = (ws: Workspace, ref: string) => resolveRef(ws, ref, "beams", parseBeamSet);
+export const resolveRolloutSet = (ws: Workspace, ref: string) => resolveRef(ws, ref, "rollouts", parseRolloutSet);

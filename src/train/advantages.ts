@@ -32,7 +32,7 @@ export const AdvantageSchema = z
       .default("zscore")
       .describe("How a query's rewards become advantages: zscore, rank, mean (Dr. GRPO) or none (A = R)"),
     stdFloor: z.number().positive().default(1e-3).describe("zscore divides by max(std, stdFloor)"),
-    clip: z.number().positive().nullable().default(5).describe("Advantages are clipped to [−clip, clip]; null = off"),
+    clip: z.number().positive().nullable().default(5).describe("advantages are clipped to [−clip, clip]"),
   })
   .strict();
 export type AdvantageConfig = z.infer<typeof AdvantageSchema>;

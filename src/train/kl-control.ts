@@ -18,7 +18,11 @@ export const KlControlSchema = z
   .object({
     kind: z.enum(["fixed", "adaptive"]).default("fixed").describe("Keep β fixed, or adapt it toward targetKl"),
     beta: z.number().min(0).default(0.04).describe("KL coefficient β (initial value when adaptive); 0 = no KL term"),
-    targetKl: z.number().positive().default(0.05).describe("adaptive: KL per step that β is steered toward"),
+    targetKl: z
+      .number()
+      .positive()
+      .default(0.05)
+      .meta({ flag: "target-kl", description: "adaptive: KL per step that β is steered toward" }),
     horizon: z.number().positive().default(10000).describe("adaptive: trajectories over which β may change by ±20 %"),
   })
   .strict()

@@ -6,68 +6,125 @@
  * becomes a loss, and what validation measures) and the hooks (checkpointing, logging).
  *
  * Randomness: epoch e uses Rng(seed).child(`epoch-${e}`) — its "shuffle" child orders the groups, its
- * "dropout" child feeds dropout — so the same seed gives bit-identical weights, and an epoch's draws
- * do not depend on how many draws earlier epochs made.
+ * "dropout" child feeds dropout (and any other per-step draw of the objective) — so the same seed
+ * gives bit-identical weights, and an epoch's draws do not depend on how many draws earlier epochs made.
+ *
+ * Objective hooks beyond the loss: `prepare` may turn a batch into trainable groups asynchronously
+ * (online RL samples and scores trajectories there), `startEpoch` runs before an epoch's first step
+ * (behaviour-policy refresh), and `state`/`restore` carry the objective's own state (an adaptive KL
+ * coefficient, a behaviour snapshot) through a resume. Epoch metrics are the training loss, the mean
+ * of every per-step metric over the epoch, and the objective's validation metrics.
  */
 import { z } from "zod";
 import type { PointerSelector } from "../selector/model.js";
-import { AdamW, clipGradNorm, gradNorm } from "../tensor/optim.js";
+import { AdamW, clipGradNorm } from "../tensor/optim.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { chunk } from "./batch.js";
 import { EarlyStopping } from "./early-stopping.js";
-import { lrMultiplier, ScheduleSchema } from "./schedule.js";
+import { lrMultiplier, scheduleSchema } from "./schedule.js";
 import type { LoopState } from "./train-state.js";
 
-export const OptimSchema = z
-  .object({
-    epochs: z.number().int().positive().default(20).describe("passes over the training queries"),
-    batchQueries: z.number().int().positive().default(32).describe("queries per batch, each with all its trajectories"),
-    lr: z.number().positive().default(1e-4).describe("peak learning rate"),
-    weightDecay: z.number().min(0).default(1e-3).describe("AdamW decoupled weight decay"),
-    betas: z
-      .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
-      .default([0.9, 0.999])
-      .describe("AdamW betas"),
-    eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
-    schedule: ScheduleSchema.default(ScheduleSchema.parse({})),
-    clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
-    frozen: z.array(z.string()).default([]).meta({
-      flag: "freeze",
-      description:
-        "parameter groups not updated, e.g. input_proj,query_proj,cand_proj (lever selector inspect lists them)",
-    }),
-    earlyStopping: z
-      .object({
-        metric: z.string().default("valLoss").describe("validation metric that selects the best epoch"),
-        mode: z.enum(["min", "max"]).default("min").describe("whether smaller or larger is better"),
-        patience: z
-          .number()
-          .int()
-          .nonnegative()
-          .default(0)
-          .describe("epochs without improvement before stopping (0 = never stop early)"),
-        minDelta: z.number().min(0).default(0).describe("smallest change that counts as an improvement"),
-      })
-      .strict()
-      .default({ metric: "valLoss", mode: "min", patience: 0, minDelta: 0 }),
-  })
-  .strict();
+/** Stage-specific defaults of the optimiser settings (SFT, RCE and GRPO differ). */
+export interface OptimDefaults {
+  epochs: number;
+  lr: number;
+  weightDecay: number;
+  schedule: { kind: "cosine" | "constant"; warmupRatio: number; minLrRatio: number };
+  metric: string;
+}
+
+/** Metrics where smaller is better; `mode: auto` infers the direction from the name. */
+export function lowerIsBetter(metric: string): boolean {
+  return /loss|rce|kl/i.test(metric);
+}
+
+export function optimSchema(d: OptimDefaults) {
+  const schedule = scheduleSchema(d.schedule);
+  return z
+    .object({
+      epochs: z.number().int().positive().default(d.epochs).describe("passes over the training queries"),
+      batchQueries: z
+        .number()
+        .int()
+        .positive()
+        .default(32)
+        .describe("queries per batch, each with all its trajectories"),
+      lr: z.number().positive().default(d.lr).describe("peak learning rate"),
+      weightDecay: z.number().min(0).default(d.weightDecay).describe("AdamW decoupled weight decay"),
+      betas: z
+        .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
+        .default([0.9, 0.999])
+        .describe("AdamW betas"),
+      eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
+      schedule: schedule.default(schedule.parse({})),
+      clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
+      frozen: z.array(z.string()).default([]).meta({
+        flag: "freeze",
+        description:
+          "parameter groups not updated, e.g. input_proj,query_proj,cand_proj (lever selector inspect lists them)",
+      }),
+      earlyStopping: z
+        .object({
+          metric: z.string().default(d.metric).describe("validation metric that selects the best epoch"),
+          mode: z
+            .enum(["min", "max", "auto"])
+            .default("auto")
+            .describe("whether smaller or larger is better (auto: smaller for losses, KL and RCE, larger otherwise)"),
+          patience: z
+            .number()
+            .int()
+            .nonnegative()
+            .default(0)
+            .describe("epochs without improvement before stopping (0 = never stop early)"),
+          minDelta: z.number().min(0).default(0).describe("smallest change that counts as an improvement"),
+        })
+        .strict()
+        .default({ metric: d.metric, mode: "auto", patience: 0, minDelta: 0 }),
+    })
+    .strict();
+}
+
+/** The SFT optimiser: Lightning-style cosine with 5 % warm-up, AdamW(1e-4, wd 1e-3), 20 epochs. */
+export const OptimSchema = optimSchema({
+  epochs: 20,
+  lr: 1e-4,
+  weightDecay: 1e-3,
+  schedule: { kind: "cosine", warmupRatio: 0.05, minLrRatio: 0 },
+  metric: "valLoss",
+});
 export type OptimConfig = z.infer<typeof OptimSchema>;
 
 export interface StepContext {
   epoch: number;
   step: number;
+  /** Optimiser steps of the whole run (for schedules of the objective, e.g. the RCE temperature). */
+  totalSteps: number;
   /** Dropout (and any other training-time randomness) of this step. */
   rng: Rng;
 }
 
+/** An objective's resumable state: JSON plus named float arrays (saved as tensors). */
+export interface ObjectiveState {
+  json: unknown;
+  arrays: Map<string, Float64Array>;
+}
+
 export interface Objective<G> {
+  /** Turns a batch into the groups to train on (default: as they are); may call a VLM. */
+  prepare?(groups: G[], ctx: StepContext): Promise<G[]>;
+  /** Called before the first step of every epoch (also the first epoch after a resume). */
+  startEpoch?(epoch: number): void | Promise<void>;
   /** Loss of one batch (training mode) and extra scalar metrics to log for the step. */
   batchLoss(groups: G[], ctx: StepContext): { loss: Tensor; metrics?: Record<string, number> };
+  /** Called after the optimiser step (e.g. to adapt a coefficient from the step's metrics). */
+  afterStep?(metrics: Record<string, number>): void;
   /** Validation metrics after an epoch (evaluation mode, no gradient). */
-  validate(epoch: number): Record<string, number>;
+  validate(epoch: number): Record<string, number> | Promise<Record<string, number>>;
+  /** The objective's own state after an epoch, and its restoration on resume. */
+  state?(): ObjectiveState;
+  restore?(state: ObjectiveState): void;
 }
 
 export interface StepInfo {
@@ -90,7 +147,13 @@ export interface EpochInfo {
 export interface TrainHooks {
   onStep?(info: StepInfo): void;
   /** After each epoch; `snapshot()` gives the state to resume from after this epoch. */
-  onEpoch?(info: EpochInfo, snapshot: () => LoopState): void;
+  onEpoch?(info: EpochInfo, snapshot: () => ResumeState): void | Promise<void>;
+}
+
+/** Where a resumed run continues: the loop's state and the objective's. */
+export interface ResumeState {
+  loop: LoopState;
+  objective?: ObjectiveState;
 }
 
 export interface TrainResult {
@@ -102,7 +165,7 @@ export interface TrainResult {
 }
 
 /** Trains `model` in place on `groups`. */
-export function train<G>(
+export async function train<G>(
   model: PointerSelector,
   groups: readonly G[],
   objective: Objective<G>,
@@ -110,8 +173,9 @@ export function train<G>(
   seed: number,
   hooks: TrainHooks = {},
   /** Continue a run from the state saved after an earlier epoch (weights must already be in `model`). */
-  resume?: LoopState,
-): TrainResult {
+  resumeFrom?: ResumeState,
+): Promise<TrainResult> {
+  const resume = resumeFrom?.loop;
   if (groups.length === 0) throw new LeverError("no training examples");
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
@@ -126,11 +190,14 @@ export function train<G>(
     })),
     { betas: optim.betas, eps: optim.eps },
   );
-  const trainable = model.specs.filter((s) => !optim.frozen.includes(s.group)).map((s) => model.params.get(s.name)!);
+  const trainableParams = model.specs
+    .filter((s) => !optim.frozen.includes(s.group))
+    .map((s) => model.params.get(s.name)!);
   const batches = Math.ceil(groups.length / optim.batchQueries);
   const totalSteps = optim.epochs * batches;
+  const { mode, metric } = optim.earlyStopping;
   const stopper = new EarlyStopping(
-    optim.earlyStopping.mode,
+    mode === "auto" ? (lowerIsBetter(metric) ? "min" : "max") : mode,
     optim.earlyStopping.patience,
     optim.earlyStopping.minDelta,
   );
@@ -140,6 +207,7 @@ export function train<G>(
   let stoppedEarly = false;
   let epoch = 0;
   if (resume) {
+    if (resumeFrom?.objective !== undefined) objective.restore?.(resumeFrom.objective);
     optimizer.loadStateDict(resume.optimizer);
     stopper.restore(resume.stopper);
     history.push(...resume.history);
@@ -155,32 +223,44 @@ export function train<G>(
     const epochRng = root.child(`epoch-${epoch}`);
     const order = epochRng.child("shuffle").shuffle([...groups]);
     const dropout = epochRng.child("dropout");
+    await objective.startEpoch?.(epoch);
     let lossSum = 0;
-    chunk(order, optim.batchQueries).forEach((batchGroups, b) => {
+    const sums = new Map<string, { total: number; count: number }>();
+    const batchList = chunk(order, optim.batchQueries);
+    for (const [b, batchGroups] of batchList.entries()) {
       const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
       optimizer.groups.forEach((_, gi) => {
         optimizer.setLr(gi, lr);
       });
+      const ctx: StepContext = { epoch, step, totalSteps, rng: dropout };
+      const trainable = objective.prepare ? await objective.prepare(batchGroups, ctx) : batchGroups;
       optimizer.zeroGrad();
-      const { loss, metrics } = objective.batchLoss(batchGroups, { epoch, step, rng: dropout });
+      const { loss, metrics } = objective.batchLoss(trainable, ctx);
       const value = loss.item();
       if (!Number.isFinite(value))
         throw new LeverError(`training diverged: loss is ${value} at epoch ${epoch + 1}, step ${step + 1}`);
       loss.backward();
-      const norm = optim.clipNorm === null ? gradNorm(trainable) : clipGradNorm(trainable, optim.clipNorm);
+      const gradNorm = clipGradNorm(trainableParams, optim.clipNorm ?? Number.POSITIVE_INFINITY);
       optimizer.step();
       lossSum += value;
-      hooks.onStep?.({
-        epoch,
-        step,
-        totalSteps,
-        batch: b,
-        batches,
-        metrics: { loss: value, lr, gradNorm: norm, ...(metrics ?? {}) },
-      });
+      const stepMetrics = { loss: value, lr, gradNorm, ...(metrics ?? {}) };
+      objective.afterStep?.(stepMetrics);
+      for (const [name, v] of Object.entries(stepMetrics)) {
+        if (name === "loss" || !Number.isFinite(v)) continue;
+        const acc = sums.get(name) ?? { total: 0, count: 0 };
+        acc.total += v;
+        acc.count++;
+        sums.set(name, acc);
+      }
+      hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: stepMetrics });
       step++;
-    });
-    const metrics: Record<string, number> = { trainLoss: lossSum / batches, ...objective.validate(epoch) };
+    }
+    const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
+    const metrics: Record<string, number> = {
+      ...means,
+      trainLoss: lossSum / batchList.length,
+      ...(await objective.validate(epoch)),
+    };
     history.push(metrics);
     const watched = metrics[optim.earlyStopping.metric];
     const { improved, stop } =
@@ -192,12 +272,15 @@ export function train<G>(
     }
     const nextEpoch = epoch + 1;
     const stepsDone = step;
-    hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
-      nextEpoch,
-      step: stepsDone,
-      history: history.map((h) => ({ ...h })),
-      stopper: stopper.state(),
-      optimizer: optimizer.stateDict(),
+    await hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
+      loop: {
+        nextEpoch,
+        step: stepsDone,
+        history: history.map((h) => ({ ...h })),
+        stopper: stopper.state(),
+        optimizer: optimizer.stateDict(),
+      },
+      ...(objective.state ? { objective: objective.state() } : {}),
     }));
     if (stop) {
       stoppedEarly = true;

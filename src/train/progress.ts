@@ -16,6 +16,8 @@ export class TrainingProgress {
     private readonly label: string,
     private readonly epochs: number,
     private readonly out: ProgressStream = process.stderr,
+    /** Metrics shown on the epoch line (default: all). */
+    private readonly display?: readonly string[],
   ) {}
 
   step(info: StepInfo): void {
@@ -33,11 +35,17 @@ export class TrainingProgress {
   }
 
   epoch(info: EpochInfo): void {
-    const metrics = Object.entries(info.metrics)
-      .map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(4)}`)
-      .join("  ");
+    const shown = this.display
+      ? this.display.filter((k) => info.metrics[k] !== undefined).map((k) => [k, info.metrics[k]] as const)
+      : Object.entries(info.metrics);
+    const metrics = shown.map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(4)}`).join("  ");
     this.out.write(
       `${this.out.isTTY ? "\r\x1b[K" : ""}${this.label} epoch ${info.epoch + 1}/${this.epochs}  ${metrics}${info.improved ? "  *best" : ""}\n`,
     );
+  }
+
+  /** A warning line (clears a TTY progress line first). */
+  warn(message: string): void {
+    this.out.write(`${this.out.isTTY ? "\r\x1b[K" : ""}warning: ${message}\n`);
   }
 }

@@ -77,12 +77,7 @@ export const RewardSchema = z
     beta: weight.default(0).describe("legacy only: weight of correctness"),
     correctness: z.enum(["01", "pm1"]).default("01").describe("legacy only: correctness as 0/1 or as −1/+1"),
     useLogprob: z.boolean().default(false).describe("legacy only: quality = −logprobScore instead of beamScore"),
-    clip: z
-      .number()
-      .positive()
-      .nullable()
-      .default(5)
-      .describe("Rewards are clipped to [−clip, clip]; null = no clipping"),
+    clip: z.number().positive().nullable().default(5).describe("rewards are clipped to [−clip, clip]"),
     normalize: z
       .enum(REWARD_NORMALIZATIONS)
       .default("zscore-clamp")

@@ -6,26 +6,31 @@ import { z } from "zod";
  * reference: Lightning cosine with warm-up over the first 5 % of steps); "constant" = optional
  * linear warm-up then flat (the RCE/GRPO schedule of the reference).
  */
-export const ScheduleSchema = z
-  .object({
-    kind: z
-      .enum(["cosine", "constant"])
-      .default("cosine")
-      .meta({ flag: "schedule", description: "learning-rate schedule after the warm-up" }),
-    warmupRatio: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0.05)
-      .meta({ flag: "warmup", description: "fraction of the steps spent warming up linearly" }),
-    minLrRatio: z
-      .number()
-      .min(0)
-      .max(1)
-      .default(0)
-      .meta({ flag: "min-lr-ratio", description: "final learning rate as a fraction of the peak (cosine only)" }),
-  })
-  .strict();
+/** The schedule settings with a stage's defaults (a section's defaults must be its fields' defaults). */
+export function scheduleSchema(d: { kind: "cosine" | "constant"; warmupRatio: number; minLrRatio: number }) {
+  return z
+    .object({
+      kind: z
+        .enum(["cosine", "constant"])
+        .default(d.kind)
+        .meta({ flag: "schedule", description: "learning-rate schedule after the warm-up" }),
+      warmupRatio: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(d.warmupRatio)
+        .meta({ flag: "warmup", description: "fraction of the steps spent warming up linearly" }),
+      minLrRatio: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(d.minLrRatio)
+        .meta({ flag: "min-lr-ratio", description: "final learning rate as a fraction of the peak (cosine only)" }),
+    })
+    .strict();
+}
+
+export const ScheduleSchema = scheduleSchema({ kind: "cosine", warmupRatio: 0.05, minLrRatio: 0 });
 export type Schedule = z.infer<typeof ScheduleSchema>;
 
 /**

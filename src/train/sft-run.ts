@@ -1,27 +1,20 @@
 /**
- * One SFT run from resolved inputs: split by query, build or load the model, train with the shared
- * loop, write a checkpoint per epoch and `best`, report metrics through hooks. Workspace plumbing
- * (run records, artefact registration, metric rows) stays in the caller.
+ * One SFT run from resolved inputs: the query groups from beam data (labels = the positions of each
+ * beam's ICDs in the query's pool) trained by `runTraining` (src/train/run.ts) with the SFT objective.
+ * Workspace plumbing (run records, artefact registration, metric rows) stays in the caller.
  */
-import { join } from "node:path";
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import { type Checkpoint, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
+import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
 import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js";
-import { PointerSelector } from "../selector/model.js";
-import { initParams } from "../selector/params.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
-import { Rng } from "../util/rng.js";
 import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.js";
-import { type EpochInfo, OptimSchema, type StepInfo, type TrainResult, train } from "./loop.js";
+import { type EpochInfo, OptimSchema, type StepInfo } from "./loop.js";
+import { runTraining, type TrainingRunResult } from "./run.js";
 import { SftLossSchema, sftObjective } from "./sft.js";
-import { splitByQuery } from "./split.js";
-import { type SavedState, saveTrainState } from "./train-state.js";
-
-/** Resumable training state beside the checkpoints. */
-export const STATE_FILE = "state.safetensors";
+import type { SavedState } from "./train-state.js";
 
 const SftDataSchema = z
   .object({
@@ -69,22 +62,18 @@ export interface SftRunInput {
   init?: Checkpoint;
   /** Continue an interrupted run from its saved training state (checkpointDir/state.safetensors). */
   resume?: SavedState;
-  provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt">;
+  provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void;
   /** Clock for provenance timestamps (tests pass a fixed one). */
   now?: () => string;
 }
 
-export interface SftRunResult extends TrainResult {
-  model: PointerSelector;
+export interface SftRunResult extends TrainingRunResult {
   stats: SftDataStats;
-  split: { train: number; val: number };
-  checkpoints: string[];
-  bestCheckpoint: string | null;
 }
 
-export function runSft(input: SftRunInput): SftRunResult {
+export async function runSft(input: SftRunInput): Promise<SftRunResult> {
   const { config } = input;
   const { groups, stats } = buildSftGroups(
     input.beams,
@@ -98,57 +87,34 @@ export function runSft(input: SftRunInput): SftRunResult {
     throw new LeverError("no usable beams (every query was skipped)", { file: input.files.beams });
   if (input.queryEmb.dim !== input.indexEmb.dim)
     throw new LeverError(`query embeddings have dim ${input.queryEmb.dim}, candidates ${input.indexEmb.dim}`);
-  const split = splitByQuery(
-    groups.map((g) => g.queryId),
-    config.data.valFraction,
-    new Rng(config.seed).child("split"),
-  );
-  const valIds = new Set(split.val);
-  const data = {
-    train: groups.filter((g) => !valIds.has(g.queryId)),
-    val: groups.filter((g) => valIds.has(g.queryId)),
-    queryEmb: input.queryEmb,
-    indexEmb: input.indexEmb,
-  };
   const modelConfig = input.init
     ? input.init.config
     : SelectorConfigSchema.parse({ ...config.model, d: input.queryEmb.dim, shots: stats.shots });
   if (modelConfig.d !== input.queryEmb.dim)
     throw new LeverError(`initial checkpoint expects d=${modelConfig.d}, embeddings have ${input.queryEmb.dim}`);
-  const values = input.resume
-    ? input.resume.params
-    : input.init
-      ? input.init.params
-      : initParams(modelConfig, new Rng(config.seed).child("init").seed);
-  if (input.resume && input.resume.dtype !== config.dtype)
-    throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${config.dtype}`, {
-      field: "dtype",
-    });
-  const model = new PointerSelector(modelConfig, values, config.dtype);
-  const now = input.now ?? (() => new Date().toISOString());
-  const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
-  const checkpoints: string[] = [];
-  let bestCheckpoint: string | null = null;
-  if (input.resume && input.checkpointDir !== null) {
-    // Checkpoints written before the interruption stay part of the run.
-    for (let e = 0; e < input.resume.loop.nextEpoch; e++) checkpoints.push(join(input.checkpointDir, epochFile(e)));
-    if (input.resume.loop.stopper.bestEpoch >= 0) bestCheckpoint = join(input.checkpointDir, "best.safetensors");
-  }
-  const save = (name: string, epoch: number, metrics: Record<string, number>) => {
-    if (input.checkpointDir === null) return null;
-    const path = join(input.checkpointDir, name);
-    saveCheckpoint(path, {
-      config: modelConfig,
-      params: model.values(),
+  const result = await runTraining({
+    stage: "sft",
+    groups,
+    valFraction: config.data.valFraction,
+    seed: config.seed,
+    dtype: config.dtype,
+    optim: config.optim,
+    modelConfig,
+    init: input.init,
+    resume: input.resume,
+    objective: (model, data) =>
+      sftObjective(
+        model,
+        { ...data, queryEmb: input.queryEmb, indexEmb: input.indexEmb },
+        config.loss,
+        config.optim.batchQueries,
+      ),
+    checkpointDir: input.checkpointDir,
+    checkpoint: {
       trainedK: stats.K,
       shots: stats.shots,
       provenance: {
         ...input.provenance,
-        stage: "sft",
-        epoch,
-        metrics,
-        seed: config.seed,
-        createdAt: now(),
         // Positions are in selection order; how the beams mapped them onto the prompt must be reused at evaluation.
         notes: {
           promptOrder: input.beams.promptOrder,
@@ -156,39 +122,10 @@ export function runSft(input: SftRunInput): SftRunResult {
           ...(input.provenance.notes ?? {}),
         },
       },
-    });
-    return path;
-  };
-  const result = train(
-    model,
-    data.train,
-    sftObjective(model, data, config.loss, config.optim.batchQueries),
-    config.optim,
-    config.seed,
-    {
-      onStep: input.onStep,
-      onEpoch: (info, snapshot) => {
-        const path = save(epochFile(info.epoch), info.epoch, info.metrics);
-        if (path !== null) checkpoints.push(path);
-        if (info.improved) bestCheckpoint = save("best.safetensors", info.epoch, info.metrics);
-        // Written last: a crash before this line resumes from the previous epoch and redoes this one.
-        if (input.checkpointDir !== null)
-          saveTrainState(
-            join(input.checkpointDir, STATE_FILE),
-            { loop: snapshot(), params: model.values(), dtype: config.dtype },
-            model.specs.map((s) => s.name),
-          );
-        input.onEpoch?.({ ...info, checkpoint: path });
-      },
     },
-    input.resume?.loop,
-  );
-  return {
-    ...result,
-    model,
-    stats,
-    split: { train: data.train.length, val: data.val.length },
-    checkpoints,
-    bestCheckpoint,
-  };
+    onStep: input.onStep,
+    onEpoch: input.onEpoch,
+    now: input.now,
+  });
+  return { ...result, stats };
 }

@@ -17,7 +17,8 @@ import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable } from "./data.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
-import { runSft, type SftConfig, SftConfigSchema, type SftRunResult, STATE_FILE } from "./sft-run.js";
+import { STATE_FILE } from "./run.js";
+import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -126,7 +127,7 @@ const StoredRunSchema = z.object({
   sft: SftConfigSchema,
 });
 
-export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResult {
+export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
   const inputs = resolveInputs(ws, opts);
   const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
@@ -152,7 +153,11 @@ export function runSftStage(ws: Workspace, opts: SftStageOptions): SftStageResul
  * Continues an interrupted SFT run from the state saved after its last finished epoch. The inputs
  * must be unchanged (same sha256 as recorded); the result is the same as an uninterrupted run.
  */
-export function resumeSftStage(ws: Workspace, runId: string, progress?: ProgressStream | null): SftStageResult {
+export async function resumeSftStage(
+  ws: Workspace,
+  runId: string,
+  progress?: ProgressStream | null,
+): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   const parsed = StoredRunSchema.safeParse(run.config);
@@ -177,18 +182,18 @@ export function resumeSftStage(ws: Workspace, runId: string, progress?: Progress
   return execute(ws, runId, inputs, stored.sft, { init, resume, progress });
 }
 
-function execute(
+async function execute(
   ws: Workspace,
   runId: string,
   inputs: ResolvedInputs,
   config: SftConfig,
   extra: { init?: Checkpoint; resume?: SavedState; progress?: ProgressStream | null },
-): SftStageResult {
+): Promise<SftStageResult> {
   ws.beginStage(runId, "sft");
   const checkpointDir = ws.artifactPath(`runs/${runId}/sft`);
   const progress = extra.progress === null ? null : new TrainingProgress("sft", config.optim.epochs, extra.progress);
   try {
-    const result = runSft({
+    const result = await runSft({
       config,
       beams: inputs.beams.set,
       pools: inputs.pools.set,

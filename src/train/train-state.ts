@@ -8,6 +8,7 @@ import { readSafetensors, writeSafetensors } from "../data/safetensors.js";
 import type { ParamValues } from "../selector/params.js";
 import type { AdamWState } from "../tensor/optim.js";
 import { LeverError } from "../util/errors.js";
+import type { ObjectiveState } from "./loop.js";
 
 export const STATE_FORMAT = "lever.train-state/1";
 
@@ -23,6 +24,8 @@ export interface LoopState {
 
 export interface SavedState {
   loop: LoopState;
+  /** The objective's own state (an RL objective's KL coefficient and behaviour snapshot). */
+  objective?: ObjectiveState;
   params: ParamValues;
   dtype: "float32" | "float64";
 }
@@ -47,12 +50,23 @@ export function saveTrainState(path: string, state: SavedState, paramOrder: read
       return p.step;
     }),
   }));
+  const objectiveArrays = [...(state.objective?.arrays ?? new Map<string, Float64Array>())];
+  for (const [name, data] of objectiveArrays)
+    tensors[`objective.${name}`] = { dtype: "F64", shape: [data.length], data };
   writeSafetensors(path, tensors, {
     format: STATE_FORMAT,
     dtype: state.dtype,
     params: JSON.stringify(paramOrder),
     loop: JSON.stringify(loop),
     adam: JSON.stringify({ betas: optimizer.betas, eps: optimizer.eps, groups }),
+    ...(state.objective !== undefined
+      ? {
+          objective: JSON.stringify({
+            json: state.objective.json ?? null,
+            arrays: objectiveArrays.map(([name]) => name),
+          }),
+        }
+      : {}),
   });
 }
 
@@ -89,7 +103,20 @@ export function loadTrainState(path: string): SavedState {
         })),
       })),
     };
-    return { loop: { ...loop, optimizer }, params, dtype: meta.dtype === "float64" ? "float64" : "float32" };
+    let objective: ObjectiveState | undefined;
+    if (meta.objective !== undefined) {
+      const o = JSON.parse(meta.objective) as { json: unknown; arrays: string[] };
+      objective = {
+        json: o.json,
+        arrays: new Map(o.arrays.map((name) => [name, Float64Array.from(get(`objective.${name}`))])),
+      };
+    }
+    return {
+      loop: { ...loop, optimizer },
+      ...(objective !== undefined ? { objective } : {}),
+      params,
+      dtype: meta.dtype === "float64" ? "float64" : "float32",
+    };
   } catch (error) {
     if (error instanceof LeverError) throw error;
     throw new LeverError(`corrupt training state: ${(error as Error).message}`, { file: path });

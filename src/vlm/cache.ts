@@ -5,17 +5,39 @@
  * are cheap and change when an image file changes. Failures are never cached.
  *
  * `cachedVlm` wraps ANY `Vlm` (the OpenAI backend, the simulator): it serves hits, de-duplicates
- * identical requests inside a batch, sends only the misses, and stores the successes.
+ * identical requests inside a batch, sends only the misses, and stores each success as it arrives
+ * (a run killed mid-batch keeps what came back), in one short transaction per event-loop turn.
  */
 import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Database } from "better-sqlite3";
 import { z } from "zod";
+import { Coalescer } from "../util/coalesce.js";
 import { check } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
-import { emptyStats, failureReason, type HasStats, hasStats, type VlmRunStats } from "./stats.js";
-import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "./types.js";
-import { isFailure } from "./types.js";
+import {
+  countFailure,
+  emptyStats,
+  failureSummary,
+  type HasActivity,
+  type HasStats,
+  hasActivity,
+  hasStats,
+  type VlmActivity,
+  type VlmRunStats,
+} from "./stats.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  isFailure,
+  type Outcome,
+  type PreflightOptions,
+  preflight,
+  type ScoreResult,
+  type Vlm,
+  type VlmFailureReason,
+  type VlmPrompt,
+} from "./types.js";
 
 export type CacheKind = "generate" | "score";
 
@@ -190,7 +212,7 @@ export async function requestKey(
 const generateResultSchema = z.strictObject({ text: z.string(), tokens: z.number() });
 const scoreResultSchema = z.strictObject({ logprobSum: z.number(), logprobMean: z.number(), tokens: z.number() });
 
-export interface CachedVlm extends Vlm, HasStats {
+export interface CachedVlm extends Vlm, HasStats, HasActivity {
   readonly inner: Vlm;
 }
 
@@ -206,7 +228,7 @@ class CachingVlm implements CachedVlm {
   private misses = 0;
   private deduplicated = 0;
   /** Fallback accounting when the wrapped Vlm keeps no stats of its own. */
-  private readonly own = { calls: 0, failures: new Map<string, number>() };
+  private readonly own = { calls: 0, failures: new Map<VlmFailureReason, number>() };
 
   constructor(
     readonly inner: Vlm,
@@ -215,24 +237,35 @@ class CachingVlm implements CachedVlm {
     this.id = inner.id;
   }
 
-  generate(prompts: VlmPrompt[], options?: CallOptions): Promise<Outcome<GenerateResult>[]> {
+  generate(prompts: VlmPrompt[], options: CallOptions<GenerateResult> = {}): Promise<Outcome<GenerateResult>[]> {
     return this.run(
       "generate",
       prompts.map((prompt) => ({ prompt, answer: null })),
-      (misses) =>
+      (misses, onResult) =>
         this.inner.generate(
           misses.map((m) => m.prompt),
-          options,
+          { signal: options.signal, onResult },
         ),
       generateResultSchema,
+      options.onResult,
     );
   }
 
   scoreAnswer(
     requests: { prompt: VlmPrompt; answer: string }[],
-    options?: CallOptions,
+    options: CallOptions<ScoreResult> = {},
   ): Promise<Outcome<ScoreResult>[]> {
-    return this.run("score", requests, (misses) => this.inner.scoreAnswer(misses, options), scoreResultSchema);
+    return this.run(
+      "score",
+      requests,
+      (misses, onResult) => this.inner.scoreAnswer(misses, { signal: options.signal, onResult }),
+      scoreResultSchema,
+      options.onResult,
+    );
+  }
+
+  preflight(options: PreflightOptions): Promise<void> {
+    return preflight(this.inner, options);
   }
 
   getStats(): VlmRunStats {
@@ -240,21 +273,23 @@ class CachingVlm implements CachedVlm {
     return { ...base, cacheHits: this.hits, cacheMisses: this.misses, deduplicated: this.deduplicated };
   }
 
+  activity(): VlmActivity | null {
+    return hasActivity(this.inner) ? this.inner.activity() : null;
+  }
+
   private ownStats(): VlmRunStats {
-    const byReason: Record<string, number> = {};
-    let total = 0;
-    for (const [reason, count] of [...this.own.failures].sort()) {
-      byReason[reason] = count;
-      total += count;
-    }
-    return { ...emptyStats(), calls: this.own.calls, failures: { total, byReason } };
+    return { ...emptyStats(), calls: this.own.calls, failures: failureSummary(this.own.failures) };
   }
 
   private async run<A extends string | null, R extends object>(
     kind: CacheKind,
     requests: { prompt: VlmPrompt; answer: A }[],
-    send: (misses: { prompt: VlmPrompt; answer: A }[]) => Promise<Outcome<R>[]>,
+    send: (
+      misses: { prompt: VlmPrompt; answer: A }[],
+      onResult: (index: number, outcome: Outcome<R>) => void,
+    ) => Promise<Outcome<R>[]>,
     schema: z.ZodType<R>,
+    onResult?: (index: number, outcome: Outcome<R>) => void,
   ): Promise<Outcome<R>[]> {
     const keys = await Promise.all(
       requests.map((r) => requestKey(this.id, kind, r.prompt, r.answer as string | null, this.images)),
@@ -274,6 +309,7 @@ class CachingVlm implements CachedVlm {
       if (hit !== undefined) {
         results[i] = hit;
         this.hits++;
+        onResult?.(i, hit);
         continue;
       }
       pending.set(key, [i]);
@@ -281,21 +317,35 @@ class CachingVlm implements CachedVlm {
     }
     if (missOrder.length === 0) return results;
     this.misses += missOrder.length;
-    const sent = await send(missOrder.map((key) => requests[pending.get(key)![0]]));
-    if (sent.length !== missOrder.length)
-      throw new Error(`${this.id} returned ${sent.length} results for ${missOrder.length} requests`);
-    const toStore: CacheEntry[] = [];
-    sent.forEach((outcome, j) => {
-      const key = missOrder[j];
-      for (const i of pending.get(key)!) results[i] = outcome;
-      this.own.calls++;
-      if (isFailure(outcome)) {
-        const reason = failureReason(outcome.error);
-        this.own.failures.set(reason, (this.own.failures.get(reason) ?? 0) + 1);
-      } else toStore.push({ key, model: this.id, kind, response: JSON.stringify(outcome) });
+    const writer = new Coalescer<CacheEntry>((entries) => {
+      if (this.cache.putMany !== undefined) this.cache.putMany(entries);
+      else for (const e of entries) this.cache.put(e.key, e.model, e.kind, e.response);
     });
-    if (this.cache.putMany !== undefined) this.cache.putMany(toStore);
-    else for (const e of toStore) this.cache.put(e.key, e.model, e.kind, e.response);
+    const arrived = new Uint8Array(missOrder.length);
+    // Each miss's outcome, when it arrives (from the backend's onResult, else from the returned array).
+    const arrive = (j: number, outcome: Outcome<R>) => {
+      if (arrived[j] === 1) return;
+      arrived[j] = 1;
+      const key = missOrder[j];
+      this.own.calls++;
+      if (isFailure(outcome)) countFailure(this.own.failures, outcome);
+      else writer.add({ key, model: this.id, kind, response: JSON.stringify(outcome) });
+      for (const i of pending.get(key)!) {
+        results[i] = outcome;
+        onResult?.(i, outcome);
+      }
+    };
+    try {
+      const sent = await send(
+        missOrder.map((key) => requests[pending.get(key)![0]]),
+        arrive,
+      );
+      if (sent.length !== missOrder.length)
+        throw new Error(`${this.id} returned ${sent.length} results for ${missOrder.length} requests`);
+      for (let j = 0; j < sent.length; j++) arrive(j, sent[j]);
+    } finally {
+      writer.flush(); // what arrived before an abort is kept
+    }
     return results;
   }
 

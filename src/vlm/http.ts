@@ -1,12 +1,13 @@
 /**
  * One JSON POST with retries: exponential backoff with jitter (seeded `Rng`), `Retry-After` on 429,
- * a per-attempt timeout, and endpoint health reporting. A request that keeps failing resolves to a
- * failure with a reason; only the caller's AbortSignal makes it throw.
+ * a per-attempt timeout, and endpoint health reporting (cool-down, circuit breaker). A request that
+ * keeps failing resolves to a typed failure; only the caller's AbortSignal makes it throw.
  */
 import type { Rng } from "../util/rng.js";
-import type { EndpointPool } from "./endpoints.js";
+import { CircuitOpenError, type EndpointPool, type Lease } from "./endpoints.js";
 import type { StatsRecorder } from "./stats.js";
 import type { Transport } from "./transport.js";
+import { type VlmFailure, vlmFailure } from "./types.js";
 
 export interface RetryPolicy {
   maxRetries: number;
@@ -17,22 +18,24 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
-export type FailureReason = "timeout" | "connection" | "http-429" | "http-5xx" | "http-4xx" | "malformed-response";
+export type PostResult = { ok: true; json: unknown; url: string } | { ok: false; failure: VlmFailure };
 
-export type PostResult =
-  | { ok: true; json: unknown; url: string }
-  | { ok: false; reason: FailureReason; message: string };
-
-type Attempt =
+/** One HTTP exchange: the parsed JSON, or a failure with what the retry loop and the pool need to know. */
+export type Attempt =
   | { ok: true; json: unknown }
   | {
       ok: false;
-      reason: FailureReason;
-      message: string;
+      failure: VlmFailure;
       retryable: boolean;
       retryAfterMs?: number;
       health: "fail" | "neutral";
     };
+
+export interface SendContext {
+  headers: Record<string, string>;
+  transport: Transport;
+  timeoutMs: number;
+}
 
 export interface PostContext {
   pool: EndpointPool;
@@ -43,7 +46,11 @@ export interface PostContext {
   transport: Transport;
 }
 
-/** POSTs `body` (JSON text, or its UTF-8 bytes in chunks) to `path` on some endpoint of the pool, retrying transient failures. */
+/**
+ * POSTs `body` (JSON text, or its UTF-8 bytes in chunks) to `path` on some endpoint of the pool,
+ * retrying transient failures. Once the pool's breaker is open the request fails at once with
+ * `circuit-open`.
+ */
 export async function postJson(
   ctx: PostContext,
   path: string,
@@ -51,33 +58,48 @@ export async function postJson(
   signal?: AbortSignal,
 ): Promise<PostResult> {
   const chunks = typeof body === "string" ? [Buffer.from(body, "utf8")] : body;
+  const send: SendContext = { headers: ctx.headers, transport: ctx.transport, timeoutMs: ctx.policy.timeoutMs };
   let lastUrl: string | undefined;
   let last: Attempt | null = null;
   let attempts = 0;
-  for (let attempt = 0; attempt <= ctx.policy.maxRetries; attempt++) {
-    attempts = attempt + 1;
-    if (attempt > 0) {
-      ctx.stats.retries++;
-      await sleep(backoffMs(ctx, attempt - 1, last?.ok === false ? last.retryAfterMs : undefined), signal);
+  try {
+    for (let attempt = 0; attempt <= ctx.policy.maxRetries; attempt++) {
+      attempts = attempt + 1;
+      if (attempt > 0) {
+        if (attempt === 1) ctx.stats.retrying++;
+        ctx.stats.retries++;
+        await sleep(backoffMs(ctx, attempt - 1, last?.ok === false ? last.retryAfterMs : undefined), signal);
+      }
+      let lease: Lease;
+      try {
+        lease = await ctx.pool.acquire(signal, lastUrl);
+      } catch (error) {
+        if (error instanceof CircuitOpenError) return { ok: false, failure: error.failure };
+        throw error; // the caller's abort
+      }
+      lastUrl = lease.url;
+      let result: Attempt;
+      try {
+        ctx.stats.httpRequests++;
+        result = await sendOnce(send, `${lease.url}${path}`, chunks, signal);
+      } catch (error) {
+        lease.release("neutral");
+        throw error; // only the caller's abort gets here
+      }
+      if (result.ok) {
+        lease.release("ok");
+        return { ok: true, json: result.json, url: lease.url };
+      }
+      lease.release(result.health, result.failure);
+      last = result;
+      if (!result.retryable) break;
     }
-    const lease = await ctx.pool.acquire(signal, lastUrl);
-    lastUrl = lease.url;
-    let result: Attempt;
-    try {
-      ctx.stats.httpRequests++;
-      result = await attemptOnce(ctx, `${lease.url}${path}`, chunks, signal);
-    } catch (error) {
-      lease.release("neutral");
-      throw error; // only the caller's abort gets here
-    }
-    lease.release(result.ok ? "ok" : result.health);
-    if (result.ok) return { ok: true, json: result.json, url: lease.url };
-    last = result;
-    if (!result.retryable) break;
+  } finally {
+    if (attempts > 1) ctx.stats.retrying--;
   }
-  const failure = last as Extract<Attempt, { ok: false }>;
+  const { failure } = last as Extract<Attempt, { ok: false }>;
   const tries = attempts === 1 ? "1 attempt" : `${attempts} attempts`;
-  return { ok: false, reason: failure.reason, message: `${failure.message} (${lastUrl}${path}, ${tries})` };
+  return { ok: false, failure: vlmFailure(failure.reason, `${failure.message} (${lastUrl}${path}, ${tries})`) };
 }
 
 /** Delay before retry number `retry` (0-based): equal jitter over base·2^retry, capped; Retry-After wins when given. */
@@ -87,23 +109,27 @@ export function backoffMs(ctx: Pick<PostContext, "policy" | "rng">, retry: numbe
   return ceiling / 2 + (ceiling / 2) * ctx.rng.next();
 }
 
-async function attemptOnce(
-  ctx: PostContext,
+/**
+ * One request with a timeout: a POST of `body`, or a GET when `body` is null. Resolves to the JSON
+ * or a classified failure; throws only when `signal` aborts (with its reason).
+ */
+export async function sendOnce(
+  ctx: SendContext,
   url: string,
-  body: readonly Uint8Array[],
+  body: readonly Uint8Array[] | null,
   signal?: AbortSignal,
 ): Promise<Attempt> {
   const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), ctx.policy.timeoutMs);
+  const timer = setTimeout(() => timeout.abort(), ctx.timeoutMs);
   const combined = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
+  const headers = body === null ? ctx.headers : { "content-type": "application/json", ...ctx.headers };
   try {
-    const response = await ctx.transport(url, body, { "content-type": "application/json", ...ctx.headers }, combined);
+    const response = await ctx.transport(url, body, headers, combined);
     const text = response.text;
     if (response.status === 429) {
       return {
         ok: false,
-        reason: "http-429",
-        message: `server busy (429) ${snippet(text)}`,
+        failure: vlmFailure("rate-limited", `server busy (429) ${snippet(text)}`),
         retryable: true,
         retryAfterMs: parseRetryAfter(response.header("retry-after") ?? null),
         health: "neutral",
@@ -112,18 +138,16 @@ async function attemptOnce(
     if (response.status >= 500)
       return {
         ok: false,
-        reason: "http-5xx",
-        message: `HTTP ${response.status} ${snippet(text)}`,
+        failure: vlmFailure("http-5xx", `HTTP ${response.status} ${snippet(text)}`),
         retryable: true,
         health: "fail",
       };
     if (response.status === 408)
-      return { ok: false, reason: "timeout", message: "HTTP 408 request timeout", retryable: true, health: "fail" };
+      return { ok: false, failure: vlmFailure("timeout", "HTTP 408 request timeout"), retryable: true, health: "fail" };
     if (response.status >= 400)
       return {
         ok: false,
-        reason: "http-4xx",
-        message: `HTTP ${response.status} ${snippet(text)}`,
+        failure: vlmFailure("http-4xx", `HTTP ${response.status} ${snippet(text)}`),
         retryable: false,
         health: "neutral",
       };
@@ -133,8 +157,7 @@ async function attemptOnce(
       // A cut-off body is usually a transient server or proxy fault.
       return {
         ok: false,
-        reason: "malformed-response",
-        message: `response is not JSON: ${snippet(text)}`,
+        failure: vlmFailure("malformed-response", `response is not JSON: ${snippet(text)}`),
         retryable: true,
         health: "fail",
       };
@@ -144,15 +167,13 @@ async function attemptOnce(
     if (timeout.signal.aborted)
       return {
         ok: false,
-        reason: "timeout",
-        message: `no response within ${ctx.policy.timeoutMs} ms`,
+        failure: vlmFailure("timeout", `no response within ${ctx.timeoutMs} ms`),
         retryable: true,
         health: "fail",
       };
     return {
       ok: false,
-      reason: "connection",
-      message: `connection failed: ${errorText(error)}`,
+      failure: vlmFailure("unreachable", `connection failed: ${errorText(error)}`),
       retryable: true,
       health: "fail",
     };

@@ -11,8 +11,14 @@
  * wrong tokens. The probe avoids sending the images twice and does not depend on whether `/tokenize`
  * expands image placeholders the way the engine does. `answerSpan: "decoded"` needs no `/tokenize`
  * and instead joins `decoded_token`s back from the end until they spell the answer.
+ *
+ * Failing servers fail fast: `preflight` checks the servers before a stage starts (src/vlm/preflight.ts),
+ * retries are few and short, a failing endpoint cools down, and when every endpoint has been failing
+ * for `breakerMs` the circuit breaker refuses further requests (`circuit-open`) so the caller stops
+ * (src/vlm/endpoints.ts). Outcomes are reported per request as they arrive (`CallOptions.onResult`).
  */
 import { z } from "zod";
+import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
@@ -30,10 +36,22 @@ import {
   renderMessages,
   renderScoringMessages,
 } from "./layouts.js";
+import { preflightOpenAi } from "./preflight.js";
 import { type PromptLogprobsEntry, spanFromDecodedTokens, spanFromTokenIds } from "./span.js";
-import { StatsRecorder, type VlmRunStats } from "./stats.js";
+import { StatsRecorder, type VlmActivity, type VlmRunStats } from "./stats.js";
 import { nodeHttpTransport, type Transport } from "./transport.js";
-import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "./types.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  isFailure,
+  type Outcome,
+  type PreflightOptions,
+  type ScoreResult,
+  type Vlm,
+  type VlmFailure,
+  type VlmPrompt,
+  vlmFailure,
+} from "./types.js";
 import { serializeChatBody } from "./wire.js";
 
 /** Request fields the client sets itself; `extraBody` may not override them. */
@@ -82,7 +100,11 @@ export const openAiVlmConfigSchema = z
       .default(512 * 1024 * 1024)
       .describe("bytes of encoded images kept in memory"),
     maxTokens: z.number().int().positive().default(5).describe("generated tokens per answer (the reference used 5)"),
-    temperature: z.number().min(0).default(0).describe("sampling temperature of generation (0 = greedy)"),
+    temperature: z
+      .number()
+      .min(0)
+      .default(0)
+      .meta({ flag: "gen-temperature", description: "sampling temperature of generation (0 = greedy)" }),
     extraBody: z
       .record(z.string(), z.unknown())
       .default({})
@@ -100,14 +122,14 @@ export const openAiVlmConfigSchema = z
       .describe("also score the end-of-turn token after the answer (Lever-LM scored label + EOS)"),
     endOfTurnToken: z.string().min(1).default("<|im_end|>").describe("the end-of-turn token text"),
     concurrencyPerEndpoint: z.number().int().positive().default(8).describe("requests in flight per base URL"),
-    timeoutMs: z.number().int().positive().default(120_000).describe("per-request timeout in milliseconds"),
-    maxRetries: z.number().int().nonnegative().default(4).describe("retries of a failed request"),
+    timeoutMs: z.number().int().positive().default(60_000).describe("per-attempt timeout in milliseconds"),
+    maxRetries: z.number().int().nonnegative().default(3).describe("retries of a failed request"),
     backoffBaseMs: z
       .number()
       .nonnegative()
       .default(500)
       .describe("first retry delay in milliseconds (doubles, with jitter)"),
-    backoffMaxMs: z.number().nonnegative().default(20_000).describe("largest retry delay in milliseconds"),
+    backoffMaxMs: z.number().nonnegative().default(5_000).describe("largest retry delay in milliseconds"),
     maxRetryAfterMs: z
       .number()
       .nonnegative()
@@ -122,8 +144,18 @@ export const openAiVlmConfigSchema = z
     cooldownMs: z
       .number()
       .nonnegative()
-      .default(30_000)
+      .default(5_000)
       .describe("how long a failing endpoint is left alone, in milliseconds"),
+    breakerMs: z
+      .number()
+      .int()
+      .positive()
+      .default(20_000)
+      .describe("stop sending (and stop the run) when every endpoint has been failing this long, in milliseconds"),
+    preflight: z
+      .boolean()
+      .default(true)
+      .describe("check the servers (model served, images accepted, prompt_logprobs when scoring) before any work"),
     seed: z.number().int().default(0).describe("seed of the retry jitter"),
   })
   .strict();
@@ -177,8 +209,8 @@ export class OpenAiVlm implements Vlm {
   private readonly pool: EndpointPool;
   private readonly stats = new StatsRecorder();
   private readonly post: PostContext;
-  private probePrefix: Promise<number[] | string> | null = null;
-  private readonly answerIds = new Map<string, Promise<number[] | string>>();
+  private probePrefix: Promise<number[] | VlmFailure> | null = null;
+  private readonly answerIds = new Map<string, Promise<number[] | VlmFailure>>();
 
   constructor(options: OpenAiVlmOptions, deps: { transport?: Transport; env?: NodeJS.ProcessEnv } = {}) {
     this.config = parseOpenAiVlmConfig(options);
@@ -189,6 +221,7 @@ export class OpenAiVlm implements Vlm {
       concurrency: c.concurrencyPerEndpoint,
       cooldownAfter: c.cooldownAfterFailures,
       cooldownMs: c.cooldownMs,
+      breakerMs: c.breakerMs,
     });
     const headers: Record<string, string> = {};
     if (c.apiKeyEnv !== undefined) {
@@ -214,15 +247,30 @@ export class OpenAiVlm implements Vlm {
     this.id = openAiVlmId(c);
   }
 
-  async generate(prompts: VlmPrompt[], options: CallOptions = {}): Promise<Outcome<GenerateResult>[]> {
-    return this.runBatch(prompts, (prompt) => this.timed(() => this.generateOne(prompt, options.signal)), options);
+  async generate(prompts: VlmPrompt[], options: CallOptions<GenerateResult> = {}): Promise<Outcome<GenerateResult>[]> {
+    return this.runBatch(prompts, (prompt, signal) => this.timed(() => this.generateOne(prompt, signal)), options);
   }
 
   async scoreAnswer(
     requests: { prompt: VlmPrompt; answer: string }[],
-    options: CallOptions = {},
+    options: CallOptions<ScoreResult> = {},
   ): Promise<Outcome<ScoreResult>[]> {
-    return this.runBatch(requests, (r) => this.timed(() => this.scoreOne(r.prompt, r.answer, options.signal)), options);
+    return this.runBatch(requests, (r, signal) => this.timed(() => this.scoreOne(r.prompt, r.answer, signal)), options);
+  }
+
+  /** Checks every server before any work (src/vlm/preflight.ts); off with `preflight: false`. */
+  async preflight(options: PreflightOptions): Promise<void> {
+    if (!this.config.preflight) return;
+    await preflightOpenAi({
+      urls: this.config.baseUrls.map(normalizeBaseUrl),
+      model: this.config.model,
+      extraBody: this.config.extraBody,
+      answerSpan: this.config.answerSpan,
+      scoring: options.scoring,
+      send: { headers: this.post.headers, transport: this.post.transport, timeoutMs: this.config.timeoutMs },
+      retryPauseMs: this.config.backoffBaseMs,
+      signal: options.signal,
+    });
   }
 
   getStats(): VlmRunStats {
@@ -233,33 +281,68 @@ export class OpenAiVlm implements Vlm {
     return this.pool.snapshot();
   }
 
-  /** Runs every item concurrently, bounded by the total endpoint capacity; results in input order. */
-  private async runBatch<T, R>(items: T[], run: (item: T) => Promise<R>, options: CallOptions): Promise<R[]> {
-    const results = new Array<R>(items.length);
+  activity(): VlmActivity {
+    const endpoints = this.pool.snapshot();
+    const cooling = endpoints.filter((e) => e.coolingForMs > 0);
+    return {
+      inFlight: endpoints.reduce((n, e) => n + e.inFlight, 0),
+      waiting: this.pool.waiting(),
+      retrying: this.stats.retrying,
+      endpoints: endpoints.length,
+      cooling: cooling.length,
+      coolingForMs: Math.max(0, ...cooling.map((e) => e.coolingForMs)),
+      failingForMs: this.pool.allFailingForMs(),
+      breakerMs: this.config.breakerMs,
+    };
+  }
+
+  /**
+   * Runs every item concurrently, bounded by the total endpoint capacity; results in input order,
+   * each also handed to `onResult` as it arrives. The caller's signal is linked once per batch
+   * (src/util/abort.ts): every waiting request listens on the batch's own signal.
+   */
+  private async runBatch<T, R>(
+    items: T[],
+    run: (item: T, signal: AbortSignal) => Promise<Outcome<R>>,
+    options: CallOptions<R>,
+  ): Promise<Outcome<R>[]> {
+    const results = new Array<Outcome<R>>(items.length);
     const width = Math.min(items.length, this.config.concurrencyPerEndpoint * this.config.baseUrls.length);
+    // A scoring request waits on two things at once (chat + /tokenize), the shared probe on one more.
+    const scope = linkedSignal(options.signal, 2 * width + 2);
     let next = 0;
     const worker = async () => {
-      while (next < items.length) {
-        options.signal?.throwIfAborted();
-        const index = next++;
-        results[index] = await run(items[index]);
+      try {
+        while (next < items.length) {
+          scope.signal.throwIfAborted();
+          const index = next++;
+          const outcome = await run(items[index], scope.signal);
+          results[index] = outcome;
+          options.onResult?.(index, outcome);
+        }
+      } catch (error) {
+        scope.abort(error); // the other workers stop too (a caller abort or a failing onResult)
+        throw error;
       }
     };
-    await Promise.all(Array.from({ length: width }, worker));
+    try {
+      await Promise.all(Array.from({ length: width }, worker));
+    } finally {
+      scope.dispose();
+    }
     return results;
   }
 
   private async timed<T>(call: () => Promise<Outcome<T>>): Promise<Outcome<T>> {
     const start = performance.now();
     const outcome = await call();
-    const error = typeof outcome === "object" && outcome !== null && "error" in outcome ? outcome.error : undefined;
-    this.stats.recordCall(performance.now() - start, error);
+    this.stats.recordCall(performance.now() - start, isFailure(outcome) ? outcome : undefined);
     return outcome;
   }
 
   private async generateOne(prompt: VlmPrompt, signal?: AbortSignal): Promise<Outcome<GenerateResult>> {
     const urls = await this.resolveImages(prompt);
-    if (typeof urls === "string") return { error: urls };
+    if (!(urls instanceof Map)) return urls;
     const messages = renderMessages(prompt, this.layout, imageKey);
     const fields = {
       ...this.config.extraBody,
@@ -269,16 +352,16 @@ export class OpenAiVlm implements Vlm {
       n: 1,
     };
     const reply = await this.chat(serializeChatBody(fields, messages, urls), signal);
-    if (!reply.ok) return { error: reply.error };
+    if (!reply.ok) return reply.failure;
     return { text: reply.response.choices[0].message.content ?? "", tokens: reply.response.usage.completion_tokens };
   }
 
   private async scoreOne(prompt: VlmPrompt, answer: string, signal?: AbortSignal): Promise<Outcome<ScoreResult>> {
     const answerText = answer.trim();
-    if (answerText === "") return { error: "invalid-request: empty answer" };
+    if (answerText === "") return vlmFailure("invalid-request", "empty answer");
     const content = this.config.includeEndOfTurn ? answerText + this.config.endOfTurnToken : answerText;
     const urls = await this.resolveImages(prompt);
-    if (typeof urls === "string") return { error: urls };
+    if (!(urls instanceof Map)) return urls;
     const messages = renderScoringMessages(prompt, content, this.layout, imageKey);
     const fields = {
       ...this.config.extraBody,
@@ -293,19 +376,19 @@ export class OpenAiVlm implements Vlm {
       this.chat(serializeChatBody(fields, messages, urls), signal),
       this.config.answerSpan === "tokenize" ? this.tokenizeAnswer(content, signal) : Promise.resolve(null),
     ]);
-    if (!reply.ok) return { error: reply.error };
-    if (typeof ids === "string") return { error: ids };
+    if (!reply.ok) return reply.failure;
+    if (ids !== null && !Array.isArray(ids)) return ids;
     const entries = reply.response.prompt_logprobs as PromptLogprobsEntry[] | null | undefined;
     if (!Array.isArray(entries))
-      return { error: "malformed-response: no prompt_logprobs in the response (does the server support them?)" };
+      return vlmFailure("malformed-response", "no prompt_logprobs in the response (does the server support them?)");
     const span = ids === null ? spanFromDecodedTokens(entries, content) : spanFromTokenIds(entries, ids, content);
-    if (!span.ok) return { error: `answer-span: ${span.reason}` };
+    if (!span.ok) return vlmFailure("answer-span", span.reason);
     const sum = span.score.logprobs.reduce((a, b) => a + b, 0);
     return { logprobSum: sum, logprobMean: sum / span.score.logprobs.length, tokens: span.score.logprobs.length };
   }
 
-  /** Image URLs (as JSON literals) by `imageKey`, or the failure text when an image is missing. */
-  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, Buffer> | string> {
+  /** Image URLs (as JSON literals) by `imageKey`, or the failure when an image is missing. */
+  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, Buffer> | VlmFailure> {
     const urls = new Map<string, Buffer>();
     try {
       for (const ref of promptImages(prompt)) {
@@ -313,7 +396,7 @@ export class OpenAiVlm implements Vlm {
         if (!urls.has(key)) urls.set(key, await this.images.jsonUrl(ref));
       }
     } catch (error) {
-      if (error instanceof ImageError) return `missing-image: ${error.message}`;
+      if (error instanceof ImageError) return vlmFailure("missing-image", error.message);
       throw error;
     }
     return urls;
@@ -322,43 +405,44 @@ export class OpenAiVlm implements Vlm {
   private async chat(
     body: Buffer[],
     signal?: AbortSignal,
-  ): Promise<{ ok: true; response: ChatResponse } | { ok: false; error: string }> {
+  ): Promise<{ ok: true; response: ChatResponse } | { ok: false; failure: VlmFailure }> {
     const result = await postJson(this.post, "/v1/chat/completions", body, signal);
-    if (!result.ok) return { ok: false, error: `${result.reason}: ${result.message}` };
+    if (!result.ok) return result;
     const parsed = chatResponseSchema.safeParse(result.json);
     if (!parsed.success)
       return {
         ok: false,
-        error: `malformed-response: unexpected chat response shape (${describeIssue(parsed.error)})`,
+        failure: vlmFailure("malformed-response", `unexpected chat response shape (${describeIssue(parsed.error)})`),
       };
     this.stats.promptTokens += parsed.data.usage.prompt_tokens;
     this.stats.completionTokens += parsed.data.usage.completion_tokens;
     return { ok: true, response: parsed.data };
   }
 
-  private async tokenize(body: object, signal?: AbortSignal): Promise<number[] | string> {
+  private async tokenize(body: object, signal?: AbortSignal): Promise<number[] | VlmFailure> {
     const result = await postJson(this.post, "/tokenize", JSON.stringify(body), signal);
-    if (!result.ok) return `${result.reason}: /tokenize ${result.message}`;
+    if (!result.ok) return vlmFailure(result.failure.reason, `/tokenize ${result.failure.message}`);
     const parsed = tokenizeResponseSchema.safeParse(result.json);
-    if (!parsed.success) return `malformed-response: unexpected /tokenize response (${describeIssue(parsed.error)})`;
+    if (!parsed.success)
+      return vlmFailure("malformed-response", `unexpected /tokenize response (${describeIssue(parsed.error)})`);
     return parsed.data.tokens;
   }
 
   /** Token ids of `content` as the final assistant message; memoised per content, failures are not. */
-  private tokenizeAnswer(content: string, signal?: AbortSignal): Promise<number[] | string> {
+  private tokenizeAnswer(content: string, signal?: AbortSignal): Promise<number[] | VlmFailure> {
     let ids = this.answerIds.get(content);
     if (ids === undefined) {
       ids = this.computeAnswerIds(content, signal);
       this.answerIds.set(content, ids);
       ids.then(
-        (value) => typeof value === "string" && this.answerIds.delete(content),
+        (value) => !Array.isArray(value) && this.answerIds.delete(content),
         () => this.answerIds.delete(content),
       );
     }
     return ids;
   }
 
-  private async computeAnswerIds(content: string, signal?: AbortSignal): Promise<number[] | string> {
+  private async computeAnswerIds(content: string, signal?: AbortSignal): Promise<number[] | VlmFailure> {
     if (this.probePrefix === null) {
       const prefix = this.tokenize(
         { model: this.config.model, messages: PROBE_MESSAGES, add_generation_prompt: true },
@@ -366,7 +450,7 @@ export class OpenAiVlm implements Vlm {
       );
       this.probePrefix = prefix;
       prefix.then(
-        (value) => typeof value === "string" && (this.probePrefix = null),
+        (value) => !Array.isArray(value) && (this.probePrefix = null),
         () => (this.probePrefix = null),
       );
     }
@@ -382,11 +466,14 @@ export class OpenAiVlm implements Vlm {
         signal,
       ),
     ]);
-    if (typeof prefix === "string") return prefix;
-    if (typeof full === "string") return full;
+    if (!Array.isArray(prefix)) return prefix;
+    if (!Array.isArray(full)) return full;
     const extendsPrefix = full.length > prefix.length && prefix.every((id, i) => full[i] === id);
     if (!extendsPrefix)
-      return `answer-span: /tokenize of the answer ${JSON.stringify(content)} does not extend the generation prompt's tokens`;
+      return vlmFailure(
+        "answer-span",
+        `/tokenize of the answer ${JSON.stringify(content)} does not extend the generation prompt's tokens`,
+      );
     return full.slice(prefix.length);
   }
 }

@@ -1,7 +1,12 @@
 /**
  * Run summary of VLM calls: what a user needs to judge a run (did requests fail, why, how fast, how
- * many tokens). Failures are counted by reason, the part of the error text before the first colon.
+ * many tokens), counted by typed failure reason; and the live activity (requests retrying, endpoints
+ * cooling down, how long nothing has succeeded) that progress lines show while a run waits.
  */
+import type { VlmFailure, VlmFailureReason } from "./types.js";
+
+/** Failures counted by reason. */
+export type FailureCounts = Partial<Record<VlmFailureReason, number>>;
 
 export interface LatencySummary {
   count: number;
@@ -19,7 +24,7 @@ export interface VlmRunStats {
   cacheMisses: number;
   /** Requests answered by an identical request in the same batch. */
   deduplicated: number;
-  failures: { total: number; byReason: Record<string, number> };
+  failures: { total: number; byReason: FailureCounts };
   /** HTTP requests sent, including retries and `/tokenize` calls. */
   httpRequests: number;
   retries: number;
@@ -59,9 +64,23 @@ export function summarizeLatencies(values: ArrayLike<number>): LatencySummary {
   };
 }
 
-export function failureReason(error: string): string {
-  const colon = error.indexOf(":");
-  return colon > 0 ? error.slice(0, colon) : error;
+/** Adds one failure to `counts` (by its typed reason). */
+export function countFailure(counts: Map<VlmFailureReason, number>, failure: VlmFailure): void {
+  counts.set(failure.reason, (counts.get(failure.reason) ?? 0) + 1);
+}
+
+/** Counts as a plain object with reasons in name order, and their total. */
+export function failureSummary(counts: ReadonlyMap<VlmFailureReason, number>): {
+  total: number;
+  byReason: FailureCounts;
+} {
+  const byReason: FailureCounts = {};
+  let total = 0;
+  for (const [reason, count] of [...counts].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    byReason[reason] = count;
+    total += count;
+  }
+  return { total, byReason };
 }
 
 export function emptyStats(): VlmRunStats {
@@ -86,29 +105,22 @@ export class StatsRecorder {
   retries = 0;
   promptTokens = 0;
   completionTokens = 0;
-  private readonly failures = new Map<string, number>();
+  /** Requests that failed at least once and are not finished (waiting for or sending a retry). */
+  retrying = 0;
+  private readonly failures = new Map<VlmFailureReason, number>();
   private latencies: number[] = [];
 
-  recordCall(latencyMs: number, error?: string): void {
+  recordCall(latencyMs: number, failure?: VlmFailure): void {
     this.calls++;
     this.latencies.push(latencyMs);
-    if (error !== undefined) {
-      const reason = failureReason(error);
-      this.failures.set(reason, (this.failures.get(reason) ?? 0) + 1);
-    }
+    if (failure !== undefined) countFailure(this.failures, failure);
   }
 
   summary(): VlmRunStats {
-    const byReason: Record<string, number> = {};
-    let total = 0;
-    for (const [reason, count] of [...this.failures].sort()) {
-      byReason[reason] = count;
-      total += count;
-    }
     return {
       ...emptyStats(),
       calls: this.calls,
-      failures: { total, byReason },
+      failures: failureSummary(this.failures),
       httpRequests: this.httpRequests,
       retries: this.retries,
       latencyMs: summarizeLatencies(this.latencies),
@@ -116,4 +128,50 @@ export class StatsRecorder {
       completionTokens: this.completionTokens,
     };
   }
+}
+
+/** What the client is doing right now: the state a progress line shows while a run waits. */
+export interface VlmActivity {
+  /** HTTP requests in flight. */
+  inFlight: number;
+  /** Requests waiting for a free slot on a healthy endpoint. */
+  waiting: number;
+  /** Requests that failed at least once and will be (or are being) retried. */
+  retrying: number;
+  endpoints: number;
+  /** Endpoints resting after consecutive failures, and the longest remaining rest. */
+  cooling: number;
+  coolingForMs: number;
+  /** How long every endpoint has been failing with no success (null while any is healthy). */
+  failingForMs: number | null;
+  /** When `failingForMs` reaches this, the client stops sending (the circuit breaker). */
+  breakerMs: number;
+}
+
+/** Something that can report its activity (the OpenAI client; the cache wrapper: its backend's, if any). */
+export interface HasActivity {
+  activity(): VlmActivity | null;
+}
+
+export function hasActivity(value: unknown): value is HasActivity {
+  return typeof value === "object" && value !== null && typeof (value as HasActivity).activity === "function";
+}
+
+/** "retrying 3, 1/2 endpoints cooling 4 s (12 waiting), no success for 9 s (stop at 20 s)"; "" when all is well. */
+export function describeActivity(a: VlmActivity): string {
+  const parts: string[] = [];
+  if (a.retrying > 0) parts.push(`retrying ${a.retrying}`);
+  if (a.cooling > 0) {
+    const waiting = a.waiting > 0 ? ` (${a.waiting} waiting)` : "";
+    parts.push(
+      `${a.cooling}/${a.endpoints} endpoint${a.endpoints === 1 ? "" : "s"} cooling ${seconds(a.coolingForMs)}${waiting}`,
+    );
+  }
+  if (a.failingForMs !== null)
+    parts.push(`no success for ${seconds(a.failingForMs)} (stop at ${seconds(a.breakerMs)})`);
+  return parts.join(", ");
+}
+
+function seconds(ms: number): string {
+  return `${Math.ceil(ms / 1000)} s`;
 }

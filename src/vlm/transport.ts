@@ -1,5 +1,5 @@
 /**
- * The HTTP transport: a POST of a body given as chunks, over node:http(s) with keep-alive agents.
+ * The HTTP transport: a POST of a body given as chunks (or a GET, for the preflight check), over node:http(s) with keep-alive agents.
  * Measured against the global fetch with the same 670 KB 4-shot bodies, node:http writing the chunks
  * (the cached image literals, never concatenated) cost 2–5× less client CPU per request: undici copies
  * the body (cloneAsUint8Array / extractBody) and runs it through web streams.
@@ -13,10 +13,13 @@ export interface HttpResponse {
   text: string;
 }
 
-/** POSTs `body` to `url`; rejects on connection errors and on `signal` abort (with the signal's reason). */
+/**
+ * POSTs `body` to `url` (GETs it when `body` is null); rejects on connection errors and on `signal`
+ * abort (with the signal's reason).
+ */
 export type Transport = (
   url: string,
-  body: readonly Uint8Array[],
+  body: readonly Uint8Array[] | null,
   headers: Record<string, string>,
   signal: AbortSignal,
 ) => Promise<HttpResponse>;
@@ -32,14 +35,14 @@ export function nodeHttpTransport(): Transport {
       const target = new URL(url);
       const protocol = target.protocol as "http:" | "https:";
       let length = 0;
-      for (const chunk of body) length += chunk.length;
+      for (const chunk of body ?? []) length += chunk.length;
       const send = protocol === "https:" ? httpsRequest : httpRequest;
       const req = send(
         target,
         {
-          method: "POST",
+          method: body === null ? "GET" : "POST",
           agent: agents[protocol],
-          headers: { ...headers, "content-length": String(length) },
+          headers: body === null ? headers : { ...headers, "content-length": String(length) },
           signal,
         },
         (res: IncomingMessage) => {
@@ -60,7 +63,7 @@ export function nodeHttpTransport(): Transport {
         },
       );
       req.on("error", (error) => reject(signal.aborted ? signal.reason : error));
-      for (const chunk of body) req.write(chunk);
+      for (const chunk of body ?? []) req.write(chunk);
       req.end();
     });
 }

@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { buildProgram } from "../../src/cli/program.js";
 import { fieldHelp, formatDefault, settingFields } from "../../src/config/settings.js";
 import { EvalSettingsSchema } from "../../src/eval/config.js";
+import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/rl-stage.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { SftInputsSchema } from "../../src/train/sft-stage.js";
 import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
@@ -39,11 +40,41 @@ function expectReachable(path: string[], schema: z.ZodType, skip: string[] = [])
   return fields.length;
 }
 
+/** A section's default must be what its fields' defaults give: a partial override keeps the others. */
+function expectConsistentDefaults(schema: z.ZodType, required: Record<string, unknown>): void {
+  const parsed = schema.parse(required) as Record<string, unknown>;
+  for (const field of settingFields(schema)) {
+    if (!field.hasDefault) continue;
+    const value = field.path.reduce<unknown>((node, key) => (node as Record<string, unknown>)?.[key], parsed);
+    expect(value, `${field.path.join(".")}: the section default disagrees with the field default`).toEqual(
+      field.default,
+    );
+  }
+}
+
 describe("settings come from the schemas", () => {
   it("every SFT setting (inputs + config) is a flag with its description and default in --help", () => {
     const n = expectReachable(["train", "sft"], SftInputsSchema.extend(SftConfigSchema.shape));
     expect(n).toBeGreaterThan(30);
     expect(find(["train", "sft"]).options.some((o) => o.long === "--config")).toBe(true);
+  });
+
+  it("every RCE and GRPO setting (inputs, config, VLM) is a flag of lever train rce / grpo", () => {
+    for (const [stage, schema] of [
+      ["rce", RceStageConfigSchema],
+      ["grpo", GrpoStageConfigSchema],
+    ] as const) {
+      expectReachable(["train", stage], RlInputsSchema.extend(schema.shape));
+      expectReachable(["train", stage], VlmSettingsSchema);
+    }
+  });
+
+  it("section defaults agree with their fields' defaults (so a partial override keeps the others)", () => {
+    expectConsistentDefaults(SftInputsSchema.extend(SftConfigSchema.shape), { beams: "b", pools: "p", dataset: "d" });
+    expectConsistentDefaults(RlInputsSchema.extend(RceStageConfigSchema.shape), { rollouts: "r", dataset: "d" });
+    expectConsistentDefaults(RlInputsSchema.extend(GrpoStageConfigSchema.shape), { rollouts: "r", dataset: "d" });
+    expectConsistentDefaults(EvalSettingsSchema, { dataset: "d", index: "i" });
+    expectConsistentDefaults(VlmSettingsSchema, {});
   });
 
   it("every evaluation setting and every VLM backend setting is a flag of lever eval", () => {

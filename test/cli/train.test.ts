@@ -155,7 +155,7 @@ describe("lever train resume", () => {
         model: { hidden: 8 },
         optim: { epochs: 3, lr: 1e-2, batchQueries: 16 },
       });
-      expect(() =>
+      await expect(
         runSftStage(ws, {
           beams: join(dir, "beams.json"),
           pools: join(dir, "pools.json"),
@@ -169,7 +169,7 @@ describe("lever train resume", () => {
             },
           },
         }),
-      ).toThrow(/simulated crash/);
+      ).rejects.toThrow(/simulated crash/);
       crashedRun = ws.listRuns({ kind: "sft" }).at(-1)!.id;
       expect(ws.getRun(crashedRun)?.status).toBe("failed");
     } finally {

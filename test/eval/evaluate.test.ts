@@ -4,7 +4,7 @@ import { evaluate } from "../../src/eval/evaluate.js";
 import { fromPromptOrder } from "../../src/eval/types.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";
-import type { Vlm } from "../../src/vlm/types.js";
+import { type Vlm, vlmFailure } from "../../src/vlm/types.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
 
 let sim: SimWorkspace;
@@ -37,8 +37,9 @@ function counting(fail: (questionId: string) => boolean = () => false) {
     id: backend.id,
     generate: async (prompts, opts) => {
       counter.prompts += prompts.length;
-      const out = await backend.generate(prompts, opts);
-      return out.map((o, i) => (fail(prompts[i].query.questionId) ? { error: "http-5xx: injected" } : o));
+      // Outcomes are changed below, so the backend's per-arrival reports are not passed on.
+      const out = await backend.generate(prompts, { signal: opts?.signal });
+      return out.map((o, i) => (fail(prompts[i].query.questionId) ? vlmFailure("http-5xx", "injected") : o));
     },
     scoreAnswer: (requests, opts) => backend.scoreAnswer(requests, opts),
   });
@@ -139,16 +140,16 @@ describe("evaluate on the simulator", () => {
     const cut = await evaluate(sim.ws, opts, { progress: null, wrapBackend: stopping, signal: controller.signal });
     expect(cut.stats.aborted).toBe(true);
     expect(cut.artifact).toBeNull();
-    // Batches of ≤ 25 per (retriever, shot) over 30 queries: 25, 5, 25, 5, 25, 5 → 90 prompts stored;
-    // the 7th batch reaches 115 ≥ 100 prompts, the abort arrives with it and it is dropped.
-    expect(sim.ws.getPredictions(cut.runId).length).toBe(90);
+    // Batches of ≤ 25 per (retriever, shot) over 30 queries: 25, 5, 25, 5, 25, 5, then the 7th batch
+    // reaches 115 ≥ 100 prompts and the abort comes after its answers: all 115 are stored.
+    expect(sim.ws.getPredictions(cut.runId).length).toBe(115);
     expect(sim.ws.getRun(cut.runId)?.status).toBe("running");
 
     const rest = counting();
     const resumed = await evaluate(sim.ws, opts, { progress: null, wrapBackend: rest.wrap });
     expect(resumed.resumed).toBe(true);
-    expect(resumed.stats).toMatchObject({ planned: 270, skipped: 90, evaluated: 180, aborted: false });
-    expect(rest.counter.prompts).toBe(180);
+    expect(resumed.stats).toMatchObject({ planned: 270, skipped: 115, evaluated: 155, aborted: false });
+    expect(rest.counter.prompts).toBe(155);
     // Interrupted + resumed = one uninterrupted run.
     const whole = await evaluate(sim.ws, options({ ...small, run: "uninterrupted", cache: false }), { progress: null });
     expect(sim.ws.getPredictions(resumed.runId).map(({ runId: _, ...r }) => r)).toEqual(
@@ -173,6 +174,7 @@ describe("evaluate on the simulator", () => {
     }
     const failedRows = sim.ws.getPredictions(result.runId).filter((r) => r.failure !== null);
     expect(failedRows.every((r) => r.accuracy === null && r.failure === "http-5xx: injected")).toBe(true);
+    expect(result.stats.failuresByReason).toEqual({ "http-5xx": failedQueries * 4 });
 
     const healthy = counting();
     const retried = await evaluate(sim.ws, opts, { progress: null, wrapBackend: healthy.wrap });

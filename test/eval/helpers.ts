@@ -6,7 +6,15 @@ import type { VqaItem } from "../../src/data/item.js";
 import type { PoolProvider } from "../../src/eval/retrievers.js";
 import type { SamplerName } from "../../src/pools/samplers.js";
 import { Rng } from "../../src/util/rng.js";
-import type { CallOptions, GenerateResult, Outcome, Vlm, VlmPrompt } from "../../src/vlm/types.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  type Outcome,
+  type Vlm,
+  type VlmFailure,
+  type VlmPrompt,
+  vlmFailure,
+} from "../../src/vlm/types.js";
 
 export function makeItem(questionId: string, imageId: string, answer: string, concept = 0): VqaItem {
   return {
@@ -66,16 +74,17 @@ export class CountingVlm implements Vlm {
   readonly id = "counting-vlm";
   prompts = 0;
   calls = 0;
-  constructor(private readonly fail: (prompt: VlmPrompt) => string | null = () => null) {}
+  constructor(private readonly fail: (prompt: VlmPrompt) => VlmFailure | null = () => null) {}
 
-  async generate(prompts: VlmPrompt[], options?: CallOptions): Promise<Outcome<GenerateResult>[]> {
+  async generate(prompts: VlmPrompt[], options?: CallOptions<GenerateResult>): Promise<Outcome<GenerateResult>[]> {
     this.calls++;
     this.prompts += prompts.length;
     await new Promise((resolve) => setTimeout(resolve, 0));
-    return prompts.map((prompt) => {
-      if (options?.signal?.aborted) return { error: "aborted" };
-      const reason = this.fail(prompt);
-      if (reason !== null) return { error: reason };
+    return prompts.map((prompt): Outcome<GenerateResult> => {
+      // Like a backend whose in-flight requests fail when the caller gives up.
+      if (options?.signal?.aborted) return vlmFailure("timeout", "aborted by the caller");
+      const failure = this.fail(prompt);
+      if (failure !== null) return failure;
       const counts = new Map<string, number>();
       for (const d of prompt.demonstrations) counts.set(d.answer, (counts.get(d.answer) ?? 0) + 1);
       let best = "unknown";

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createProgress, formatDuration, progressStatus, renderBar } from "../../src/eval/progress.js";
 
 describe("progress", () => {
@@ -53,4 +53,42 @@ describe("progress", () => {
     expect(logOut.every((s) => !s.includes("\r") && s.endsWith("\n"))).toBe(true);
     expect(logOut.length).toBe(2 + 1); // at 1 s and 2 s, then the final line
   });
+
+  it("redraws while nothing completes and appends what the VLM client is waiting for", () => {
+    vi.useFakeTimers();
+    let t = 0;
+    let activity = "";
+    const out: string[] = [];
+    const p = createProgress({
+      label: "eval",
+      stream: { write: (s) => out.push(s) },
+      now: () => t,
+      intervalMs: 10_000,
+      activity: () => activity,
+    });
+    p.start(100, 0);
+    p.advance(10);
+    expect(out).toEqual([]);
+    activity = "retrying 3, 1/1 endpoint cooling 4 s (12 waiting)";
+    t = 10_000;
+    vi.advanceTimersByTime(10_000); // nothing completed for 10 s: a line anyway
+    expect(out).toEqual([
+      "eval [##----------------------] 10/100 10.0% 1.0/s ETA 1m30s | retrying 3, 1/1 endpoint cooling 4 s (12 waiting)\n",
+    ]);
+    t = 15_000;
+    p.advance(5); // within the interval: no line
+    activity = "";
+    t = 25_000;
+    vi.advanceTimersByTime(10_000);
+    expect(out[1]).toBe("eval [####--------------------] 15/100 15.0% 0.6/s ETA 2m22s\n");
+    p.finish();
+    const lines = out.length;
+    t = 60_000;
+    vi.advanceTimersByTime(60_000); // finished: the timer is gone
+    expect(out.length).toBe(lines);
+  });
+});
+
+afterEach(() => {
+  vi.useRealTimers();
 });

@@ -4,6 +4,15 @@ import { buildPrompt } from "../../src/eval/answer.js";
 import { createRetriever, memoizePools, type Retriever, type RetrieverContext } from "../../src/eval/retrievers.js";
 import { type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
 import { MemoryPredictionStore } from "../../src/eval/types.js";
+import { LeverError } from "../../src/util/errors.js";
+import {
+  type CallOptions,
+  type GenerateResult,
+  type Outcome,
+  type Vlm,
+  type VlmPrompt,
+  vlmFailure,
+} from "../../src/vlm/types.js";
 import { CountingVlm, makeItems, referencePools } from "./helpers.js";
 
 const index = makeItems("t", 60);
@@ -37,7 +46,36 @@ async function plan(names: ("zero" | "random" | "topk-image")[] = ["zero", "rand
   };
 }
 
-function deps(vlm: CountingVlm, store: MemoryPredictionStore, extra: Partial<RunnerDeps> = {}): RunnerDeps {
+/**
+ * A backend that answers one prompt at a time (every `delayMs`) and reports each outcome through
+ * `onResult` as it arrives, like the OpenAI client; `outcome` decides each prompt's result by its
+ * position in the whole run (0, 1, 2, …). An abort rejects the batch, as the OpenAI client does.
+ */
+class ArrivingVlm implements Vlm {
+  readonly id = "arriving";
+  sent = 0;
+  constructor(
+    private readonly outcome: (n: number, prompt: VlmPrompt) => Outcome<GenerateResult>,
+    private readonly delayMs = 1,
+  ) {}
+
+  async generate(prompts: VlmPrompt[], options: CallOptions<GenerateResult> = {}) {
+    const out: Outcome<GenerateResult>[] = [];
+    for (let i = 0; i < prompts.length; i++) {
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+      options.signal?.throwIfAborted();
+      out.push(this.outcome(this.sent++, prompts[i]));
+      options.onResult?.(i, out[i]);
+    }
+    return out;
+  }
+
+  async scoreAnswer(): Promise<never> {
+    throw new Error("not used");
+  }
+}
+
+function deps(vlm: Vlm, store: MemoryPredictionStore, extra: Partial<RunnerDeps> = {}): RunnerDeps {
   return { vlm, store, postprocess, score, batchSize: 7, concurrency: 2, ...extra };
 }
 
@@ -100,19 +138,20 @@ describe("runEvaluation", () => {
     const originalGenerate = first.generate.bind(first);
     first.generate = async (prompts, options) => {
       const out = await originalGenerate(prompts, options);
-      if (first.calls === 5) controller.abort(); // stop midway; this batch's results are dropped
+      if (first.calls === 5) controller.abort(); // stop midway, after this batch's answers came back
       return out;
     };
     const stats1 = await runEvaluation(await plan(), deps(first, store, { signal: controller.signal, concurrency: 1 }));
     expect(stats1.aborted).toBe(true);
-    // Batches of 7 per (retriever, shot): zero@0 gives 7 + 7 + 6, then random@1 gives 7 → 4 batches stored.
-    expect(stats1.evaluated).toBe(27);
-    expect(store.list("run1").length).toBe(27);
+    // Batches of 7 per (retriever, shot): zero@0 gives 7 + 7 + 6, then random@1 gives 7 + 7 → 5 batches,
+    // all stored: the 5th batch's answers had arrived before the abort.
+    expect(stats1.evaluated).toBe(34);
+    expect(store.list("run1").length).toBe(34);
 
     const second = new CountingVlm();
     const stats2 = await runEvaluation(await plan(), deps(second, store));
-    expect(stats2).toMatchObject({ planned: 180, skipped: 27, evaluated: 153, aborted: false });
-    expect(second.prompts).toBe(180 - 27); // nothing stored is recomputed
+    expect(stats2).toMatchObject({ planned: 180, skipped: 34, evaluated: 146, aborted: false });
+    expect(second.prompts).toBe(180 - 34); // nothing stored is recomputed
 
     const third = new CountingVlm();
     const stats3 = await runEvaluation(await plan(), deps(third, store));
@@ -130,14 +169,21 @@ describe("runEvaluation", () => {
   it("stores failed VLM calls as failures without accuracy and retries only them on the next run", async () => {
     const store = new MemoryPredictionStore();
     const failing = new CountingVlm((prompt) =>
-      Number(prompt.query.questionId) % 4 === 0 ? "HTTP 500 after 3 retries" : null,
+      Number(prompt.query.questionId) % 4 === 0 ? vlmFailure("http-5xx", "HTTP 500 (4 attempts)") : null,
     );
     const stats = await runEvaluation(await plan(["random"]), deps(failing, store));
     const failed = store.list("run1").filter((r) => r.failure !== null);
     expect(stats.failures).toBe(5 * 4); // 5 of 20 queries × 4 shots
+    expect(stats.failuresByReason).toEqual({ "http-5xx": 20 });
+    expect(stats.failuresByCell).toEqual({ "random@1": 5, "random@2": 5, "random@3": 5, "random@4": 5 });
     expect(failed.length).toBe(20);
     for (const row of failed) {
-      expect(row).toMatchObject({ failure: "HTTP 500 after 3 retries", accuracy: null, answer: null, rawAnswer: null });
+      expect(row).toMatchObject({
+        failure: "http-5xx: HTTP 500 (4 attempts)",
+        accuracy: null,
+        answer: null,
+        rawAnswer: null,
+      });
       expect(row.demonstrations.length).toBe(row.shot); // the choice is still recorded
     }
     const healthy = new CountingVlm();
@@ -160,5 +206,88 @@ describe("runEvaluation", () => {
     ).rejects.toThrow(/record "1000", field "cheat@2": demonstration 0 is chosen twice/);
     expect(vlm.prompts).toBe(0);
     expect(store.list("run1")).toEqual([]);
+  });
+
+  it("stores each answer as it arrives: an abort mid-batch keeps the answers that came back", async () => {
+    const store = new MemoryPredictionStore();
+    const controller = new AbortController();
+    const vlm = new ArrivingVlm((n) => {
+      if (n === 9) setImmediate(() => controller.abort()); // after the 10th answer, in the middle of batch 2
+      return { text: " answer0", tokens: 1 };
+    });
+    const stats = await runEvaluation(
+      await plan(["random"]),
+      deps(vlm, store, { signal: controller.signal, batchSize: 7, concurrency: 1 }),
+    );
+    expect(stats).toMatchObject({ aborted: true, evaluated: 10 });
+    expect(store.list("run1").length).toBe(10); // 7 of batch 1 + 3 of batch 2, none dropped
+
+    const rerun = new ArrivingVlm(() => ({ text: " answer0", tokens: 1 }));
+    const stats2 = await runEvaluation(await plan(["random"]), deps(rerun, store));
+    expect(rerun.sent).toBe(80 - 10); // nothing stored is sent again
+    expect(stats2).toMatchObject({ skipped: 10, evaluated: 70, aborted: false });
+  });
+
+  it("does not store failures that arrive after an abort (they may be caused by it)", async () => {
+    const store = new MemoryPredictionStore();
+    const controller = new AbortController();
+    const first = new CountingVlm();
+    const generate = first.generate.bind(first);
+    first.generate = (prompts, options) => {
+      controller.abort(); // the stand-in then fails every prompt of this batch with "aborted by the caller"
+      return generate(prompts, options);
+    };
+    const stats = await runEvaluation(await plan(["random"]), deps(first, store, { signal: controller.signal }));
+    expect(stats).toMatchObject({ aborted: true, evaluated: 0, failures: 0 });
+    expect(store.list("run1")).toEqual([]);
+  });
+
+  it("stops with one LeverError when the VLM's circuit breaker opens, keeping what was stored", async () => {
+    const store = new MemoryPredictionStore();
+    const breaker = vlmFailure(
+      "circuit-open",
+      "the VLM endpoint has been failing for 20 s with no successful answer (breakerMs 20000); last failure: http://h:8000 (http-5xx: HTTP 500)",
+    );
+    const vlm = new ArrivingVlm((n) => (n < 12 ? { text: " answer0", tokens: 1 } : breaker));
+    const run = runEvaluation(await plan(["random"]), deps(vlm, store, { batchSize: 7, concurrency: 2 }));
+    await expect(run).rejects.toThrow(LeverError);
+    await expect(
+      runEvaluation(await plan(["random"]), deps(new ArrivingVlm(() => breaker), new MemoryPredictionStore())),
+    ).rejects.toThrow(
+      /^stopped: the VLM endpoint has been failing for 20 s .*http-5xx: HTTP 500\)\. 0 of 80 predictions are stored; rerun the same command to resume$/,
+    );
+    const rows = store.list("run1");
+    expect(rows.length).toBe(12); // the successes; circuit-open outcomes are not stored as failures
+    expect(rows.every((r) => r.failure === null)).toBe(true);
+    expect(vlm.sent).toBeLessThan(7 * 4); // no new batch starts once the breaker is open
+  });
+
+  it("runs beforeWork (the preflight) once before anything is sent, and not at all when nothing is left to do", async () => {
+    const store = new MemoryPredictionStore();
+    const order: string[] = [];
+    const vlm = new CountingVlm();
+    const generate = vlm.generate.bind(vlm);
+    vlm.generate = (prompts, options) => {
+      order.push("generate");
+      return generate(prompts, options);
+    };
+    const beforeWork = async () => {
+      order.push("preflight");
+    };
+    await runEvaluation(await plan(["random"]), deps(vlm, store, { beforeWork }));
+    expect(order[0]).toBe("preflight");
+    expect(order.filter((o) => o === "preflight")).toHaveLength(1);
+    order.length = 0;
+    await runEvaluation(await plan(["random"]), deps(vlm, store, { beforeWork }));
+    expect(order).toEqual([]);
+
+    const refused = new CountingVlm();
+    const failing = async () => {
+      throw new LeverError("cannot reach the VLM server at http://h:1");
+    };
+    await expect(
+      runEvaluation(await plan(["zero"]), deps(refused, new MemoryPredictionStore(), { beforeWork: failing })),
+    ).rejects.toThrow("cannot reach the VLM server at http://h:1");
+    expect(refused.prompts).toBe(0);
   });
 });

@@ -3,9 +3,11 @@
  * the same shapes: `/v1/chat/completions` (choices[0].message.content, usage, top-level
  * `prompt_logprobs` — leading null, one dict per prompt token keyed by token-id strings, the actual
  * token first plus top-k when `prompt_logprobs` > 0) and `/tokenize` ({count, max_model_len, tokens}).
- * A deterministic fake tokenizer and a Qwen-like chat template make the token ids reproducible, and
- * faults (HTTP errors, Retry-After, hangs, malformed JSON, connection resets, a shifted answer span)
- * can be queued per request.
+ * and `GET /v1/models`. A deterministic fake tokenizer and a Qwen-like chat template make the token
+ * ids reproducible, and faults (HTTP errors, Retry-After, hangs, malformed JSON, connection resets,
+ * a shifted answer span) can be queued per request, applied to every request (`failAll`) or chosen
+ * per request by a rule (`faultFor`, e.g. "half of the prompts always fail"). A text-only model and
+ * a server without `prompt_logprobs` can be imitated; a refused connection is a closed mock's URL.
  */
 import { existsSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -33,7 +35,7 @@ const PIECE_CHARS = 4;
 
 const pieces = new Map<number, string>();
 
-function fnv1a(text: string): number {
+export function fnv1a(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
@@ -182,7 +184,7 @@ export type Fault =
   /** The scored prompt is tokenized with the answer's first piece merged into the preceding "\n". */
   | { kind: "wrong-span" };
 
-export type FaultTarget = "chat" | "tokenize" | "any";
+export type FaultTarget = "chat" | "tokenize" | "models" | "any";
 
 export interface MockVllmOptions {
   model?: string;
@@ -196,6 +198,10 @@ export interface MockVllmOptions {
   allowedLocalMediaPath?: string | null;
   /** Keep request bodies in `log` (disable for benchmarks). */
   keepBodies?: boolean;
+  /** A text-only model: requests with images are refused (400), as vLLM does. */
+  textOnly?: boolean;
+  /** Return `prompt_logprobs` when asked (false: a server that ignores the field). */
+  promptLogprobs?: boolean;
 }
 
 export interface LoggedRequest {
@@ -218,6 +224,8 @@ export class MockVllm {
   latencyMs: number;
   /** A fault applied to every request (until reset to null). */
   failAll: Fault | null = null;
+  /** A rule choosing a fault per request (after `failAll`, before queued faults). */
+  faultFor: ((path: string, body: Record<string, unknown> | null) => Fault | null) | null = null;
   inFlight = 0;
   maxInFlight = 0;
   requests = 0;
@@ -241,6 +249,8 @@ export class MockVllm {
       answer: options.answer,
       allowedLocalMediaPath: options.allowedLocalMediaPath ?? null,
       keepBodies: options.keepBodies ?? true,
+      textOnly: options.textOnly ?? false,
+      promptLogprobs: options.promptLogprobs ?? true,
     };
     let mock: MockVllm | null = null;
     const server = createServer((req, res) => {
@@ -274,9 +284,11 @@ export class MockVllm {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private takeFault(path: string): Fault | null {
+  private takeFault(path: string, body: Record<string, unknown> | null): Fault | null {
     if (this.failAll !== null) return this.failAll;
-    const kind: FaultTarget = path === "/tokenize" ? "tokenize" : "chat";
+    const ruled = this.faultFor?.(path, body) ?? null;
+    if (ruled !== null) return ruled;
+    const kind: FaultTarget = path === "/tokenize" ? "tokenize" : path === "/v1/models" ? "models" : "chat";
     const index = this.queue.findIndex((q) => q.target === "any" || q.target === kind);
     if (index < 0) return null;
     return this.queue.splice(index, 1)[0].fault;
@@ -299,7 +311,7 @@ export class MockVllm {
     this.log.push({ path, headers: req.headers, body: this.options.keepBodies ? body : null, at: Date.now() });
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
 
-    const fault = this.takeFault(path);
+    const fault = this.takeFault(path, body);
     if (fault?.kind === "hang") {
       this.hanging.add(res);
       return;
@@ -321,10 +333,11 @@ export class MockVllm {
       return;
     }
     try {
-      if (req.method !== "POST") throw new RequestError(405, "method not allowed");
-      if (body === null) throw new RequestError(400, "body is not JSON");
       let reply: unknown;
-      if (path === "/v1/chat/completions") reply = this.chat(body, fault?.kind === "wrong-span");
+      if (req.method === "GET" && path === "/v1/models") reply = this.models();
+      else if (req.method !== "POST") throw new RequestError(405, "method not allowed");
+      else if (body === null) throw new RequestError(400, "body is not JSON");
+      else if (path === "/v1/chat/completions") reply = this.chat(body, fault?.kind === "wrong-span");
       else if (path === "/tokenize") reply = this.tokenize(body);
       else throw new RequestError(404, `no route ${path}`);
       res.writeHead(200, { "content-type": "application/json" });
@@ -341,7 +354,18 @@ export class MockVllm {
       throw new RequestError(404, `The model \`${String(body.model)}\` does not exist.`);
   }
 
+  /** vLLM's model list: the served model (its `root` is the checkpoint path). */
+  private models(): unknown {
+    const id = this.options.model;
+    return {
+      object: "list",
+      data: [{ id, object: "model", created: 0, owned_by: "vllm", root: id, parent: null, max_model_len: 32768 }],
+    };
+  }
+
   private checkImage = (url: string): void => {
+    if (this.options.textOnly)
+      throw new RequestError(400, `${this.options.model} is not a multimodal model; images are not supported`);
     // Prefix and base64 length only: a full-string regex over ~1 MB per request slowed the mock down.
     const data = /^data:image\/[a-z]+;base64,/.exec(url);
     if (data !== null) {
@@ -398,7 +422,7 @@ export class MockVllm {
     const { ids, answerFrom } = this.promptTokens(rendered, wrongSpan);
     const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : 16;
     const generated = encode(this.options.answer?.(messages) ?? defaultAnswer(messages)).ids.slice(0, maxTokens);
-    const k = typeof body.prompt_logprobs === "number" ? body.prompt_logprobs : null;
+    const k = typeof body.prompt_logprobs === "number" && this.options.promptLogprobs ? body.prompt_logprobs : null;
     let promptLogprobs: (Record<string, unknown> | null)[] | null = null;
     if (k !== null) {
       promptLogprobs = ids.map((id, position) => (position === 0 ? null : this.positionLogprobs(position, id, k)));

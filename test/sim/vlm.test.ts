@@ -219,7 +219,7 @@ describe("SimVlm as a Vlm backend", () => {
     expect(second).toEqual(first);
     let decorated = 0;
     first.forEach((result, i) => {
-      if (isFailure(result)) throw new Error(result.error);
+      if (isFailure(result)) throw new Error(result.message);
       const answer = sim.answer(prompts[i]).answer;
       if (result.text !== answer) decorated++;
       expect(postprocessVqaAnswer(result.text)).toBe(answer);
@@ -251,6 +251,7 @@ describe("SimVlm as a Vlm backend", () => {
     expect(Two.logprobSum).toBe(two.logprobSum);
     const [empty] = await sim.scoreAnswer([{ prompt: p, answer: "  " }]);
     expect(isFailure(empty)).toBe(true);
+    expect(empty).toMatchObject({ reason: "invalid-request", message: expect.stringMatching(/empty answer/) });
   });
 
   it("rejects question ids outside its world with a LeverError naming the id and the prompt field", async () => {

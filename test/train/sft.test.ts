@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { buildBatch } from "../../src/train/batch.js";
 import { buildSftGroups } from "../../src/train/data.js";
+import { STATE_FILE } from "../../src/train/run.js";
 import { sftValidation } from "../../src/train/sft.js";
-import { runSft, type SftConfigInput, SftConfigSchema, STATE_FILE } from "../../src/train/sft-run.js";
+import { runSft, type SftConfigInput, SftConfigSchema } from "../../src/train/sft-run.js";
 import { loadTrainState } from "../../src/train/train-state.js";
 import { syntheticWorld } from "./synthetic.js";
 
@@ -93,10 +94,10 @@ describe("SFT data", () => {
 });
 
 describe("SFT training", () => {
-  it("learns a function of the embeddings: held-out top-1 agreement goes from chance to > 90 %", () => {
+  it("learns a function of the embeddings: held-out top-1 agreement goes from chance to > 90 %", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lever-sft-"));
     const epochs: Record<string, number>[] = [];
-    const result = runSft({
+    const result = await runSft({
       config: config(),
       ...world,
       queryEmb: world.emb,
@@ -109,7 +110,7 @@ describe("SFT training", () => {
     });
     expect(result.split).toEqual({ train: 180, val: 60 });
     // Before training (same seeded init) the greedy first pick agrees with the best beam at about chance (1/K).
-    const untrained = runSft({ ...baseInput(), config: config({ optim: { epochs: 1, lr: 1e-12 } }) });
+    const untrained = await runSft({ ...baseInput(), config: config({ optim: { epochs: 1, lr: 1e-12 } }) });
     expect(untrained.history[0].valTop1).toBeLessThan(0.25);
     const last = epochs[epochs.length - 1];
     expect(last.valTop1).toBeGreaterThan(0.9);
@@ -131,26 +132,28 @@ describe("SFT training", () => {
     expect(best.provenance.metrics.valLoss).toBeCloseTo(epochs[result.bestEpoch].valLoss, 6);
   }, 20_000);
 
-  it("is reproducible: the same seed gives bit-identical weights, another seed different ones", () => {
+  it("is reproducible: the same seed gives bit-identical weights, another seed different ones", async () => {
     const small = config({ optim: { epochs: 2, batchQueries: 16, lr: 5e-3 } });
-    const run = (seed: number) =>
-      runSft({
-        config: { ...small, seed },
-        ...world,
-        queryEmb: world.emb,
-        indexEmb: world.emb,
-        files,
-        checkpointDir: null,
-        provenance: {},
-      }).model.values();
-    const a = run(7);
-    const b = run(7);
-    const c = run(8);
+    const run = async (seed: number) =>
+      (
+        await runSft({
+          config: { ...small, seed },
+          ...world,
+          queryEmb: world.emb,
+          indexEmb: world.emb,
+          files,
+          checkpointDir: null,
+          provenance: {},
+        })
+      ).model.values();
+    const a = await run(7);
+    const b = await run(7);
+    const c = await run(8);
     for (const [name, v] of a) expect(b.get(name)).toEqual(v);
     expect(c.get("query_proj.weight")).not.toEqual(a.get("query_proj.weight"));
   });
 
-  it("stops early when the watched metric stops improving", () => {
+  it("stops early when the watched metric stops improving", async () => {
     const cfg = config({
       optim: {
         epochs: 30,
@@ -159,7 +162,7 @@ describe("SFT training", () => {
         earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
       },
     });
-    const result = runSft({
+    const result = await runSft({
       config: cfg,
       ...world,
       queryEmb: world.emb,
@@ -173,9 +176,9 @@ describe("SFT training", () => {
     expect(result.bestEpoch).toBe(0);
   });
 
-  it("validation agreement of a model equals a direct count over greedy decodes", () => {
+  it("validation agreement of a model equals a direct count over greedy decodes", async () => {
     const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
-    const r = runSft({
+    const r = await runSft({
       config: config({ optim: { epochs: 1 } }),
       ...world,
       queryEmb: world.emb,
@@ -192,11 +195,11 @@ describe("SFT training", () => {
 });
 
 describe("SFT resume", () => {
-  it("continuing from the state saved after epoch 2 gives the same weights and history as an uninterrupted run", () => {
+  it("continuing from the state saved after epoch 2 gives the same weights and history as an uninterrupted run", async () => {
     const cfg = config({ optim: { epochs: 4, batchQueries: 32, lr: 5e-3 } });
-    const full = runSft({ ...baseInput(), config: cfg });
+    const full = await runSft({ ...baseInput(), config: cfg });
     const dir = mkdtempSync(join(tmpdir(), "lever-sft-resume-"));
-    expect(() =>
+    await expect(
       runSft({
         ...baseInput(),
         config: cfg,
@@ -205,10 +208,10 @@ describe("SFT resume", () => {
           if (info.epoch === 1) throw new Error("simulated crash");
         },
       }),
-    ).toThrow(/simulated crash/);
+    ).rejects.toThrow(/simulated crash/);
     const state = loadTrainState(join(dir, STATE_FILE));
     expect(state.loop.nextEpoch).toBe(2);
-    const resumed = runSft({ ...baseInput(), config: cfg, checkpointDir: dir, resume: state });
+    const resumed = await runSft({ ...baseInput(), config: cfg, checkpointDir: dir, resume: state });
     for (const [name, v] of full.model.values()) expect(resumed.model.values().get(name)).toEqual(v);
     expect(resumed.history).toEqual(full.history);
     expect(resumed.checkpoints.map((p) => p.split("/").pop())).toEqual(

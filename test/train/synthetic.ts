@@ -8,7 +8,7 @@
  */
 
 import type { PoolSet } from "../../src/data/pool-set.js";
-import type { BeamSet } from "../../src/data/trajectories.js";
+import type { BeamSet, RolloutSet } from "../../src/data/trajectories.js";
 import type { EmbeddingTable } from "../../src/train/data.js";
 import { Rng } from "../../src/util/rng.js";
 
@@ -88,4 +88,43 @@ export function syntheticWorld(opts: {
     },
     emb: { dim: d, data: new Float32Array(rows.flat()), rowOf: new Map(ids.map((id, i) => [id, i])) },
   };
+}
+
+/**
+ * Scored rollouts of the synthetic world: per query the beam's (first, second) scores 1, (first, x)
+ * 0.6, the reversed (second, first) 0.3 (order matters), and a few other pool pairs 0 — a reward the
+ * selector can learn from its embeddings, with positives and negatives in every group.
+ */
+export function syntheticRollouts(world: SyntheticWorld, seed: number, others = 4): RolloutSet {
+  const rng = new Rng(seed).child("rollouts");
+  const queries: RolloutSet["queries"] = {};
+  for (const [qid, q] of Object.entries(world.beams.queries)) {
+    const pool = world.pools.pools[qid];
+    const [first, second] = q.beams[0].selected;
+    const fillers = pool.filter((id) => id !== first && id !== second);
+    const pairs: { selected: string[]; acc: number; method: string }[] = [
+      { selected: [first, second], acc: 1, method: "beam" },
+      { selected: [first, fillers[0]], acc: 0.6, method: "sample" },
+      { selected: [second, first], acc: 0.3, method: "retrieval" },
+    ];
+    for (let i = 0; i < others; i++) {
+      const [a, b] = rng.sampleWithoutReplacement(fillers.length, 2).map((j) => fillers[j]);
+      pairs.push({ selected: [a, b], acc: 0, method: "random" });
+    }
+    const seen = new Set<string>();
+    queries[qid] = {
+      pool,
+      trajectories: pairs
+        .filter((p) => !seen.has(p.selected.join()) && seen.add(p.selected.join()))
+        .map((p) => ({
+          selected: p.selected,
+          positions: p.selected.map((id) => pool.indexOf(id)),
+          genMethod: p.method,
+          vqaAccScore: p.acc,
+          vqaCorrect: p.acc > 0 ? 1 : 0,
+          vqaGtProb: 0.1 + 0.8 * p.acc,
+        })),
+    };
+  }
+  return { format: "lever.rollouts/1", dataset: world.beams.dataset, promptOrder: world.beams.promptOrder, queries };
 }

@@ -13,7 +13,14 @@ import {
   SqliteResponseCache,
 } from "../../src/vlm/cache.js";
 import { OpenAiVlm } from "../../src/vlm/openai.js";
-import { type GenerateResult, isFailure, type Outcome, type Vlm, type VlmPrompt } from "../../src/vlm/types.js";
+import {
+  type GenerateResult,
+  isFailure,
+  type Outcome,
+  type Vlm,
+  type VlmPrompt,
+  vlmFailure,
+} from "../../src/vlm/types.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
 
 let dir: string;
@@ -130,7 +137,7 @@ describe("cachedVlm over any Vlm", () => {
         calls += prompts.length;
         return prompts.map(
           (p): Outcome<GenerateResult> =>
-            p.query.question === "fail?" ? { error: "boom: no" } : { text: p.query.question, tokens: 1 },
+            p.query.question === "fail?" ? vlmFailure("http-5xx", "no") : { text: p.query.question, tokens: 1 },
         );
       },
       async scoreAnswer(requests) {
@@ -146,7 +153,11 @@ describe("cachedVlm over any Vlm", () => {
     const again = await vlm.generate([noImages("a?"), noImages("fail?")]);
     expect(again[0]).toEqual({ text: "a?", tokens: 1 });
     expect(calls).toBe(3);
-    expect(vlm.getStats()).toMatchObject({ calls: 3, cacheHits: 1, failures: { total: 2, byReason: { boom: 2 } } });
+    expect(vlm.getStats()).toMatchObject({
+      calls: 3,
+      cacheHits: 1,
+      failures: { total: 2, byReason: { "http-5xx": 2 } },
+    });
     expect(vlm.id).toBe("sim:test");
   });
 

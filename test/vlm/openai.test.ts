@@ -4,8 +4,16 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LeverError } from "../../src/util/errors.js";
 import { normalizeBaseUrl, OpenAiVlm, type OpenAiVlmOptions } from "../../src/vlm/openai.js";
-import { isFailure, type VlmPrompt } from "../../src/vlm/types.js";
-import { decodeToken, encode, MockVllm, mockLogprob, SPECIAL_TOKENS } from "../helpers/mock-vllm.js";
+import { describeActivity } from "../../src/vlm/stats.js";
+import {
+  type GenerateResult,
+  isFailure,
+  type Outcome,
+  VLM_FAILURE_REASONS,
+  type VlmFailureReason,
+  type VlmPrompt,
+} from "../../src/vlm/types.js";
+import { decodeToken, encode, fnv1a, MockVllm, mockLogprob, SPECIAL_TOKENS } from "../helpers/mock-vllm.js";
 
 let dir: string;
 let mock: MockVllm;
@@ -101,7 +109,7 @@ describe("generate", () => {
     });
     const vlm = client({}, [m.url]);
     const results = await vlm.generate([prompt(0, "A?"), prompt(0, "B?"), prompt(0, "A?")]);
-    expect(results.map((r) => (isFailure(r) ? r.error : r.text))).toEqual(["alpha", "beta", "alpha"]);
+    expect(results.map((r) => (isFailure(r) ? r.message : r.text))).toEqual(["alpha", "beta", "alpha"]);
   });
 
   it("sends file:// URLs in file mode", async () => {
@@ -117,9 +125,10 @@ describe("generate", () => {
     const p = prompt(1);
     p.demonstrations[0] = { ...p.demonstrations[0], questionId: "4711", imagePath: join(dir, "nope.jpg") };
     const [bad, good] = await vlm.generate([p, prompt(1)]);
-    expect(isFailure(bad) && bad.error).toMatch(
-      /^missing-image: image for question "4711" cannot be read: .*nope\.jpg \(ENOENT\)/,
-    );
+    expect(bad).toEqual({
+      reason: "missing-image",
+      message: expect.stringMatching(/^image for question "4711" cannot be read: .*nope\.jpg \(ENOENT\)/),
+    });
     expect(isFailure(good)).toBe(false);
     expect(mock.count("/v1/chat/completions")).toBe(1);
     expect(vlm.getStats().failures.byReason).toEqual({ "missing-image": 1 });
@@ -200,13 +209,13 @@ describe("scoreAnswer", () => {
       mock.inject("chat", { kind: "wrong-span" });
       const vlm = client({ answerSpan });
       const [result] = await vlm.scoreAnswer([{ prompt: prompt(1), answer: "red" }]);
-      expect(isFailure(result) && result.error).toMatch(/^answer-span: /);
+      expect(result).toMatchObject({ reason: "answer-span" });
     }
   });
 
   it("rejects an empty answer as a failure outcome", async () => {
     const [result] = await client().scoreAnswer([{ prompt: prompt(1), answer: "  " }]);
-    expect(isFailure(result) && result.error).toBe("invalid-request: empty answer");
+    expect(result).toEqual({ reason: "invalid-request", message: "empty answer" });
   });
 });
 
@@ -241,7 +250,10 @@ describe("retries, timeouts and failures", () => {
     mock.failAll = { kind: "hang" };
     const vlm = client({ timeoutMs: 60, maxRetries: 2, cooldownAfterFailures: 10 });
     const [result] = await vlm.generate([prompt(0)]);
-    expect(isFailure(result) && result.error).toMatch(/^timeout: no response within 60 ms .*3 attempts\)$/);
+    expect(result).toMatchObject({
+      reason: "timeout",
+      message: expect.stringMatching(/^no response within 60 ms .*3 attempts\)$/),
+    });
     expect(mock.requests).toBe(3);
     expect(vlm.getStats().failures.byReason).toEqual({ timeout: 1 });
   });
@@ -249,7 +261,7 @@ describe("retries, timeouts and failures", () => {
   it("does not retry a 4xx client error", async () => {
     const vlm = client({ model: "other-model" });
     const [result] = await vlm.generate([prompt(0)]);
-    expect(isFailure(result) && result.error).toMatch(/^http-4xx: HTTP 404 .*other-model/);
+    expect(result).toMatchObject({ reason: "http-4xx", message: expect.stringMatching(/^HTTP 404 .*other-model/) });
     expect(mock.requests).toBe(1);
   });
 
@@ -285,7 +297,10 @@ describe("retries, timeouts and failures", () => {
     const deadUrl = dead.url;
     await dead.close();
     const [alone] = await client({ maxRetries: 1 }, [deadUrl]).generate([prompt(0)]);
-    expect(isFailure(alone) && alone.error).toMatch(/^connection: connection failed: .*ECONNREFUSED.*2 attempts\)$/);
+    expect(alone).toMatchObject({
+      reason: "unreachable",
+      message: expect.stringMatching(/^connection failed: .*ECONNREFUSED.*2 attempts\)$/),
+    });
     const both = client({ maxRetries: 2 }, [deadUrl, mock.url]);
     const results = await both.generate(Array.from({ length: 6 }, (_, i) => prompt(0, `R${i}?`)));
     expect(results.every((r) => !isFailure(r))).toBe(true);
@@ -378,5 +393,112 @@ describe("summary and identity", () => {
     expect(mock.log[0].headers.authorization).toBe("Bearer secret");
     expect(mock.log[0].headers["content-type"]).toBe("application/json");
     expect(SPECIAL_TOKENS["<|im_end|>"]).toBe(151645);
+  });
+});
+
+describe("failing servers fail fast", () => {
+  it("stops sending once every endpoint has failed for breakerMs: circuit-open failures name the endpoint", async () => {
+    mock.failAll = { kind: "status", status: 500 };
+    const vlm = client({ breakerMs: 300, cooldownMs: 100, maxRetries: 10 });
+    const start = performance.now();
+    const results = await vlm.generate(Array.from({ length: 20 }, (_, i) => prompt(0, `B${i}?`)));
+    const elapsed = performance.now() - start;
+    expect(elapsed).toBeGreaterThanOrEqual(280);
+    expect(elapsed).toBeLessThan(2000);
+    expect(results.every(isFailure)).toBe(true);
+    const open = results.filter((r) => isFailure(r) && r.reason === "circuit-open");
+    expect(open.length).toBeGreaterThan(10);
+    expect(open[0]).toMatchObject({
+      message: expect.stringMatching(
+        new RegExp(
+          `^the VLM endpoint has been failing for 0\\.[3-9] s .*breakerMs 300.*${mock.url} \\(http-5xx: HTTP 500`,
+        ),
+      ),
+    });
+    const sent = mock.requests;
+    await vlm.generate([prompt(0, "after?")]);
+    expect(mock.requests).toBe(sent); // open for good: nothing more is sent
+  });
+
+  it("finishes a server that fails half the prompts without cooling it down or opening the breaker", async () => {
+    const half = await startMock();
+    const fails = (question: string) => fnv1a(question) % 2 === 0;
+    half.faultFor = (_path, body) => {
+      const messages = (body?.messages ?? []) as { content: { type: string; text?: string }[] }[];
+      const text = messages.at(-1)?.content.at(-1)?.text ?? "";
+      return fails(text) ? { kind: "status", status: 500 } : null;
+    };
+    const questions = Array.from({ length: 40 }, (_, i) => `H${i}?`);
+    // Consecutive failures are frequent (each failing prompt fails 3 times), but successes keep coming.
+    const vlm = client({ maxRetries: 2, cooldownAfterFailures: 2, cooldownMs: 2_000, breakerMs: 1_000 }, [half.url]);
+    const results = await vlm.generate(questions.map((q) => prompt(0, q)));
+    const expected = questions.map((q) => fails(`Question:${q} Short answer:`));
+    expect(expected.filter(Boolean).length).toBeGreaterThan(10);
+    expect(expected.filter((f) => !f).length).toBeGreaterThan(10);
+    expect(results.map((r) => isFailure(r))).toEqual(expected);
+    expect(results.filter(isFailure).every((r) => r.reason === "http-5xx")).toBe(true);
+    expect(vlm.endpointHealth()[0].cooldowns).toBe(0);
+  });
+
+  it("reports retries, cooling endpoints and time without success while it waits", async () => {
+    mock.failAll = { kind: "status", status: 503 };
+    const vlm = client({ cooldownAfterFailures: 1, cooldownMs: 5_000, breakerMs: 30_000, maxRetries: 5 });
+    const controller = new AbortController();
+    const batch = vlm.generate([prompt(0, "W1?"), prompt(0, "W2?")], { signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 150));
+    const activity = vlm.activity();
+    expect(activity).toMatchObject({ retrying: 2, endpoints: 1, cooling: 1, inFlight: 0, waiting: 2 });
+    expect(activity.failingForMs).toBeGreaterThanOrEqual(100);
+    expect(describeActivity(activity)).toMatch(
+      /^retrying 2, 1\/1 endpoint cooling 5 s \(2 waiting\), no success for 1 s/,
+    );
+    controller.abort(new Error("stop"));
+    await expect(batch).rejects.toThrow("stop");
+    expect(vlm.activity().retrying).toBe(0);
+  });
+
+  it("hands each outcome to onResult as it arrives, before the batch resolves", async () => {
+    const slow = await startMock({ latencyMs: 40 });
+    const vlm = client({ concurrencyPerEndpoint: 2 }, [slow.url]);
+    const arrivals: { index: number; at: number; outcome: Outcome<GenerateResult> }[] = [];
+    const start = performance.now();
+    const results = await vlm.generate(
+      Array.from({ length: 6 }, (_, i) => prompt(0, `A${i}?`)),
+      { onResult: (index, outcome) => arrivals.push({ index, at: performance.now() - start, outcome }) },
+    );
+    const end = performance.now() - start;
+    expect(arrivals.map((a) => a.index).sort()).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const a of arrivals) expect(a.outcome).toBe(results[a.index]);
+    // Three waves of two: the first two arrive a wave (~40 ms) or more before the end.
+    expect(arrivals[0].at).toBeLessThan(end - 30);
+  });
+
+  it("emits every failure reason of the typed list, and only those", async () => {
+    const seen = new Set<VlmFailureReason>();
+    const note = (outcomes: Outcome<unknown>[]) => {
+      for (const o of outcomes) if (isFailure(o)) seen.add(o.reason);
+    };
+    const dead = await startMock();
+    const deadUrl = dead.url;
+    await dead.close();
+    note(await client({ maxRetries: 0 }, [deadUrl]).generate([prompt(0)])); // unreachable
+    mock.inject("chat", { kind: "hang" });
+    note(await client({ maxRetries: 0, timeoutMs: 50 }).generate([prompt(0)])); // timeout
+    mock.inject("chat", { kind: "status", status: 429 });
+    note(await client({ maxRetries: 0 }).generate([prompt(0)])); // rate-limited
+    mock.inject("chat", { kind: "status", status: 502 });
+    note(await client({ maxRetries: 0 }).generate([prompt(0)])); // http-5xx
+    note(await client({ model: "other" }).generate([prompt(0)])); // http-4xx
+    mock.inject("chat", { kind: "malformed" });
+    note(await client({ maxRetries: 0 }).generate([prompt(0)])); // malformed-response
+    note(await client().scoreAnswer([{ prompt: prompt(0), answer: "" }])); // invalid-request
+    const missing = prompt(0);
+    missing.query.imagePath = join(dir, "gone.jpg");
+    note(await client().generate([missing])); // missing-image
+    mock.inject("chat", { kind: "wrong-span" });
+    note(await client().scoreAnswer([{ prompt: prompt(0), answer: "red" }])); // answer-span
+    mock.failAll = { kind: "status", status: 500 };
+    note(await client({ breakerMs: 50, cooldownMs: 10, maxRetries: 20 }).generate([prompt(0)])); // circuit-open
+    expect([...seen].sort()).toEqual([...VLM_FAILURE_REASONS].sort());
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { failureReason, percentile, StatsRecorder, summarizeLatencies } from "../../src/vlm/stats.js";
+import { describeActivity, percentile, StatsRecorder, summarizeLatencies } from "../../src/vlm/stats.js";
+import { vlmFailure } from "../../src/vlm/types.js";
 
 describe("latency percentiles", () => {
   it("uses the nearest-rank definition (hand-computed on 1..10 and 1..200)", () => {
@@ -19,16 +20,51 @@ describe("latency percentiles", () => {
 });
 
 describe("StatsRecorder", () => {
-  it("counts failures by the reason before the first colon", () => {
+  it("counts failures by their typed reason (messages are never parsed)", () => {
     const r = new StatsRecorder();
     r.recordCall(5);
-    r.recordCall(7, "timeout: no response within 10 ms");
-    r.recordCall(9, "timeout: again");
-    r.recordCall(11, "http-4xx: HTTP 400 bad");
+    r.recordCall(7, vlmFailure("timeout", "no response within 10 ms"));
+    r.recordCall(9, vlmFailure("timeout", "again: with a colon"));
+    r.recordCall(11, vlmFailure("http-4xx", "HTTP 400 bad"));
+    r.recordCall(12, vlmFailure("answer-span", "http-5xx: looks like another reason"));
     const s = r.summary();
-    expect(s.calls).toBe(4);
-    expect(s.failures).toEqual({ total: 3, byReason: { "http-4xx": 1, timeout: 2 } });
-    expect(s.latencyMs.count).toBe(4);
-    expect(failureReason("no colon here")).toBe("no colon here");
+    expect(s.calls).toBe(5);
+    expect(s.failures).toEqual({ total: 4, byReason: { "answer-span": 1, "http-4xx": 1, timeout: 2 } });
+    expect(Object.keys(s.failures.byReason)).toEqual(["answer-span", "http-4xx", "timeout"]);
+    expect(s.latencyMs.count).toBe(5);
+  });
+});
+
+describe("describeActivity", () => {
+  const calm = {
+    inFlight: 8,
+    waiting: 24,
+    retrying: 0,
+    endpoints: 2,
+    cooling: 0,
+    coolingForMs: 0,
+    failingForMs: null,
+    breakerMs: 20_000,
+  };
+
+  it("says nothing while requests simply flow (queued requests are normal)", () => {
+    expect(describeActivity(calm)).toBe("");
+  });
+
+  it("names retries, cooling endpoints with the requests waiting for them, and time without success", () => {
+    expect(describeActivity({ ...calm, retrying: 3 })).toBe("retrying 3");
+    expect(describeActivity({ ...calm, retrying: 3, cooling: 1, coolingForMs: 4_100 })).toBe(
+      "retrying 3, 1/2 endpoints cooling 5 s (24 waiting)",
+    );
+    expect(
+      describeActivity({
+        ...calm,
+        endpoints: 1,
+        cooling: 1,
+        coolingForMs: 900,
+        waiting: 0,
+        failingForMs: 12_000,
+      }),
+    ).toBe("1/1 endpoint cooling 1 s, no success for 12 s (stop at 20 s)");
   });
 });

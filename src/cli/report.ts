@@ -1,0 +1,76 @@
+import { resolve as resolvePath } from "node:path";
+import type { Command } from "commander";
+import { renderComparison } from "../report/compare-render.js";
+import { renderReportHtml } from "../report/html.js";
+import { compareEvalRuns, resolveRun } from "../report/methods.js";
+import { buildReportModel } from "../report/model.js";
+import { CompareSettingsSchema, ReportSettingsSchema } from "../report/options.js";
+import { Workspace } from "../store/workspace.js";
+import { writeFileAtomic } from "../util/atomic.js";
+import { hashValue } from "../util/hash.js";
+import { printJson, workspaceDir } from "./common.js";
+import { bindSettings, resolve } from "./options.js";
+
+/** Registers `lever compare` and `lever report` (flags from src/report/options.ts). */
+export function register(program: Command): void {
+  const compare = program
+    .command("compare")
+    .description(
+      "compare evaluation runs on the same questions: accuracy with CIs per query subset × shot, paired differences vs a baseline with CIs, McNemar / sign-flip p, Holm, MDE, seed groups, selection overlap",
+    )
+    .argument("<runs...>", "evaluation runs, by id (eval-0003) or name; every retriever of every run is a method");
+  const compareSettings = bindSettings(compare, CompareSettingsSchema, { fileOption: "config" });
+  compare.action((runs: string[], _flags: unknown, cmd: Command) => {
+    const settings = resolve(cmd, compareSettings);
+    const ws = Workspace.open(workspaceDir(cmd), { create: false });
+    try {
+      const { result } = compareEvalRuns(
+        ws,
+        runs.map((ref) => resolveRun(ws, ref)),
+        settings,
+      );
+      process.stdout.write(`${renderComparison(result, settings.format)}\n`);
+    } finally {
+      ws.close();
+    }
+  });
+
+  const report = program
+    .command("report")
+    .description(
+      "write one self-contained HTML report (configs, data, training curves, health warnings, comparison tables with intervals and significance, examples); prints its path",
+    )
+    .argument(
+      "<runs...>",
+      "runs, by id or name: evaluation runs are compared, training runs give curves; every run's config is shown",
+    )
+    .option("--json", "print the path and the report model as JSON instead of the path");
+  const reportSettings = bindSettings(report, ReportSettingsSchema, { fileOption: "config" });
+  report.action(async (runs: string[], flags: { json?: boolean }, cmd: Command) => {
+    const settings = resolve(cmd, reportSettings);
+    const ws = Workspace.open(workspaceDir(cmd), { create: false });
+    try {
+      const model = buildReportModel(ws, { ...settings, runs });
+      const html = await renderReportHtml(model);
+      const path = resolvePath(
+        settings.out ??
+          defaultReportPath(
+            ws.dir,
+            model.runs.map((run) => run.id),
+          ),
+      );
+      writeFileAtomic(path, html);
+      if (flags.json) printJson({ path, bytes: Buffer.byteLength(html), model });
+      else process.stdout.write(`${path}\n`);
+    } finally {
+      ws.close();
+    }
+  });
+}
+
+/** reports/<id+id+…>.html in the workspace (a hash of the ids when that name would be long). */
+function defaultReportPath(workspace: string, runIds: readonly string[]): string {
+  const joined = runIds.join("+");
+  const name = joined.length <= 80 ? joined : `report-${hashValue(runIds).slice(0, 12)}`;
+  return resolvePath(workspace, "reports", `${name}.html`);
+}

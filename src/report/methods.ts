@@ -1,0 +1,221 @@
+/**
+ * Methods from the workspace: every retriever of every named evaluation run is a method with id
+ * "RUN/RETRIEVER" and a readable label; methods are referred to (baseline, seed groups) by id, label,
+ * run name + retriever, or a retriever name that only one run has. The runs must have evaluated the
+ * same query dataset (same items), since a paired comparison needs the same questions.
+ */
+import { basename, extname } from "node:path";
+import { z } from "zod";
+import type { RunRecord } from "../store/types.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
+import { subsetSpecs } from "./options.js";
+
+/** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
+const EvalConfigSchema = z.object({
+  dataset: z.object({ name: z.string(), items: z.string() }),
+  index: z.object({ name: z.string() }),
+});
+
+export interface MethodSource {
+  run: RunRecord;
+  retriever: string;
+  /** "random", "topk-image", "selector:grpo_epoch2" (checkpoint file name without folder and extension). */
+  short: string;
+}
+
+export interface EvalMethods {
+  methods: MethodInput[];
+  sources: Map<string, MethodSource>;
+  /** The query dataset the runs evaluated, and the index datasets demonstrations came from. */
+  dataset: string;
+  indexDatasets: string[];
+}
+
+/** A run by id, or by name when exactly one run has that name. */
+export function resolveRun(ws: Workspace, ref: string): RunRecord {
+  const byId = ws.getRun(ref);
+  if (byId !== undefined) return byId;
+  const named = ws.listRuns().filter((r) => r.name === ref);
+  if (named.length === 1) return named[0];
+  if (named.length > 1)
+    throw new LeverError(`several runs are named "${ref}" (${named.map((r) => r.id).join(", ")}); use a run id`, {
+      field: "run",
+    });
+  throw new LeverError(`no run "${ref}" in this workspace`, { field: "run" });
+}
+
+export function evalConfigOf(run: RunRecord): z.infer<typeof EvalConfigSchema> {
+  const parsed = EvalConfigSchema.safeParse(run.config);
+  if (run.kind !== "eval" || !parsed.success)
+    throw new LeverError(`run ${run.id} is a ${run.kind} run, not an evaluation run`, { record: run.id });
+  return parsed.data;
+}
+
+/** "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; others unchanged. */
+export function shortRetriever(retriever: string): string {
+  if (!retriever.startsWith("selector:")) return retriever;
+  const path = retriever.slice("selector:".length).replace(/@[0-9a-f]{6,}$/, "");
+  return `selector:${basename(path, extname(path))}`;
+}
+
+/** Every retriever of the given evaluation runs as a method, in run order then retriever order. */
+export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[]): EvalMethods {
+  if (runs.length === 0) throw new LeverError("no evaluation run to compare");
+  const configs = runs.map((run) => ({ run, config: evalConfigOf(run) }));
+  const first = configs[0];
+  for (const { run, config } of configs.slice(1))
+    if (config.dataset.items !== first.config.dataset.items)
+      throw new LeverError(
+        `runs ${first.run.id} and ${run.id} evaluated different questions (datasets "${first.config.dataset.name}" and "${config.dataset.name}"); paired comparisons need the same query dataset`,
+        { record: run.id },
+      );
+  const methods: MethodInput[] = [];
+  const sources = new Map<string, MethodSource>();
+  for (const { run } of configs) {
+    const byRetriever = new Map<string, MethodInput["rows"][number][]>();
+    for (const row of ws.getPredictions(run.id)) {
+      let list = byRetriever.get(row.retriever);
+      if (list === undefined) byRetriever.set(row.retriever, (list = []));
+      list.push({
+        shot: row.shot,
+        questionId: row.questionId,
+        accuracy: row.accuracy,
+        failure: row.failure,
+        demonstrations: row.demonstrations,
+      });
+    }
+    if (byRetriever.size === 0) throw new LeverError(`run ${run.id} has no predictions`, { record: run.id });
+    for (const [retriever, rows] of [...byRetriever].sort(([a], [b]) => retrieverRank(a) - retrieverRank(b))) {
+      const id = `${run.id}/${retriever}`;
+      const short = shortRetriever(retriever);
+      methods.push({ id, label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short, rows });
+      sources.set(id, { run, retriever, short });
+    }
+  }
+  // Labels must tell methods apart; fall back to the id where two would read the same.
+  const counts = new Map<string, number>();
+  for (const m of methods) counts.set(m.label, (counts.get(m.label) ?? 0) + 1);
+  for (const m of methods) if ((counts.get(m.label) ?? 0) > 1) m.label = m.id;
+  return {
+    methods,
+    sources,
+    dataset: first.config.dataset.name,
+    indexDatasets: [...new Set(configs.map((c) => c.config.index.name))],
+  };
+}
+
+/** zero, random, top-k, oracle, then selectors (stable within each). */
+function retrieverRank(name: string): number {
+  if (name === "zero") return 0;
+  if (name === "random") return 1;
+  if (name.startsWith("topk-")) return 2;
+  if (name === "oracle") return 3;
+  return 4;
+}
+
+/** Resolves a method reference to a method id; `what` names the flag in errors. */
+export function resolveMethod(ref: string, loaded: EvalMethods, what: string): string {
+  const exact = loaded.methods.filter((m) => m.id === ref || m.label === ref);
+  if (exact.length === 1) return exact[0].id;
+  const matches = loaded.methods.filter((m) => {
+    const s = loaded.sources.get(m.id) as MethodSource;
+    const runNames = [s.run.id, ...(s.run.name ? [s.run.name] : [])];
+    return (
+      s.retriever === ref ||
+      s.short === ref ||
+      runNames.some((run) => ref === `${run}/${s.retriever}` || ref === `${run}/${s.short}`)
+    );
+  });
+  if (matches.length === 1) return matches[0].id;
+  if (matches.length > 1)
+    throw new LeverError(
+      `"${ref}" matches several methods (${matches.map((m) => m.id).join(", ")}); name one as RUN/RETRIEVER`,
+      { field: what },
+    );
+  throw new LeverError(`no method "${ref}" (methods: ${loaded.methods.map((m) => m.id).join(", ")})`, {
+    field: what,
+  });
+}
+
+/** Applies "NAME=METHOD+METHOD+…" seed groups to the methods (in place). */
+export function applySeedGroups(specs: readonly string[], loaded: EvalMethods): void {
+  const assigned = new Map<string, string>();
+  const names = new Set<string>();
+  for (const spec of specs) {
+    const at = spec.indexOf("=");
+    const name = spec.slice(0, at).trim();
+    const refs = spec
+      .slice(at + 1)
+      .split("+")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (names.has(name)) throw new LeverError(`seed group "${name}" is given twice`, { field: "--seed-group" });
+    names.add(name);
+    if (refs.length < 2)
+      throw new LeverError(`seed group "${name}" needs at least two methods`, { field: "--seed-group" });
+    for (const ref of refs) {
+      const id = resolveMethod(ref, loaded, "--seed-group");
+      const other = assigned.get(id);
+      if (other !== undefined)
+        throw new LeverError(`method ${id} is in seed groups "${other}" and "${name}"`, { field: "--seed-group" });
+      assigned.set(id, name);
+    }
+  }
+  for (const m of loaded.methods) {
+    const group = assigned.get(m.id);
+    if (group !== undefined) m.group = group;
+  }
+}
+
+/** The baseline row: the named method (or its seed group) or group, else the random retriever, else the first. */
+export function chooseBaseline(ref: string | undefined, loaded: EvalMethods): { id: string; note: string | null } {
+  const groups = new Set(loaded.methods.flatMap((m) => (m.group ? [m.group] : [])));
+  const rowOf = (id: string) => loaded.methods.find((m) => m.id === id)?.group ?? id;
+  if (ref !== undefined) {
+    if (groups.has(ref)) return { id: ref, note: null };
+    return { id: rowOf(resolveMethod(ref, loaded, "--baseline")), note: null };
+  }
+  const random = [
+    ...new Set(loaded.methods.filter((m) => loaded.sources.get(m.id)?.retriever === "random").map((m) => rowOf(m.id))),
+  ];
+  const id = random.length === 1 ? random[0] : rowOf(loaded.methods[0].id);
+  const why = random.length === 1 ? "the random retriever" : "the first method (no single random baseline)";
+  return { id, note: `baseline: ${id}, ${why}; choose another with --baseline` };
+}
+
+export interface WorkspaceComparisonOptions {
+  baseline?: string;
+  /** "100", "all", … (see subsetSpecs). */
+  subsets: readonly string[];
+  test: CompareTest;
+  clusterByImage: boolean;
+  seedGroups: readonly string[];
+  seed: number;
+  resamples: number;
+}
+
+/** Compares every method of the given evaluation runs (see compareMethods). */
+export function compareEvalRuns(
+  ws: Workspace,
+  runs: readonly RunRecord[],
+  options: WorkspaceComparisonOptions,
+): { result: ComparisonResult; loaded: EvalMethods } {
+  const loaded = loadEvalMethods(ws, runs);
+  applySeedGroups(options.seedGroups, loaded);
+  const baseline = chooseBaseline(options.baseline, loaded);
+  const clusters = options.clusterByImage
+    ? new Map(ws.loadItems(loaded.dataset).map((item) => [item.questionId, item.imageId]))
+    : undefined;
+  const result = compareMethods(loaded.methods, {
+    baseline: baseline.id,
+    subsets: subsetSpecs(options.subsets),
+    seed: options.seed,
+    resamples: options.resamples,
+    test: options.test,
+    clusters,
+  });
+  if (baseline.note !== null) result.notes.unshift(baseline.note);
+  return { result, loaded };
+}

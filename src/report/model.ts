@@ -1,0 +1,395 @@
+/**
+ * The report model: everything `lever report` shows, gathered from the workspace as plain data (so
+ * it can be printed as JSON, tested, and rendered by src/report/html.ts). Sections: the runs and their
+ * configs, data statistics, training curves (every metric series the runs logged, by name), health
+ * warnings, the comparison of the evaluation runs' methods, and per-question examples.
+ *
+ * Health warnings come from the caller, from the runs' state (failed, unfinished, failed stages), from
+ * their data (non-finite metrics, failed VLM calls, methods choosing identical demonstrations), and
+ * from `health.json` artefacts a stage may store: `{"warnings": ["…", …]}`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { basename } from "node:path";
+import { z } from "zod";
+import { compareQuestionIds, type VqaItem } from "../data/item.js";
+import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
+import type { RunRecord } from "../store/types.js";
+import type { Workspace } from "../store/workspace.js";
+import type { Point } from "./charts.js";
+import type { ComparisonResult } from "./compare.js";
+import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
+import type { ReportOptions } from "./options.js";
+
+export interface ReportRun {
+  id: string;
+  kind: string;
+  name: string | null;
+  status: string;
+  seed: number;
+  createdAt: string;
+  finishedAt: string | null;
+  error: string | null;
+  config: unknown;
+  stages: { name: string; status: string; progressDone: number; progressTotal: number; error: string | null }[];
+}
+
+export interface EvaluationStats {
+  runId: string;
+  dataset: string;
+  index: string;
+  queries: string | null;
+  questions: number;
+  retrievers: string[];
+  shots: number[];
+  predictions: number;
+  failures: number;
+}
+
+export interface CurveSeries {
+  name: string;
+  points: Point[];
+  /** Points averaged per bucket of this many steps to keep the chart light (1 = as logged). */
+  perPoint: number;
+}
+
+export interface Curve {
+  metric: string;
+  axis: "step" | "epoch";
+  series: CurveSeries[];
+}
+
+export interface HealthWarning {
+  /** Where it comes from: a run id, or "given" for the caller's. */
+  source: string;
+  message: string;
+}
+
+export interface ExamplePrediction {
+  method: string;
+  label: string;
+  shot: number;
+  demonstrations: { questionId: string; question: string | null; answer: string | null }[];
+  answer: string | null;
+  rawAnswer: string | null;
+  accuracy: number | null;
+  failure: string | null;
+}
+
+export interface Example {
+  questionId: string;
+  imageId: string | null;
+  question: string | null;
+  /** The annotators' answers with how many gave each, most frequent first. */
+  answers: { answer: string; count: number }[];
+  predictions: ExamplePrediction[];
+}
+
+export interface ReportModel {
+  format: "lever.report/1";
+  title: string;
+  createdAt: string;
+  workspace: string;
+  runs: ReportRun[];
+  datasets: Omit<DatasetSummary, "examples" | "files">[];
+  evaluations: EvaluationStats[];
+  curves: Curve[];
+  warnings: HealthWarning[];
+  comparison: ComparisonResult | null;
+  /** Shot the examples show (the largest evaluated), null without examples. */
+  exampleShot: number | null;
+  examples: Example[];
+}
+
+/** Points per chart series at most; longer series are averaged in equal buckets. */
+export const MAX_CURVE_POINTS = 300;
+
+export function buildReportModel(
+  ws: Workspace,
+  options: ReportOptions,
+  now: () => string = () => new Date().toISOString(),
+): ReportModel {
+  const runs = uniqueRuns(options.runs.map((ref) => resolveRun(ws, ref)));
+  const evalRuns = runs.filter((r) => r.kind === "eval");
+  let comparison: ComparisonResult | null = null;
+  let loaded: EvalMethods | null = null;
+  if (evalRuns.length > 0) ({ result: comparison, loaded } = compareEvalRuns(ws, evalRuns, options));
+
+  const warnings: HealthWarning[] = options.warnings.map((message) => ({ source: "given", message }));
+  warnings.push(...runWarnings(ws, runs));
+  if (comparison !== null) warnings.push(...comparisonWarnings(comparison));
+
+  return {
+    format: "lever.report/1",
+    title: options.title,
+    createdAt: now(),
+    workspace: ws.dir,
+    runs: runs.map((run) => ({
+      id: run.id,
+      kind: run.kind,
+      name: run.name,
+      status: run.status,
+      seed: run.seed,
+      createdAt: run.createdAt,
+      finishedAt: run.finishedAt,
+      error: run.error,
+      config: run.config,
+      stages: ws.listStages(run.id).map((s) => ({
+        name: s.name,
+        status: s.status,
+        progressDone: s.progressDone,
+        progressTotal: s.progressTotal,
+        error: s.error,
+      })),
+    })),
+    datasets: datasetNames(runs)
+      .filter((name) => ws.getDataset(name) !== undefined)
+      .map((name) => {
+        const {
+          examples: _examples,
+          files: _files,
+          ...summary
+        } = summarizeDataset(ws.requireDataset(name), ws.loadItems(name));
+        return summary;
+      }),
+    evaluations: evalRuns.map((run) => evaluationStats(ws, run)),
+    curves: curves(ws, runs),
+    warnings,
+    comparison,
+    ...examples(ws, loaded, options.examples),
+  };
+}
+
+function uniqueRuns(runs: RunRecord[]): RunRecord[] {
+  return [...new Map(runs.map((r) => [r.id, r])).values()];
+}
+
+/** Datasets a run's config names: an eval run's query and index datasets, a training run's `dataset`. */
+function datasetNames(runs: readonly RunRecord[]): string[] {
+  const names = new Set<string>();
+  for (const run of runs) {
+    const config = run.config as Record<string, unknown> | null;
+    if (config === null || typeof config !== "object") continue;
+    for (const key of ["dataset", "index"]) {
+      const value = config[key];
+      if (typeof value === "string") names.add(value);
+      else if (value !== null && typeof value === "object" && typeof (value as { name?: unknown }).name === "string")
+        names.add((value as { name: string }).name);
+    }
+  }
+  return [...names];
+}
+
+function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
+  const config = evalConfigOf(run);
+  const rows = ws.getPredictions(run.id);
+  const queries = (run.config as { queries?: unknown }).queries;
+  return {
+    runId: run.id,
+    dataset: config.dataset.name,
+    index: config.index.name,
+    queries: typeof queries === "string" ? queries : null,
+    questions: new Set(rows.map((r) => r.questionId)).size,
+    retrievers: [...new Set(rows.map((r) => r.retriever))],
+    shots: [...new Set(rows.map((r) => r.shot))].sort((a, b) => a - b),
+    predictions: rows.length,
+    failures: rows.filter((r) => r.failure !== null || r.accuracy === null).length,
+  };
+}
+
+/** One curve per metric name, a series per run (and stage, when a run logs the name in several). */
+function curves(ws: Workspace, runs: readonly RunRecord[]): Curve[] {
+  const byName = new Map<
+    string,
+    { run: RunRecord; stage: string; step: number | null; epoch: number | null; value: number }[]
+  >();
+  for (const run of runs)
+    for (const m of ws.getMetrics(run.id)) {
+      let list = byName.get(m.name);
+      if (list === undefined) byName.set(m.name, (list = []));
+      list.push({ run, stage: m.stage, step: m.step, epoch: m.epoch, value: m.value });
+    }
+  const out: Curve[] = [];
+  for (const [metric, rows] of byName) {
+    const axis = rows.some((r) => r.step !== null) ? "step" : "epoch";
+    const keyed = new Map<string, { run: RunRecord; stage: string; points: Point[] }>();
+    for (const r of rows) {
+      const x = axis === "step" ? r.step : r.epoch;
+      if (x === null) continue;
+      const key = `${r.run.id}\u0000${r.stage}`;
+      let series = keyed.get(key);
+      if (series === undefined) keyed.set(key, (series = { run: r.run, stage: r.stage, points: [] }));
+      series.points.push({ x, y: r.value });
+    }
+    const stagesPerRun = new Map<string, number>();
+    for (const s of keyed.values()) stagesPerRun.set(s.run.id, (stagesPerRun.get(s.run.id) ?? 0) + 1);
+    out.push({
+      metric,
+      axis,
+      series: [...keyed.values()].map((s) => {
+        const label = s.run.name ?? s.run.id;
+        const { points, perPoint } = downsample(s.points, MAX_CURVE_POINTS);
+        return { name: (stagesPerRun.get(s.run.id) ?? 0) > 1 ? `${label} (${s.stage})` : label, points, perPoint };
+      }),
+    });
+  }
+  return out;
+}
+
+/** Averages consecutive points in buckets of ⌈n / max⌉ (non-finite values are skipped). */
+export function downsample(points: readonly Point[], max: number): { points: Point[]; perPoint: number } {
+  if (points.length <= max) return { points: [...points], perPoint: 1 };
+  const size = Math.ceil(points.length / max);
+  const out: Point[] = [];
+  for (let start = 0; start < points.length; start += size) {
+    const bucket = points.slice(start, start + size).filter((p) => Number.isFinite(p.y));
+    if (bucket.length === 0) continue;
+    out.push({
+      x: bucket.reduce((s, p) => s + p.x, 0) / bucket.length,
+      y: bucket.reduce((s, p) => s + p.y, 0) / bucket.length,
+    });
+  }
+  return { points: out, perPoint: size };
+}
+
+const HealthFileSchema = z.object({ warnings: z.array(z.string()) });
+
+function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[] {
+  const out: HealthWarning[] = [];
+  for (const run of runs) {
+    const source = run.id;
+    if (run.status === "failed") out.push({ source, message: `run failed: ${run.error ?? "no error recorded"}` });
+    if (run.status === "running") out.push({ source, message: "run is not finished (still running, or interrupted)" });
+    for (const stage of ws.listStages(run.id)) {
+      if (stage.status === "failed")
+        out.push({ source, message: `stage "${stage.name}" failed: ${stage.error ?? "no error recorded"}` });
+      for (const artifact of stage.artifacts) {
+        if (basename(artifact.path) !== "health.json") continue;
+        const file = ws.resolveArtifact(artifact.path);
+        if (!existsSync(file)) {
+          out.push({ source, message: `health file ${artifact.path} is missing` });
+          continue;
+        }
+        let parsed: z.ZodSafeParseResult<z.infer<typeof HealthFileSchema>>;
+        try {
+          parsed = HealthFileSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+        } catch {
+          parsed = HealthFileSchema.safeParse(null);
+        }
+        if (!parsed.success) out.push({ source, message: `health file ${artifact.path} is not {"warnings": [...]}` });
+        else for (const message of parsed.data.warnings) out.push({ source, message });
+      }
+    }
+    const reported = new Set<string>();
+    for (const m of ws.getMetrics(run.id)) {
+      if (Number.isFinite(m.value) || reported.has(m.name)) continue;
+      reported.add(m.name);
+      const at = m.step !== null ? `step ${m.step}` : m.epoch !== null ? `epoch ${m.epoch}` : "a logged point";
+      out.push({ source, message: `metric "${m.name}" is ${m.value} at ${at} (diverged?)` });
+    }
+    if (run.kind === "eval") {
+      const rows = ws.getPredictions(run.id);
+      const failed = rows.filter((r) => r.failure !== null || r.accuracy === null).length;
+      if (failed > 0)
+        out.push({
+          source,
+          message: `${failed} of ${rows.length} VLM calls failed; they are excluded from accuracies and counted`,
+        });
+    }
+  }
+  return out;
+}
+
+function comparisonWarnings(result: ComparisonResult): HealthWarning[] {
+  return result.overlap
+    .filter((o) => o.n > 0 && o.identical === o.n)
+    .map((o) => ({
+      source: "comparison",
+      message: `${o.a} and ${o.b} showed identical demonstrations on all ${o.n} questions at ${o.shot} shot(s): any accuracy difference between them is VLM noise, not selection`,
+    }));
+}
+
+/**
+ * Up to `count` questions at the largest evaluated shot, where the methods' accuracies disagree
+ * first (question-id order), then others; each with every method's demonstrations and answer.
+ */
+function examples(
+  ws: Workspace,
+  loaded: EvalMethods | null,
+  count: number,
+): { exampleShot: number | null; examples: Example[] } {
+  if (loaded === null || count === 0) return { exampleShot: null, examples: [] };
+  const shots = loaded.methods.flatMap((m) => m.rows.map((r) => r.shot));
+  const shot = Math.max(...shots);
+  const rowsAt = loaded.methods
+    .map((m) => ({
+      method: m,
+      rows: new Map(m.rows.filter((r) => r.shot === shot).map((r) => [r.questionId, r])),
+    }))
+    .filter((m) => m.rows.size > 0);
+  const ids = [...new Set(rowsAt.flatMap((m) => [...m.rows.keys()]))].sort(compareQuestionIds);
+  // Methods that answered a question disagree when their accuracies (or failures) differ.
+  const disagree = (id: string) =>
+    new Set(rowsAt.flatMap((m) => (m.rows.has(id) ? [String(m.rows.get(id)?.accuracy)] : []))).size > 1;
+  const chosen = [...ids.filter(disagree), ...ids.filter((id) => !disagree(id))].slice(0, count);
+
+  const queries = itemsById(ws, [loaded.dataset]);
+  const index = itemsById(ws, loaded.indexDatasets);
+  const predictions = new Map<string, Map<string, { answer: string | null; rawAnswer: string | null }>>();
+  for (const m of loaded.methods) {
+    const source = loaded.sources.get(m.id)!;
+    const answers = new Map(
+      ws
+        .getPredictions(source.run.id, { retriever: source.retriever, shot })
+        .map((p) => [p.questionId, { answer: p.answer, rawAnswer: p.rawAnswer }]),
+    );
+    predictions.set(m.id, answers);
+  }
+  return {
+    exampleShot: shot,
+    examples: chosen.map((id) => {
+      const item = queries.get(id);
+      return {
+        questionId: id,
+        imageId: item?.imageId ?? null,
+        question: item?.question ?? null,
+        answers: item ? answerCounts(item) : [],
+        predictions: rowsAt.flatMap(({ method, rows }) => {
+          const row = rows.get(id);
+          if (row === undefined) return [];
+          const said = predictions.get(method.id)?.get(id);
+          return [
+            {
+              method: method.id,
+              label: method.label,
+              shot,
+              demonstrations: row.demonstrations.map((d) => ({
+                questionId: d,
+                question: index.get(d)?.question ?? null,
+                answer: index.get(d)?.answer ?? null,
+              })),
+              answer: said?.answer ?? null,
+              rawAnswer: said?.rawAnswer ?? null,
+              accuracy: row.accuracy,
+              failure: row.failure,
+            },
+          ];
+        }),
+      };
+    }),
+  };
+}
+
+function itemsById(ws: Workspace, datasets: readonly string[]): Map<string, VqaItem> {
+  const out = new Map<string, VqaItem>();
+  for (const name of datasets) {
+    if (ws.getDataset(name) === undefined) continue;
+    for (const item of ws.loadItems(name)) if (!out.has(item.questionId)) out.set(item.questionId, item);
+  }
+  return out;
+}
+
+function answerCounts(item: VqaItem): { answer: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const a of item.answers) counts.set(a.answer, (counts.get(a.answer) ?? 0) + 1);
+  return [...counts].map(([answer, count]) => ({ answer, count })).sort((a, b) => b.count - a.count);
+}

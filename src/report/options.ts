@@ -1,0 +1,82 @@
+/**
+ * Settings of `lever compare` and `lever report` as zod schemas (every field described, with its
+ * default): the CLI derives its flags from them (src/cli/options.ts) and a `--config` file may hold
+ * any of them. The runs themselves are positional arguments, not settings.
+ */
+import { z } from "zod";
+import { COMPARE_TESTS, type SubsetSpec } from "./compare.js";
+import { COMPARE_FORMATS } from "./compare-render.js";
+import { DEFAULT_RESAMPLES } from "./results.js";
+
+/** How a seed group is written: NAME=METHOD+METHOD+… */
+export const SEED_GROUP_PATTERN = /^([^=\s]+)=([^=]+\+[^=]+)$/;
+
+/** Settings shared by `lever compare` and `lever report`: which baseline, which subsets, how tested. */
+const ComparisonSettings = {
+  baseline: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      "method every other is compared with: RUN/RETRIEVER (e.g. eval-0003/random), a retriever found in exactly one run, or a seed group's name (default: the random retriever when exactly one run has it, else the first method)",
+    ),
+  subsets: z
+    .array(z.string().regex(/^(all|[1-9]\d*)$/, 'a subset is a positive number of questions or "all"'))
+    .min(1, "give at least one subset")
+    .default(["100", "200", "400", "800", "all"])
+    .describe(
+      'query subsets, one table each: the first N evaluated questions in question-id order, or "all" (subsets larger than the evaluated questions are skipped with a note)',
+    ),
+  test: z
+    .enum(COMPARE_TESTS)
+    .default("mcnemar")
+    .describe(
+      "p-value of a comparison: exact McNemar on per-question correctness (accuracy = 1), or a sign-flip permutation test on the per-question accuracy differences; seed groups always use the sign-flip test",
+    ),
+  clusterByImage: z
+    .boolean()
+    .default(false)
+    .describe("resample and flip whole images instead of questions (questions on one image are not independent)"),
+  seedGroups: z.array(z.string().regex(SEED_GROUP_PATTERN, "a seed group is NAME=METHOD+METHOD+…")).default([]).meta({
+    flag: "seed-group",
+    description:
+      "methods that differ only in their seed, as NAME=METHOD+METHOD+…: one row with mean ± sd over the seeds (per-seed values kept)",
+  }),
+  seed: z.number().int().min(0).max(0xffffffff).default(0).describe("seed of the bootstrap and permutation draws"),
+  resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples per interval"),
+};
+
+export const CompareSettingsSchema = z
+  .object({
+    ...ComparisonSettings,
+    format: z.enum(COMPARE_FORMATS).default("table").describe("output: terminal table, Markdown, CSV or JSON"),
+  })
+  .strict();
+
+export const ReportSettingsSchema = z
+  .object({
+    ...ComparisonSettings,
+    out: z.string().min(1).optional().describe("HTML file to write (default: reports/<run ids>.html in the workspace)"),
+    title: z.string().min(1).default("lever report").describe("title of the report"),
+    examples: z
+      .number()
+      .int()
+      .min(0)
+      .max(200)
+      .default(5)
+      .describe("per-question examples to show (questions where the methods disagree first)"),
+    warnings: z
+      .array(z.string().min(1))
+      .default([])
+      .meta({ flag: "warning", description: "health warnings to show besides the ones found in the runs" }),
+  })
+  .strict();
+export type ReportSettings = z.infer<typeof ReportSettingsSchema>;
+
+/** What `buildReportModel` needs: the runs and the report's settings. */
+export type ReportOptions = ReportSettings & { runs: readonly string[] };
+
+/** "100", "all" → 100, "all". */
+export function subsetSpecs(subsets: readonly string[]): SubsetSpec[] {
+  return subsets.map((s) => (s === "all" ? "all" : Number(s)));
+}

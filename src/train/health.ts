@@ -1,0 +1,57 @@
+/**
+ * Health checks of an RL epoch: the failure modes that made the Lever-Plus GRPO "not learn" without
+ * anyone noticing (advantage std ≈ 0.006, KL penalty dominating the loss, 100 % identical selections
+ * across β values, KL of 10-17 from a stale reference), turned into warnings that name the likely
+ * cause and what to change. Input: the epoch's metrics (means of the step diagnostics plus
+ * validation). Thresholds are documented with each check.
+ */
+
+export interface HealthWarning {
+  epoch: number;
+  code: "low-advantage-std" | "kl-dominates" | "clip-never" | "clip-always" | "no-selection-change" | "kl-explodes";
+  message: string;
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
+
+export function healthWarnings(epoch: number, m: Record<string, number>): HealthWarning[] {
+  const out: HealthWarning[] = [];
+  const warn = (code: HealthWarning["code"], message: string) => out.push({ epoch, code, message });
+  // More than half of the groups with advantage std < 0.05: most queries contribute (almost) nothing.
+  if (m.lowAdvStdShare > 0.5)
+    warn(
+      "low-advantage-std",
+      `advantage std < 0.05 in ${pct(m.lowAdvStdShare)} of the groups: most queries' rewards are (nearly) tied, so they give no policy gradient — use a denser reward (--reward-mode hybrid), more diverse rollouts (more samples, higher temperatures, the balanced top-up) or leave tied groups out (--drop-zero-variance)`,
+    );
+  // The KL term is more than half of the objective: the policy is mostly pulled back to the reference.
+  if (m.klShare > 0.5)
+    warn(
+      "kl-dominates",
+      `β·KL is ${pct(m.klShare)} of the loss: the penalty dominates the policy gradient — lower --kl-beta, or use --kl-kind adaptive with a --target-kl`,
+    );
+  const clip = (m.clipLow ?? 0) + (m.clipHigh ?? 0);
+  // Ratios never leave the trust region: each update is tiny relative to ε (or the behaviour policy is refreshed so often that it never can).
+  if (m.clipLow !== undefined && clip < 1e-3)
+    warn(
+      "clip-never",
+      `the clipped surrogate never clipped (clip fraction ${clip.toExponential(1)}): updates are small relative to ε — if selections do not change either, raise --lr or --ppo-epochs`,
+    );
+  // Ratios are clipped almost everywhere: the policy has left the trust region and most rows give no gradient.
+  if (clip > 0.9)
+    warn(
+      "clip-always",
+      `${pct(clip)} of the ratios are clipped: the policy moved far from the behaviour policy, so most trajectories give no gradient — lower --lr or refresh the behaviour policy more often (--ppo-epochs 1)`,
+    );
+  if (m.selectionChange === 0)
+    warn(
+      "no-selection-change",
+      "the greedy choices on every validation query are still those of the starting checkpoint: training has not changed a single selection (learning rate too low, parameter groups frozen, or rewards without signal)",
+    );
+  // Per-step KL above 10 nats: far beyond any useful trust region.
+  if (m.kl > 10)
+    warn(
+      "kl-explodes",
+      `KL to the reference is ${m.kl.toFixed(1)} nats per step: the policy is far from its reference — likely causes: a learning rate too high, a reference that is not the starting checkpoint, or dropout on one side only`,
+    );
+  return out;
+}

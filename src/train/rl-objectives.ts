@@ -1,0 +1,281 @@
+/**
+ * The two RL objectives on the one training loop (src/train/loop.ts):
+ *
+ * RCE (warm-up) — every trajectory of a query is a teacher-forced target weighted by softmax(R/τ)
+ * (src/train/rce.ts), τ following its schedule over the run's steps, rewards raw or normalised per
+ * query; dropout as in SFT.
+ *
+ * GRPO — group-relative advantages over ALL trajectories of a query (src/train/advantages.ts), the
+ * clipped surrogate against a BEHAVIOUR policy and a KL penalty toward a separate frozen REFERENCE
+ * (src/train/policy-loss.ts):
+ *  - behaviour = a snapshot of the policy, refreshed at the start of every `ppoEpochs`-th epoch; its
+ *    per-step log-probabilities of every training trajectory are computed once per refresh (the
+ *    Lever-Plus trainer kept the pre-RCE weights for all epochs, so its ratios and KL measured the
+ *    distance to a stale model);
+ *  - reference = the starting checkpoint (or a named one), frozen; its log-probabilities are computed
+ *    once. Both are evaluated with dropout off, and so is the policy unless `policyDropout` (Lever-Plus
+ *    compared a dropout-0.5 policy with a dropout-free reference, which put noise into every ratio);
+ *  - β fixed or adaptive (src/train/kl-control.ts); β = 0 removes the KL term;
+ *  - optional curriculum: in the first `curriculum.epochs` epochs only each query's top-k trajectories
+ *    by reward (the share of negative advantages left is reported);
+ *  - zero-variance groups (all rewards equal) carry no policy gradient: counted per batch, and with
+ *    `dropZeroVariance` left out of training altogether (DAPO dynamic sampling, offline).
+ * The objective's state (β, the behaviour snapshot) is saved with every epoch so a resumed run
+ * continues exactly.
+ */
+import { z } from "zod";
+import { PointerSelector, sequenceLogProbs, stepLogProbs } from "../selector/model.js";
+import { noGrad } from "../tensor/tensor.js";
+import { AdvantageSchema, groupAdvantages } from "./advantages.js";
+import { type Batch, buildBatch, chunk } from "./batch.js";
+import type { EmbeddingTable } from "./data.js";
+import { KlController, KlControlSchema } from "./kl-control.js";
+import type { Objective, ObjectiveState } from "./loop.js";
+import { PolicyLossSchema, policyLoss, stepEntropy } from "./policy-loss.js";
+import { rceLoss, rceTemperature, TemperatureSchema } from "./rce.js";
+import { normalizeGroup, type RewardConfig } from "./rewards.js";
+import type { RlGroup } from "./rl-data.js";
+import type { RlValidator } from "./rl-validate.js";
+
+export const RceSchema = z
+  .object({
+    temperature: TemperatureSchema.default(TemperatureSchema.parse({})),
+    rewards: z
+      .enum(["raw", "normalized"])
+      .default("raw")
+      .describe("weights from raw rewards, or from rewards normalised per query (reward.normalize)"),
+    bestOnly: z.boolean().default(false).describe("plain cross-entropy on each query's best trajectory only"),
+  })
+  .strict();
+export type RceConfig = z.infer<typeof RceSchema>;
+
+export const GrpoSchema = z
+  .object({
+    advantage: AdvantageSchema.default(AdvantageSchema.parse({})),
+    loss: PolicyLossSchema.default(PolicyLossSchema.parse({})),
+    kl: KlControlSchema.default(KlControlSchema.parse({})),
+    ppoEpochs: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe("epochs between refreshes of the behaviour policy (the ratio's denominator); 1 = every epoch"),
+    curriculum: z
+      .object({
+        epochs: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(0)
+          .describe("first epochs that train on each query's top-k only"),
+        topK: z.number().int().positive().default(5).describe("trajectories kept per query during the curriculum"),
+      })
+      .strict()
+      .default({ epochs: 0, topK: 5 }),
+    dropZeroVariance: z
+      .boolean()
+      .default(true)
+      .describe("leave out queries whose rewards are all equal (they carry no policy gradient)"),
+    policyDropout: z
+      .boolean()
+      .default(false)
+      .describe("apply dropout in the policy's forward pass (off: the ratio is exactly 1 at each refresh)"),
+  })
+  .strict();
+export type GrpoConfig = z.infer<typeof GrpoSchema>;
+
+export interface RlObjectiveData {
+  train: RlGroup[];
+  queryEmb: EmbeddingTable;
+  indexEmb: EmbeddingTable;
+  batchQueries: number;
+  validator: RlValidator;
+}
+
+/** Each row's value of a per-trajectory quantity (0 on padding rows). */
+function rowValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly number[]): Float64Array {
+  const out = new Float64Array(batch.trajectoryOf.length);
+  batch.trajectoryOf.forEach((t, r) => {
+    if (t < 0) return;
+    const b = Math.floor(r / batch.G);
+    out[r] = perGroup(batch.groups[b] as RlGroup, b)[t];
+  });
+  return out;
+}
+
+export function rceObjective(
+  model: PointerSelector,
+  data: RlObjectiveData,
+  cfg: RceConfig,
+  reward: RewardConfig,
+): Objective<RlGroup> {
+  return {
+    batchLoss(groups, ctx) {
+      const batch = buildBatch(groups, data.queryEmb, data.indexEmb, model.dtype);
+      const enc = model.encode(batch.input, { training: true, rng: ctx.rng });
+      const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
+      const rewards = rowValues(batch, (g) => (cfg.rewards === "raw" ? g.rewards : normalizeGroup(g.rewards, reward)));
+      const temperature = rceTemperature(cfg.temperature, ctx.step, ctx.totalSteps);
+      return {
+        loss: rceLoss(sequenceLogProbs(tf, batch.labels), rewards, batch.real, batch.G, {
+          temperature,
+          bestOnly: cfg.bestOnly,
+        }),
+        metrics: { temperature, rows: groups.reduce((n, g) => n + g.trajectories.length, 0) },
+      };
+    },
+    validate: () => data.validator.validate(model),
+  };
+}
+
+/** Per-step log-probabilities [G_g·S] of every group's trajectories under `policy` (eval mode). */
+function groupLogProbs(policy: PointerSelector, groups: readonly RlGroup[], data: RlObjectiveData): Float64Array[] {
+  const out: Float64Array[] = [];
+  noGrad(() => {
+    for (const part of chunk(groups, data.batchQueries)) {
+      const batch = buildBatch(part, data.queryEmb, data.indexEmb, policy.dtype);
+      const tf = policy.teacherForce(policy.encode(batch.input), batch.G, batch.labels, batch.steps);
+      const lp = stepLogProbs(tf, batch.labels).data;
+      const S = batch.steps;
+      part.forEach((g, b) => {
+        const own = new Float64Array(g.trajectories.length * S);
+        for (let i = 0; i < g.trajectories.length; i++)
+          for (let t = 0; t < S; t++) own[i * S + t] = lp[(b * batch.G + i) * S + t];
+        out.push(own);
+      });
+    }
+  });
+  return out;
+}
+
+/** The trajectories of a group kept by the curriculum: the top k by reward (ties: listed order). */
+function topK(g: RlGroup, k: number): number[] {
+  return g.rewards
+    .map((r, i) => [r, i] as const)
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+    .slice(0, k)
+    .map(([, i]) => i)
+    .sort((a, b) => a - b);
+}
+
+export interface GrpoObjective extends Objective<RlGroup> {
+  /** Current KL coefficient. */
+  readonly beta: number;
+}
+
+export function grpoObjective(
+  model: PointerSelector,
+  data: RlObjectiveData,
+  cfg: GrpoConfig,
+  reference: PointerSelector,
+): GrpoObjective {
+  const S = data.train[0]?.trajectories[0]?.length ?? 0;
+  const behaviour = new PointerSelector(model.config, model.values(), model.dtype);
+  const index = new Map(data.train.map((g, i) => [g.queryId, i]));
+  const refLogp = groupLogProbs(reference, data.train, data);
+  let oldLogp: Float64Array[] = [];
+  let behaviourEpoch = -1;
+  const kl = new KlController(cfg.kl);
+  const refresh = (epoch: number) => {
+    behaviour.load(model.values());
+    behaviourEpoch = epoch;
+    oldLogp = groupLogProbs(behaviour, data.train, data);
+  };
+  return {
+    get beta() {
+      return kl.beta;
+    },
+    startEpoch(epoch) {
+      if (behaviourEpoch < 0 || epoch - behaviourEpoch >= cfg.ppoEpochs) refresh(epoch);
+      else if (oldLogp.length === 0) oldLogp = groupLogProbs(behaviour, data.train, data); // resumed mid-cycle
+    },
+    batchLoss(groups, ctx) {
+      const curriculum = ctx.epoch < cfg.curriculum.epochs;
+      const kept = groups.map((g) => (curriculum ? topK(g, cfg.curriculum.topK) : g.rewards.map((_, i) => i)));
+      const views: RlGroup[] = groups.map((g, b) => ({
+        ...g,
+        trajectories: kept[b].map((i) => g.trajectories[i]),
+        rewards: kept[b].map((i) => g.rewards[i]),
+        methods: kept[b].map((i) => g.methods[i]),
+        weights: kept[b].map(() => 1),
+        best: 0,
+      }));
+      const batch = buildBatch(views, data.queryEmb, data.indexEmb, model.dtype);
+      const enc = model.encode(batch.input, { training: cfg.policyDropout, rng: ctx.rng });
+      const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
+      const logp = stepLogProbs(tf, batch.labels);
+      const { advantages, stats } = groupAdvantages(
+        views.map((v) => v.rewards),
+        cfg.advantage,
+      );
+      const perStep = (source: Float64Array[]) => {
+        const out = new Float64Array(batch.trajectoryOf.length * S);
+        batch.trajectoryOf.forEach((t, r) => {
+          if (t < 0) return;
+          const b = Math.floor(r / batch.G);
+          const own = source[index.get(groups[b].queryId) as number];
+          const i = kept[b][t];
+          for (let s = 0; s < S; s++) out[r * S + s] = own[i * S + s];
+        });
+        return out;
+      };
+      const beta = kl.beta;
+      const { loss, diagnostics: d } = policyLoss(
+        {
+          logp,
+          oldLogp: perStep(oldLogp),
+          refLogp: perStep(refLogp),
+          advantages: rowValues(batch, (_g, b) => advantages[b]),
+          weights: batch.weights,
+        },
+        cfg.loss,
+        beta,
+      );
+      const entropy = stepEntropy(tf, batch.weights);
+      const metrics: Record<string, number> = {
+        policyLoss: d.policyLoss,
+        kl: d.kl ?? Number.NaN,
+        beta,
+        klTerm: d.klTerm,
+        klShare: d.klShare,
+        advMean: d.advMean,
+        advStd: d.advStd,
+        advMaxAbs: d.advMaxAbs,
+        zeroVarianceShare: stats.zeroVarianceGroups / stats.groups,
+        lowAdvStdShare: stats.lowStdShare,
+        ratioMean: d.ratioMean,
+        ratioMin: d.ratioMin,
+        ratioMax: d.ratioMax,
+        clipLow: d.clipLow,
+        clipHigh: d.clipHigh,
+        entropy: entropy.reduce((a, v) => a + v, 0) / entropy.length,
+        rows: stats.trajectories,
+      };
+      entropy.forEach((e, t) => {
+        metrics[`entropy@${t + 1}`] = e;
+      });
+      if (curriculum)
+        metrics.curriculumNegatives = advantages.flat().filter((a) => a < 0).length / Math.max(1, stats.trajectories);
+      return { loss, metrics };
+    },
+    afterStep(metrics) {
+      kl.update(metrics.kl, metrics.rows);
+    },
+    validate: () => data.validator.validate(model),
+    state(): ObjectiveState {
+      const arrays = new Map<string, Float64Array>();
+      for (const [name, v] of behaviour.values()) arrays.set(`behaviour.${name}`, Float64Array.from(v));
+      return { json: { kl: kl.state(), behaviourEpoch }, arrays };
+    },
+    restore(state) {
+      const json = state.json as { kl: { beta: number }; behaviourEpoch: number };
+      kl.beta = json.kl.beta;
+      behaviourEpoch = json.behaviourEpoch;
+      const values = new Map<string, Float64Array>();
+      for (const [name, v] of state.arrays)
+        if (name.startsWith("behaviour.")) values.set(name.slice("behaviour.".length), v);
+      behaviour.load(values);
+      oldLogp = [];
+    },
+  };
+}

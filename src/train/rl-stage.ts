@@ -1,0 +1,494 @@
+/**
+ * `lever train rce` and `lever train grpo` against a workspace: resolve the rollout set, the pool set
+ * and the embeddings, build the RL groups (src/train/rl-data.ts), the starting model and the KL
+ * reference, the validator (with the VLM when `validation.answers`), and run the stage's objective
+ * on the one training loop; a resumable workspace run with per-epoch checkpoints, `best`, metrics and
+ * health warnings. Re-running the same command continues an interrupted run of the same config.
+ */
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
+import type { PoolSet } from "../data/pool-set.js";
+import type { RolloutSet } from "../data/trajectories.js";
+import { answerPrompts, buildPrompt, vqaAnswering } from "../eval/answer.js";
+import { createVlm } from "../eval/backend.js";
+import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
+import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js";
+import { PointerSelector } from "../selector/model.js";
+import { initParams } from "../selector/params.js";
+import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
+import { Rng } from "../util/rng.js";
+import type { VlmSettings } from "../vlm/settings.js";
+import { preflight } from "../vlm/types.js";
+import type { EmbeddingTable } from "./data.js";
+import { healthWarnings } from "./health.js";
+import { optimSchema } from "./loop.js";
+import type { ProgressStream } from "./progress.js";
+import { RewardSchema } from "./rewards.js";
+import { buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
+import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "./rl-objectives.js";
+import { type Answerer, RlValidator } from "./rl-validate.js";
+import { runTraining, STATE_FILE, type TrainingRunResult } from "./run.js";
+import { checkpointDirOf, executeStage, type StageResult } from "./stage.js";
+import { loadTrainState } from "./train-state.js";
+
+/** What an RL run reads (not part of the hashed training config). */
+export const RlInputsSchema = z
+  .object({
+    rollouts: z.string().min(1).describe("rollout set: a name under artifacts/rollouts/, or a file"),
+    pools: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("pool set the rollouts were drawn from (needed when the rollouts do not carry their pools)"),
+    dataset: z.string().min(1).describe("index dataset (the candidates)"),
+    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    init: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("starting checkpoint (e.g. the SFT best); without it the model starts from a seeded init"),
+    reference: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("GRPO: frozen KL reference checkpoint (default: the starting weights)"),
+    name: z.string().min(1).optional().describe("run name"),
+  })
+  .strict();
+export type RlInputs = z.output<typeof RlInputsSchema>;
+
+const RlDataSchema = z
+  .object({
+    valFraction: z.number().min(0).lt(1).default(0.1).describe("share of queries held out for validation"),
+    shots: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("trajectory length (default: the rollouts' length; longer trajectories are cut)"),
+  })
+  .strict();
+
+const ValidationSchema = z
+  .object({
+    answers: z
+      .boolean()
+      .default(true)
+      .describe(
+        "answer the validation queries with the VLM after every epoch (valAccuracy: the honest selection metric; cached)",
+      ),
+  })
+  .strict();
+
+const common = {
+  model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
+  reward: RewardSchema.meta({ flagPrefix: "reward" }).default(RewardSchema.parse({})),
+  data: RlDataSchema.default(RlDataSchema.parse({})),
+  validation: ValidationSchema.meta({ flagPrefix: "validation" }).default(ValidationSchema.parse({})),
+  seed: z.number().int().default(42).describe("seed of the initialisation, the split, shuffling and dropout"),
+  dtype: z.enum(["float32", "float64"]).default("float32").describe("floating-point type of weights and activations"),
+};
+
+/**
+ * "auto" selects the best epoch by valAccuracy when the VLM answers the validation queries, by valRce
+ * otherwise (see `resolveMetric`).
+ */
+const AUTO_METRIC = "auto";
+
+export const RceStageConfigSchema = z
+  .object({
+    ...common,
+    optim: optimSchema({
+      epochs: 5,
+      lr: 1e-4,
+      weightDecay: 0.01,
+      schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+      metric: AUTO_METRIC,
+    }).default(
+      optimSchema({
+        epochs: 5,
+        lr: 1e-4,
+        weightDecay: 0.01,
+        schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+        metric: AUTO_METRIC,
+      }).parse({}),
+    ),
+    rce: RceSchema.default(RceSchema.parse({})),
+  })
+  .strict();
+export type RceStageConfig = z.output<typeof RceStageConfigSchema>;
+
+const grpoOptim = optimSchema({
+  epochs: 5,
+  lr: 3e-5,
+  weightDecay: 0.01,
+  schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+  metric: AUTO_METRIC,
+});
+export const GrpoStageConfigSchema = z
+  .object({
+    ...common,
+    optim: grpoOptim.default(grpoOptim.parse({})),
+    grpo: GrpoSchema.default(GrpoSchema.parse({})),
+  })
+  .strict();
+export type GrpoStageConfig = z.output<typeof GrpoStageConfigSchema>;
+
+export type RlStage = "rce" | "grpo";
+export type RlStageConfig = RceStageConfig | GrpoStageConfig;
+
+/** Metrics shown on the per-epoch progress line. */
+const DISPLAY: Record<RlStage, string[]> = {
+  rce: ["trainLoss", "temperature", "valRce", "valTop1", "selectionChange", "valAccuracy"],
+  grpo: [
+    "trainLoss",
+    "policyLoss",
+    "kl",
+    "beta",
+    "klShare",
+    "advStd",
+    "zeroVarianceShare",
+    "clipLow",
+    "clipHigh",
+    "entropy",
+    "valRce",
+    "selectionChange",
+    "valAccuracy",
+  ],
+};
+
+export function resolveMetric(config: RlStageConfig): RlStageConfig {
+  if (config.optim.earlyStopping.metric !== AUTO_METRIC) return config;
+  const metric = config.validation.answers ? "valAccuracy" : "valRce";
+  return { ...config, optim: { ...config.optim, earlyStopping: { ...config.optim.earlyStopping, metric } } };
+}
+
+interface ResolvedRlInputs {
+  rollouts: { set: RolloutSet; file: string };
+  pools: { set: PoolSet; file: string } | null;
+  queryEmb: EmbeddingTable;
+  indexEmb: EmbeddingTable;
+  dataHashes: Record<string, string>;
+}
+
+function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
+  const m = loadDatasetEmbedding(ws, dataset, kind);
+  return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
+}
+
+function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
+  const rollouts = resolveRolloutSet(ws, inputs.rollouts);
+  const pools = inputs.pools !== undefined ? resolvePoolSet(ws, inputs.pools) : null;
+  if (pools !== null && pools.set.indexDataset !== inputs.dataset)
+    throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${inputs.dataset}"`, {
+      file: pools.file,
+      field: "indexDataset",
+    });
+  const indexEmb = table(ws, inputs.dataset, inputs.embedding);
+  const queryDataset = rollouts.set.dataset;
+  const queryEmb = queryDataset === inputs.dataset ? indexEmb : table(ws, queryDataset, inputs.embedding);
+  const dataHashes: Record<string, string> = {
+    rollouts: hashFileSync(rollouts.file).sha256,
+    ...(pools !== null ? { pools: hashFileSync(pools.file).sha256 } : {}),
+    indexEmbedding: ws.getEmbedding(inputs.dataset, inputs.embedding)?.sha256 ?? "",
+    queryEmbedding: ws.getEmbedding(queryDataset, inputs.embedding)?.sha256 ?? "",
+    ...(inputs.init !== undefined ? { init: hashFileSync(inputs.init).sha256 } : {}),
+    ...(inputs.reference !== undefined ? { reference: hashFileSync(inputs.reference).sha256 } : {}),
+  };
+  return { rollouts, pools, queryEmb, indexEmb, dataHashes };
+}
+
+export interface RlStageOptions {
+  stage: RlStage;
+  inputs: RlInputs;
+  config: RlStageConfig;
+  vlm: VlmSettings;
+  progress?: ProgressStream | null;
+}
+
+export interface RlStageResult extends Omit<TrainingRunResult, "model"> {
+  runId: string;
+  resumed: boolean;
+  checkpointDir: string;
+  stats: RlDataStats;
+  warnings: StageResult<TrainingRunResult>["warnings"];
+  trainable: { parameters: number; total: number; frozen: string[] };
+}
+
+/** The stored run config: inputs (as resolved paths), their hashes, the stage config and the VLM settings. */
+function storedConfig(
+  stage: RlStage,
+  inputs: RlInputs,
+  hashes: Record<string, string>,
+  config: RlStageConfig,
+  vlm: VlmSettings,
+) {
+  const abs = (p: string | undefined) => (p !== undefined && existsSync(p) ? resolve(p) : p);
+  return {
+    stage,
+    inputs: {
+      ...inputs,
+      rollouts: abs(inputs.rollouts),
+      pools: abs(inputs.pools),
+      init: abs(inputs.init),
+      reference: abs(inputs.reference),
+    },
+    dataHashes: hashes,
+    config,
+    vlm: config.validation.answers ? vlm : null,
+  };
+}
+
+const StoredSchema = z.object({
+  stage: z.enum(["rce", "grpo"]),
+  inputs: RlInputsSchema,
+  dataHashes: z.record(z.string(), z.string()),
+  config: z.unknown(),
+  vlm: z.unknown(),
+});
+
+/**
+ * Runs an RL stage. A run of the same stage and config whose stage is not done (interrupted) is
+ * continued from its last finished epoch instead of starting a new one.
+ */
+export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<RlStageResult> {
+  const config = resolveMetric(opts.config);
+  const inputs = resolveInputs(ws, opts.inputs);
+  const stored = storedConfig(opts.stage, opts.inputs, inputs.dataHashes, config, opts.vlm);
+  const unfinished = ws
+    .listRuns({ kind: opts.stage, configHash: hashValue(stored) })
+    .filter((run) => ws.getStage(run.id, opts.stage)?.status !== "done");
+  const previous = unfinished.at(-1);
+  const runId =
+    previous?.id ??
+    ws.createRun({
+      kind: opts.stage,
+      config: stored,
+      seed: config.seed,
+      ...(opts.inputs.name ? { name: opts.inputs.name } : {}),
+    });
+  return execute(ws, runId, opts.stage, opts.inputs, inputs, config, opts.vlm, previous !== undefined, opts.progress);
+}
+
+/** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */
+export async function resumeRlStage(
+  ws: Workspace,
+  runId: string,
+  progress?: ProgressStream | null,
+): Promise<RlStageResult> {
+  const run = ws.getRun(runId);
+  if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
+  const parsed = StoredSchema.safeParse(run.config);
+  if (!parsed.success || (run.kind !== "rce" && run.kind !== "grpo"))
+    throw new LeverError(`run ${runId} is not an RCE or GRPO run`, { record: runId });
+  const stage = parsed.data.stage;
+  if (ws.getStage(runId, stage)?.status === "done")
+    throw new LeverError(`run ${runId} is already done`, { record: runId });
+  const schema = stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema;
+  const config = schema.parse(parsed.data.config);
+  const inputs = resolveInputs(ws, parsed.data.inputs);
+  for (const [name, hash] of Object.entries(parsed.data.dataHashes))
+    if (inputs.dataHashes[name] !== hash)
+      throw new LeverError(
+        `input "${name}" changed since the run started (sha256 ${inputs.dataHashes[name]}, recorded ${hash})`,
+        {
+          record: runId,
+          field: name,
+        },
+      );
+  const vlm = (parsed.data.vlm ?? { vlm: "sim", cache: true }) as VlmSettings;
+  return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress);
+}
+
+async function execute(
+  ws: Workspace,
+  runId: string,
+  stage: RlStage,
+  refs: RlInputs,
+  inputs: ResolvedRlInputs,
+  config: RlStageConfig,
+  vlmSettings: VlmSettings,
+  resumed: boolean,
+  progress?: ProgressStream | null,
+): Promise<RlStageResult> {
+  const { groups, stats } = buildRlGroups(
+    inputs.rollouts.set,
+    inputs.pools?.set ?? null,
+    inputs.queryEmb,
+    inputs.indexEmb,
+    {
+      reward: config.reward,
+      shots: config.data.shots,
+      files: { rollouts: inputs.rollouts.file, pools: inputs.pools?.file ?? inputs.rollouts.file },
+    },
+  );
+  if (groups.length === 0) throw new LeverError("no query has a scored trajectory", { file: inputs.rollouts.file });
+  if (inputs.queryEmb.dim !== inputs.indexEmb.dim)
+    throw new LeverError(`query embeddings have dim ${inputs.queryEmb.dim}, candidates ${inputs.indexEmb.dim}`);
+  const init: Checkpoint | undefined = refs.init !== undefined ? loadCheckpoint(refs.init) : undefined;
+  const modelConfig = init
+    ? init.config
+    : SelectorConfigSchema.parse({ ...config.model, d: inputs.queryEmb.dim, shots: stats.shots });
+  if (modelConfig.d !== inputs.queryEmb.dim)
+    throw new LeverError(
+      `the starting checkpoint expects d=${modelConfig.d}, the embeddings have ${inputs.queryEmb.dim}`,
+      {
+        file: refs.init,
+      },
+    );
+  if (modelConfig.stepEmbedding && modelConfig.shots < stats.shots)
+    throw new LeverError(
+      `the starting checkpoint was built for ${modelConfig.shots} shots, the rollouts have ${stats.shots}`,
+      {
+        file: refs.init,
+      },
+    );
+  const startValues = init ? init.params : initParams(modelConfig, new Rng(config.seed).child("init").seed);
+  const start = new PointerSelector(modelConfig, startValues, config.dtype);
+  const referenceCkpt = refs.reference !== undefined ? loadCheckpoint(refs.reference) : undefined;
+  const reference = referenceCkpt
+    ? new PointerSelector(referenceCkpt.config, referenceCkpt.params, config.dtype)
+    : start;
+  const poolOf = new Map<string, readonly string[]>();
+  for (const [id, q] of Object.entries(inputs.rollouts.set.queries)) {
+    const pool = q.pool ?? inputs.pools?.set.pools[id];
+    if (pool !== undefined) poolOf.set(id, pool);
+  }
+  const answerer = config.validation.answers
+    ? makeAnswerer(ws, inputs, refs.dataset, vlmSettings, config.seed)
+    : undefined;
+  const checkpointDir = checkpointDirOf(ws, runId, stage);
+  const statePath = join(checkpointDir, STATE_FILE);
+  const resume = resumed && existsSync(statePath) ? loadTrainState(statePath) : undefined;
+  const frozen = config.optim.frozen;
+  const trainableCount = start.specs
+    .filter((s) => !frozen.includes(s.group))
+    .reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+  const totalCount = start.specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
+  let trainGroups = groups;
+  if (stage === "grpo" && (config as GrpoStageConfig).grpo.dropZeroVariance) {
+    trainGroups = groups.filter((g) => !g.rewards.every((r) => r === g.rewards[0]));
+    if (trainGroups.length < 2)
+      throw new LeverError(
+        `${groups.length - trainGroups.length} of ${groups.length} queries have all-equal rewards and carry no policy gradient; use a denser reward (--reward-mode hybrid) or more diverse rollouts`,
+        { file: inputs.rollouts.file },
+      );
+  }
+  const done = await executeStage(
+    ws,
+    {
+      stage,
+      runId,
+      epochs: config.optim.epochs,
+      progress,
+      display: DISPLAY[stage],
+      health:
+        stage === "grpo" ? healthWarnings : (epoch, m) => healthWarnings(epoch, { selectionChange: m.selectionChange }),
+    },
+    (dir, hooks) =>
+      runTraining<RlGroup>({
+        stage,
+        groups: trainGroups,
+        valFraction: config.data.valFraction,
+        seed: config.seed,
+        dtype: config.dtype,
+        optim: config.optim,
+        modelConfig,
+        init,
+        resume,
+        objective: (model, data) => {
+          const validator = new RlValidator(
+            {
+              groups: data.val,
+              queryEmb: inputs.queryEmb,
+              indexEmb: inputs.indexEmb,
+              shots: stats.shots,
+              batchQueries: config.optim.batchQueries,
+              poolIds: (g) => poolOf.get(g.queryId) ?? [],
+              answerer,
+            },
+            start,
+          );
+          const objData = {
+            train: data.train,
+            queryEmb: inputs.queryEmb,
+            indexEmb: inputs.indexEmb,
+            batchQueries: config.optim.batchQueries,
+            validator,
+          };
+          return stage === "rce"
+            ? rceObjective(model, objData, (config as RceStageConfig).rce, config.reward)
+            : grpoObjective(model, objData, (config as GrpoStageConfig).grpo, reference);
+        },
+        checkpointDir: dir,
+        checkpoint: {
+          trainedK: stats.K,
+          shots: stats.shots,
+          provenance: {
+            runId,
+            dataHashes: inputs.dataHashes,
+            notes: {
+              promptOrder: inputs.rollouts.set.promptOrder,
+              configHash: hashValue(config),
+              parent: refs.init !== undefined ? resolve(refs.init) : "seeded init",
+              ...(inputs.pools !== null ? { poolSampler: inputs.pools.set.sampler } : {}),
+              embedding: refs.embedding,
+            },
+          },
+        },
+        onStep: hooks.onStep,
+        onEpoch: hooks.onEpoch,
+      }),
+  );
+  const { model: _model, ...rest } = done.result;
+  return {
+    ...rest,
+    runId,
+    resumed,
+    checkpointDir: done.checkpointDir,
+    stats,
+    warnings: done.warnings,
+    trainable: { parameters: trainableCount, total: totalCount, frozen },
+  };
+}
+
+/** Answers validation queries through the one answering path (cached), for valAccuracy. */
+function makeAnswerer(
+  ws: Workspace,
+  inputs: ResolvedRlInputs,
+  indexDataset: string,
+  settings: VlmSettings,
+  seed: number,
+): Answerer {
+  const queryDataset = inputs.rollouts.set.dataset;
+  const index = ws.loadItems(indexDataset);
+  const queries = queryDataset === indexDataset ? index : ws.loadItems(queryDataset);
+  const indexById = new Map(index.map((item) => [item.questionId, item]));
+  const queryById = new Map<string, VqaItem>(queries.map((item) => [item.questionId, item]));
+  const { vlm } = createVlm(ws, settings, ws.requireDataset(queryDataset), { seed });
+  const answering = vqaAnswering("official");
+  const order = inputs.rollouts.set.promptOrder;
+  let checked: Promise<void> | null = null;
+  return async (queryIds, selections) => {
+    // The server is checked once, before the first validation answers (a no-op for the simulator).
+    checked ??= preflight(vlm, { scoring: false });
+    await checked;
+    const items = queryIds.map((id) => {
+      const item = queryById.get(id);
+      if (item === undefined) throw new LeverError(`validation query "${id}" is not in dataset "${queryDataset}"`);
+      return item;
+    });
+    const prompts = items.map((item, i) => buildPrompt(item, selections[i], indexById, order));
+    const answers = await answerPrompts(prompts, items, { vlm, ...answering });
+    if (answers === null) throw new LeverError("validation was interrupted");
+    return answers.map((a) => a.accuracy);
+  };
+}

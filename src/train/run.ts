@@ -1,0 +1,148 @@
+/**
+ * One training run of any stage (SFT, RCE, GRPO) from resolved inputs: split the query groups into
+ * train/validation (by query, seeded), build the model (fresh seeded init, a starting checkpoint, or a
+ * saved state to resume), train with the one loop and the stage's objective, and write a checkpoint
+ * per epoch, `best` by the early-stopping metric, and the resumable state after every epoch. What
+ * differs between stages is only the groups and the objective; workspace plumbing (run records,
+ * metric rows) stays in the caller.
+ */
+import { join } from "node:path";
+import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
+import { saveCheckpoint } from "../selector/checkpoint.js";
+import type { SelectorConfig } from "../selector/config.js";
+import { PointerSelector } from "../selector/model.js";
+import { initParams } from "../selector/params.js";
+import type { DType } from "../tensor/tensor.js";
+import { LeverError } from "../util/errors.js";
+import { Rng } from "../util/rng.js";
+import type { QueryGroup } from "./data.js";
+import { type EpochInfo, type Objective, type OptimConfig, type StepInfo, type TrainResult, train } from "./loop.js";
+import { splitByQuery } from "./split.js";
+import { type SavedState, saveTrainState } from "./train-state.js";
+
+/** Resumable training state beside the checkpoints. */
+export const STATE_FILE = "state.safetensors";
+
+export const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
+export const BEST_FILE = "best.safetensors";
+
+export interface TrainingData<G> {
+  train: G[];
+  val: G[];
+}
+
+export interface TrainingRunInput<G extends QueryGroup> {
+  /** "sft", "rce", "grpo": recorded in checkpoint provenance. */
+  stage: string;
+  groups: G[];
+  valFraction: number;
+  seed: number;
+  dtype: DType;
+  optim: OptimConfig;
+  /** The architecture when starting fresh (ignored when `init` is given: its architecture wins). */
+  modelConfig: SelectorConfig;
+  /** Start from these weights instead of a fresh seeded init. */
+  init?: Checkpoint;
+  /** Continue an interrupted run from its saved training state. */
+  resume?: SavedState;
+  /** The stage's objective over the split data. */
+  objective(model: PointerSelector, data: TrainingData<G>): Objective<G>;
+  /** Directory for epoch-NNN.safetensors, best.safetensors and the state (null = none). */
+  checkpointDir: string | null;
+  checkpoint: {
+    trainedK: number;
+    shots: number;
+    provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
+  };
+  onStep?(info: StepInfo): void;
+  onEpoch?(info: EpochInfo & { checkpoint: string | null }): void | Promise<void>;
+  /** Clock for provenance timestamps (tests pass a fixed one). */
+  now?: () => string;
+}
+
+export interface TrainingRunResult extends TrainResult {
+  model: PointerSelector;
+  split: { train: number; val: number };
+  checkpoints: string[];
+  bestCheckpoint: string | null;
+}
+
+export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<G>): Promise<TrainingRunResult> {
+  const { groups, seed } = input;
+  if (groups.length === 0) throw new LeverError("no training queries");
+  const split = splitByQuery(
+    groups.map((g) => g.queryId),
+    input.valFraction,
+    new Rng(seed).child("split"),
+  );
+  const valIds = new Set(split.val);
+  const data: TrainingData<G> = {
+    train: groups.filter((g) => !valIds.has(g.queryId)),
+    val: groups.filter((g) => valIds.has(g.queryId)),
+  };
+  const modelConfig = input.init ? input.init.config : input.modelConfig;
+  if (input.resume && input.resume.dtype !== input.dtype)
+    throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${input.dtype}`, {
+      field: "dtype",
+    });
+  const values = input.resume
+    ? input.resume.params
+    : input.init
+      ? input.init.params
+      : initParams(modelConfig, new Rng(seed).child("init").seed);
+  const model = new PointerSelector(modelConfig, values, input.dtype);
+  const now = input.now ?? (() => new Date().toISOString());
+  const dir = input.checkpointDir;
+  const checkpoints: string[] = [];
+  let bestCheckpoint: string | null = null;
+  if (input.resume && dir !== null) {
+    // Checkpoints written before the interruption stay part of the run.
+    for (let e = 0; e < input.resume.loop.nextEpoch; e++) checkpoints.push(join(dir, epochFile(e)));
+    if (input.resume.loop.stopper.bestEpoch >= 0) bestCheckpoint = join(dir, BEST_FILE);
+  }
+  const save = (name: string, epoch: number, metrics: Record<string, number>) => {
+    if (dir === null) return null;
+    const path = join(dir, name);
+    saveCheckpoint(path, {
+      config: modelConfig,
+      params: model.values(),
+      trainedK: input.checkpoint.trainedK,
+      shots: input.checkpoint.shots,
+      provenance: { ...input.checkpoint.provenance, stage: input.stage, epoch, metrics, seed, createdAt: now() },
+    });
+    return path;
+  };
+  const result = await train(
+    model,
+    data.train,
+    input.objective(model, data),
+    input.optim,
+    seed,
+    {
+      onStep: input.onStep,
+      onEpoch: async (info, snapshot) => {
+        const path = save(epochFile(info.epoch), info.epoch, info.metrics);
+        if (path !== null) checkpoints.push(path);
+        if (info.improved) bestCheckpoint = save(BEST_FILE, info.epoch, info.metrics);
+        // Written last: a crash before this line resumes from the previous epoch and redoes this one.
+        if (dir !== null) {
+          const { loop, objective } = snapshot();
+          saveTrainState(
+            join(dir, STATE_FILE),
+            { loop, ...(objective !== undefined ? { objective } : {}), params: model.values(), dtype: input.dtype },
+            model.specs.map((s) => s.name),
+          );
+        }
+        await input.onEpoch?.({ ...info, checkpoint: path });
+      },
+    },
+    input.resume ? { loop: input.resume.loop, objective: input.resume.objective } : undefined,
+  );
+  return {
+    ...result,
+    model,
+    split: { train: data.train.length, val: data.val.length },
+    checkpoints,
+    bestCheckpoint,
+  };
+}

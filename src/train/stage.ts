@@ -1,0 +1,109 @@
+/**
+ * The workspace side of a training stage (SFT, RCE, GRPO): the run record (resolved config, input
+ * hashes, seed), the stage record with per-epoch progress, every step's and epoch's metrics as rows,
+ * progress on stderr, health warnings (RL) printed and kept in `health.json` beside the checkpoints,
+ * and the checkpoints registered as the stage's artefacts when it completes. A throw marks the
+ * stage and the run failed. The training itself is the caller's `train` function (src/train/run.ts).
+ */
+import { join } from "node:path";
+import { hashFileSync } from "../store/files.js";
+import type { Workspace } from "../store/workspace.js";
+import { writeFileAtomic } from "../util/atomic.js";
+import type { HealthWarning } from "./health.js";
+import type { EpochInfo, StepInfo } from "./loop.js";
+import { type ProgressStream, TrainingProgress } from "./progress.js";
+import type { TrainingRunResult } from "./run.js";
+
+export interface StageHooks {
+  onStep(info: StepInfo): void;
+  onEpoch(info: EpochInfo & { checkpoint: string | null }): void;
+}
+
+export interface StageOptions {
+  /** Stage name = run kind: "sft", "rce", "grpo". */
+  stage: string;
+  runId: string;
+  epochs: number;
+  progress?: ProgressStream | null;
+  /** Metric names shown on the per-epoch progress line (default: all). */
+  display?: readonly string[];
+  /** Health checks of an epoch's metrics (RL stages). */
+  health?: (epoch: number, metrics: Record<string, number>) => HealthWarning[];
+}
+
+export interface StageResult<R> {
+  runId: string;
+  checkpointDir: string;
+  result: R;
+  warnings: HealthWarning[];
+}
+
+/** Directory of a run's checkpoints and state. */
+export function checkpointDirOf(ws: Workspace, runId: string, stage: string): string {
+  return ws.artifactPath(`runs/${runId}/${stage}`);
+}
+
+export async function executeStage<R extends TrainingRunResult>(
+  ws: Workspace,
+  opts: StageOptions,
+  train: (checkpointDir: string, hooks: StageHooks) => Promise<R>,
+): Promise<StageResult<R>> {
+  const { runId, stage } = opts;
+  ws.beginStage(runId, stage);
+  const checkpointDir = checkpointDirOf(ws, runId, stage);
+  const progress =
+    opts.progress === null ? null : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
+  const warnings: HealthWarning[] = [];
+  try {
+    const result = await train(checkpointDir, {
+      onStep: (info) => {
+        ws.logMetrics(
+          Object.entries(info.metrics).map(([name, value]) => ({
+            runId,
+            stage,
+            step: info.step,
+            epoch: info.epoch,
+            name,
+            value,
+          })),
+        );
+        progress?.step(info);
+      },
+      onEpoch: (info) => {
+        const found = opts.health?.(info.epoch, info.metrics) ?? [];
+        warnings.push(...found);
+        ws.logMetrics([
+          ...Object.entries(info.metrics).map(([name, value]) => ({
+            runId,
+            stage,
+            epoch: info.epoch,
+            name: `epoch.${name}`,
+            value,
+          })),
+          ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
+        ]);
+        if (opts.health !== undefined)
+          writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify({ warnings }, null, 2)}\n`);
+        ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
+        progress?.epoch(info);
+        for (const w of found) progress?.warn(`epoch ${w.epoch + 1}: ${w.message}`);
+      },
+    });
+    const files = [
+      ...result.checkpoints,
+      ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
+      ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, "health.json")] : []),
+    ];
+    ws.completeStage(
+      runId,
+      stage,
+      files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })),
+    );
+    ws.finishRun(runId, "done");
+    return { runId, checkpointDir, result, warnings };
+  } catch (error) {
+    ws.failStage(runId, stage, (error as Error).message);
+    ws.finishRun(runId, "failed", (error as Error).message);
+    throw error;
+  }
+}
