@@ -23,6 +23,9 @@ const EXCEPTIONS: Record<string, string> = {
     "the simulator and its oracle key answers and score them with the official VQA metric, so the oracle's accuracy is what evaluation measures",
   "eval/evaluate.ts → report/results.ts": "the evaluation stores its summary (accuracies, CIs, paired tests)",
   "eval/config.ts → report/results.ts": "the evaluation's bootstrap-resamples default is the summary's",
+  "train/rl-stage.ts → eval/answer.ts":
+    "RL validation answers through the one answering path, so its accuracy is what evaluation measures",
+  "train/rl-stage.ts → eval/backend.ts": "RL validation builds its VLM with the one backend factory of every stage",
 };
 
 /**
