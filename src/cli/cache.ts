@@ -1,8 +1,7 @@
 import type { Command } from "commander";
-import { Workspace } from "../store/workspace.js";
 import { check } from "../util/errors.js";
 import { type CacheSummaryRow, cacheSummary, pruneCache } from "../vlm/cache.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 
 /** Registers `cache stats` and `cache prune` (the workspace's VLM response cache). */
 export function register(program: Command): void {
@@ -12,9 +11,8 @@ export function register(program: Command): void {
     .command("stats")
     .description("entries and bytes per model and kind")
     .option("--json", "print as JSON")
-    .action((flags: { json?: boolean }, command: Command) => {
-      const dir = workspaceDir(command);
-      const rows = Workspace.exists(dir) ? withWorkspace(dir, (ws) => cacheSummary(ws.db)) : [];
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const rows = await withWorkspace(command, (ws) => cacheSummary(ws.db), { readOnly: true });
       if (flags.json) printJson(rows);
       else process.stdout.write(formatSummary(rows));
     });
@@ -26,7 +24,7 @@ export function register(program: Command): void {
     .option("--older-than <days>", "only entries created more than this many days ago")
     .option("--all", "delete every entry (needed when no other filter is given)")
     .option("--json", "print as JSON")
-    .action((flags: { model?: string; olderThan?: string; all?: boolean; json?: boolean }, command: Command) => {
+    .action(async (flags: { model?: string; olderThan?: string; all?: boolean; json?: boolean }, command: Command) => {
       const olderThanDays = flags.olderThan === undefined ? undefined : Number(flags.olderThan);
       if (olderThanDays !== undefined)
         check(
@@ -36,21 +34,12 @@ export function register(program: Command): void {
             field: "--older-than",
           },
         );
-      const deleted = withWorkspace(workspaceDir(command), (ws) =>
+      const deleted = await withWorkspace(command, (ws) =>
         pruneCache(ws.db, { model: flags.model, olderThanDays, all: flags.all }),
       );
       if (flags.json) printJson({ deleted });
       else process.stdout.write(`deleted ${deleted} cached response${deleted === 1 ? "" : "s"}\n`);
     });
-}
-
-function withWorkspace<T>(dir: string, fn: (ws: Workspace) => T): T {
-  const ws = Workspace.open(dir, { create: false });
-  try {
-    return fn(ws);
-  } finally {
-    ws.close();
-  }
 }
 
 function formatBytes(bytes: number): string {

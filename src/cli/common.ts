@@ -1,4 +1,6 @@
 import type { Command } from "commander";
+import { Workspace } from "../store/workspace.js";
+import { sqliteError } from "../util/files.js";
 
 /** Finds or creates the sub-command group `name` (e.g. `lever data …`), so several files can add to it. */
 export function group(program: Command, name: string, description: string): Command {
@@ -10,6 +12,26 @@ export function group(program: Command, name: string, description: string): Comm
 export function workspaceDir(command: Command): string {
   const root = command.optsWithGlobals() as { workspace?: string };
   return root.workspace ?? process.env.LEVER_WORKSPACE ?? "lever-workspace";
+}
+
+/**
+ * Opens the command's workspace (it must exist), runs `fn` and closes it, also on failure. Read
+ * commands pass `readOnly`, so they work on a workspace that cannot be written. A SQLite error
+ * (locked, read-only, disk full) becomes one line naming the database file.
+ */
+export async function withWorkspace<T>(
+  command: Command,
+  fn: (ws: Workspace) => T | Promise<T>,
+  options: { readOnly?: boolean } = {},
+): Promise<T> {
+  const ws = Workspace.open(workspaceDir(command), { create: false, readOnly: options.readOnly });
+  try {
+    return await fn(ws);
+  } catch (error) {
+    throw sqliteError(error, ws.dbFile);
+  } finally {
+    ws.close();
+  }
 }
 
 /** Parses "1,2,3" → [1, 2, 3]; rejects anything that is not a list of positive integers. */

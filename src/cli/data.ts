@@ -3,9 +3,8 @@ import type { ImageSource } from "../data/images.js";
 import { parseSubsetSpec } from "../data/splits.js";
 import { type DatasetSummary, importVqa, summarizeDataset } from "../store/ingest/vqa.js";
 import type { DatasetRecord } from "../store/types.js";
-import { Workspace } from "../store/workspace.js";
 import { check, LeverError } from "../util/errors.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace, workspaceDir } from "./common.js";
 
 const SPLITS = ["train", "val"];
 
@@ -95,37 +94,25 @@ export function register(program: Command): void {
     .description("show counts, answer/question types, annotator agreement, missing images and examples")
     .argument("<name>", "dataset name")
     .option("--json", "print as JSON")
-    .action((name: string, flags: { json?: boolean }, command: Command) => {
-      const ws = Workspace.open(workspaceDir(command), { create: false });
-      try {
-        const record = ws.requireDataset(name);
-        const summary = summarizeDataset(record, ws.loadItems(name));
-        if (flags.json) printJson(summary);
-        else process.stdout.write(formatSummary(summary));
-      } finally {
-        ws.close();
-      }
+    .action(async (name: string, flags: { json?: boolean }, command: Command) => {
+      const summary = await withWorkspace(
+        command,
+        (ws) => summarizeDataset(ws.requireDataset(name), ws.loadItems(name)),
+        { readOnly: true },
+      );
+      if (flags.json) printJson(summary);
+      else process.stdout.write(formatSummary(summary));
     });
 
   data
     .command("list")
     .description("list the datasets in the workspace")
     .option("--json", "print as JSON")
-    .action((flags: { json?: boolean }, command: Command) => {
-      const dir = workspaceDir(command);
-      const datasets = Workspace.exists(dir) ? listDatasets(dir) : [];
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const datasets = await withWorkspace(command, (ws) => ws.listDatasets(), { readOnly: true });
       if (flags.json) printJson(datasets);
       else process.stdout.write(formatList(datasets));
     });
-}
-
-function listDatasets(dir: string): DatasetRecord[] {
-  const ws = Workspace.open(dir, { create: false });
-  try {
-    return ws.listDatasets();
-  } finally {
-    ws.close();
-  }
 }
 
 function missingLine(m: { checked: number; count: number; examples: string[] }): string {

@@ -9,9 +9,8 @@ import {
   importPoolsFile,
   importRolloutsFile,
 } from "../store/ingest/leverplus.js";
-import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 
 /**
  * `lever data import-beams|import-rollouts|import-pools|export-beams|export-rollouts` (Lever-Plus
@@ -33,7 +32,7 @@ export function register(program: Command): void {
       const constructOrder = parseChoice(flags.constructOrder, ["left", "right"], "--construct-order") as
         | ConstructOrder
         | undefined;
-      withWorkspace(command, (ws) => {
+      return withWorkspace(command, (ws) => {
         const result = importBeamsFile(ws, {
           file,
           dataset: flags.dataset,
@@ -58,7 +57,7 @@ export function register(program: Command): void {
     .option("--json", "print the result as JSON")
     .action((file: string, flags: ImportFlags & { shots?: string }, command: Command) => {
       const shots = flags.shots === undefined ? undefined : parsePositiveInt(flags.shots, "--shots");
-      withWorkspace(command, (ws) => {
+      return withWorkspace(command, (ws) => {
         const result = importRolloutsFile(ws, {
           file,
           dataset: flags.dataset,
@@ -96,7 +95,7 @@ export function register(program: Command): void {
         const seed = Number(flags.seed);
         if (!Number.isSafeInteger(seed))
           throw new LeverError(`must be an integer, got "${flags.seed}"`, { field: "--seed" });
-        withWorkspace(command, (ws) => {
+        return withWorkspace(command, (ws) => {
           const result = importPoolsFile(ws, {
             file,
             dataset: flags.dataset,
@@ -120,7 +119,7 @@ export function register(program: Command): void {
     .description("write a stored beam set as a Lever-Plus beam-data JSON file")
     .requiredOption("--out <file>", "output file")
     .action((name: string, flags: { out: string }, command: Command) => {
-      withWorkspace(command, (ws) => {
+      return withWorkspace(command, (ws) => {
         const summary = exportBeamsFile(ws, name, flags.out);
         process.stdout.write(`wrote ${summary.beams} beams of ${summary.queries} queries to ${flags.out}\n`);
       });
@@ -131,7 +130,7 @@ export function register(program: Command): void {
     .description("write a stored rollout set as a Lever-Plus RL-data JSON file")
     .requiredOption("--out <file>", "output file")
     .action((name: string, flags: { out: string }, command: Command) => {
-      withWorkspace(command, (ws) => {
+      return withWorkspace(command, (ws) => {
         const summary = exportRolloutsFile(ws, name, flags.out);
         process.stdout.write(
           `wrote ${summary.trajectories} trajectories of ${summary.queries} queries to ${flags.out}\n`,
@@ -147,6 +146,7 @@ export function register(program: Command): void {
     .option("--ids <file>", "JSON array of the rows' question ids (default: <stem>.ids.json beside the file)")
     .option("--dataset-order", "row r is the r-th dataset item in question-id order (Lever-Plus exports)")
     .option("--normalize", "scale every row to unit L2 norm")
+    .option("--replace", "replace a registered embedding of this kind that has other content")
     .option("--json", "print the result as JSON")
     .action(
       (
@@ -157,6 +157,7 @@ export function register(program: Command): void {
           ids?: string;
           datasetOrder?: boolean;
           normalize?: boolean;
+          replace?: boolean;
           json?: boolean;
         },
         command: Command,
@@ -164,7 +165,7 @@ export function register(program: Command): void {
         const kind = parseChoice(flags.kind, EMBEDDING_KINDS, "--kind") as EmbeddingKind;
         if (flags.ids !== undefined && flags.datasetOrder)
           throw new LeverError("give either --ids or --dataset-order, not both", { field: "--ids" });
-        withWorkspace(command, (ws) => {
+        return withWorkspace(command, (ws) => {
           const result = importEmbedding(ws, {
             file,
             dataset: flags.dataset,
@@ -172,7 +173,13 @@ export function register(program: Command): void {
             idsFile: flags.ids,
             datasetOrder: flags.datasetOrder,
             normalize: flags.normalize,
+            replace: flags.replace,
           });
+          if (result.replacedInputOf.length > 0)
+            process.stderr.write(
+              `warning: replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
+                "those runs can no longer be resumed\n",
+            );
           if (flags.json) return printJson(result);
           const n = result.norms;
           const lines = [
@@ -193,15 +200,6 @@ interface ImportFlags {
   out?: string;
   replace?: boolean;
   json?: boolean;
-}
-
-function withWorkspace(command: Command, fn: (ws: Workspace) => void): void {
-  const ws = Workspace.open(workspaceDir(command), { create: false });
-  try {
-    fn(ws);
-  } finally {
-    ws.close();
-  }
 }
 
 function report(warnings: string[], json: boolean | undefined, result: unknown, lines: string[]): void {

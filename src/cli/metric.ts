@@ -1,11 +1,12 @@
 import { type Command, Option } from "commander";
 import { evaluateVqa, VQA_VARIANTS, type VqaEvaluation, type VqaVariant } from "../metrics/vqa.js";
 import {
-  readJsonFile,
+  readVqaFile,
   VqaAnnotationsFileSchema,
   VqaQuestionsFileSchema,
   VqaResultsFileSchema,
 } from "../metrics/vqa-files.js";
+import { LeverError } from "../util/errors.js";
 import { group, printJson } from "./common.js";
 
 const VARIANT_DESCRIPTIONS: Record<VqaVariant, string> = {
@@ -23,15 +24,31 @@ export function register(program: Command): void {
     .requiredOption("--annotations <file>", "official annotations JSON ({annotations: [...]})")
     .addOption(new Option("--variant <name>", "normalisation rule").choices(VQA_VARIANTS).default("official"))
     .option("--json", "print one JSON object (percent, 2 decimals, as the official tool)")
+    .option("--require-all", "fail unless every question of the questions file has a result")
     .action(
-      (opts: { results: string; questions: string; annotations: string; variant: VqaVariant; json?: boolean }) => {
-        const results = readJsonFile(opts.results, VqaResultsFileSchema);
-        const questions = readJsonFile(opts.questions, VqaQuestionsFileSchema, "questions");
-        const annotations = readJsonFile(opts.annotations, VqaAnnotationsFileSchema, "annotations");
+      (opts: {
+        results: string;
+        questions: string;
+        annotations: string;
+        variant: VqaVariant;
+        json?: boolean;
+        requireAll?: boolean;
+      }) => {
+        const results = readVqaFile(opts.results, VqaResultsFileSchema);
+        const questions = readVqaFile(opts.questions, VqaQuestionsFileSchema, "questions");
+        const annotations = readVqaFile(opts.annotations, VqaAnnotationsFileSchema, "annotations");
         const evaluation = evaluateVqa(results, questions, annotations, {
           variant: opts.variant,
           files: { results: opts.results, questions: opts.questions, annotations: opts.annotations },
         });
+        const scored = Object.keys(evaluation.perQuestion).length;
+        const asked = new Set(questions.questions.map((q) => String(q.question_id))).size;
+        if (scored < asked) {
+          const message = `scored ${scored} of the ${asked} questions (${asked - scored} have no result in ${opts.results})`;
+          if (opts.requireAll)
+            throw new LeverError(`${message}; every question needs a result`, { file: opts.results });
+          process.stderr.write(`warning: ${opts.questions}: ${message}; --require-all makes this an error\n`);
+        }
         if (opts.json) {
           const { variant, overall, perAnswerType, perQuestionType, perQuestion } = evaluation;
           printJson({ variant, overall, perAnswerType, perQuestionType, perQuestion });

@@ -10,9 +10,8 @@ import {
 import { defaultGemm } from "../pools/search.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { poolArtifactPath, writePoolSet } from "../store/sets.js";
-import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 
 interface PoolsOptions {
   queries: string;
@@ -38,7 +37,7 @@ export function register(program: Command): void {
     .option("--out <name>", "artefact name: artifacts/pools/<name>.json (default <queries>.<sampler>.k<K>.s<seed>)")
     .option("--replace", "overwrite an existing pool set of that name that has other content")
     .option("--json", "print the summary as JSON")
-    .action((opts: PoolsOptions, command: Command) => {
+    .action(async (opts: PoolsOptions, command: Command) => {
       const k = parseInteger(opts.k, "--k");
       const seed = parseInteger(opts.seed, "--seed");
       if (opts.ratios !== undefined && opts.sampler !== "mix")
@@ -46,8 +45,7 @@ export function register(program: Command): void {
       const ratios = opts.ratios !== undefined ? parseRatios(opts.ratios) : undefined;
       const name = opts.out ?? `${opts.queries}.${opts.sampler}.k${k}.s${seed}`;
       poolArtifactPath(name); // validate the name before any work
-      const ws = Workspace.open(workspaceDir(command), { create: false });
-      try {
+      await withWorkspace(command, (ws) => {
         const started = performance.now();
         const queries = ws.loadItems(ws.requireDataset(opts.queries).name);
         const index = ws.loadItems(ws.requireDataset(opts.index).name);
@@ -105,9 +103,7 @@ export function register(program: Command): void {
               `→ ${ref.path} (sha256 ${ref.sha256.slice(0, 12)}) in ${seconds.toFixed(1)} s` +
               `${kinds.length > 0 ? ` [gemm: ${gemmPath}]` : ""}\n`,
           );
-      } finally {
-        ws.close();
-      }
+      });
     });
 }
 

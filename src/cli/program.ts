@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { LeverError } from "../util/errors.js";
+import { userError } from "../util/files.js";
 import { registerCommands } from "./commands.js";
 
 export function buildProgram(): Command {
@@ -25,8 +25,11 @@ export async function runLever(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
-    if (error instanceof LeverError) {
-      process.stderr.write(`error: ${error.message}\n`);
+    // Bad input and system conditions (a missing file, a full disk, a locked or read-only database,
+    // an input too large for one string) are one line naming the path, never a stack trace.
+    const user = userError(error);
+    if (user !== undefined) {
+      process.stderr.write(`error: ${user.message}\n`);
       return 2;
     }
     process.stderr.write(

@@ -1,3 +1,5 @@
+import { existsSync, realpathSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/checkpoint.js";
 import { variantName } from "../selector/config.js";
@@ -25,6 +27,20 @@ function positiveNumber(name: string) {
     if (!(n > 0)) throw new LeverError(`must be a positive number, got "${value}"`, { field: name });
     return n;
   };
+}
+
+/** A checkpoint, its model, and the query/candidate inputs of `predict` and `logprob`. */
+function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: string; pools?: string }) {
+  const c = loadCheckpoint(ckpt);
+  const model = new PointerSelector(c.config, c.params);
+  const input = loadSelectorInput({ queryEmb: files.queryEmb, candEmb: files.candEmb, pools: files.pools }, c.config.d);
+  return { c, model, input };
+}
+
+/** Whether two paths name one file (also through links). */
+function sameFile(a: string, b: string): boolean {
+  if (resolve(a) === resolve(b)) return true;
+  return existsSync(a) && existsSync(b) && realpathSync(a) === realpathSync(b);
 }
 
 /** Registers the `selector` commands: inspect, import-torch, predict, logprob. */
@@ -88,6 +104,13 @@ export function register(program: Command): void {
           json?: boolean;
         },
       ) => {
+        if (sameFile(file, opts.out))
+          throw new LeverError(
+            "is the input file: the checkpoint would overwrite the state dict; choose another path",
+            {
+              field: "--out",
+            },
+          );
         if (opts.stateUpdate !== undefined && !["gate", "none", "gru"].includes(opts.stateUpdate))
           throw new LeverError(`must be gate, none or gru, got "${opts.stateUpdate}"`, { field: "--state-update" });
         const result = await importTorchStateDict(file, {
@@ -139,12 +162,7 @@ export function register(program: Command): void {
         ckpt: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; shots?: number; beam: number; json?: boolean },
       ) => {
-        const c = loadCheckpoint(ckpt);
-        const model = new PointerSelector(c.config, c.params);
-        const input = loadSelectorInput(
-          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
-          c.config.d,
-        );
+        const { c, model, input } = loadModelAndInput(ckpt, opts);
         const out = predict(model, input, { shots: opts.shots ?? c.shots, beam: opts.beam }).map((t, query) => ({
           query,
           positions: t.positions,
@@ -172,12 +190,7 @@ export function register(program: Command): void {
         ckpt: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; trajectories: string; json?: boolean },
       ) => {
-        const c = loadCheckpoint(ckpt);
-        const model = new PointerSelector(c.config, c.params);
-        const input = loadSelectorInput(
-          { queryEmb: opts.queryEmb, candEmb: opts.candEmb, pools: opts.pools },
-          c.config.d,
-        );
+        const { model, input } = loadModelAndInput(ckpt, opts);
         const logprobs = trajectoryLogProbs(model, input, loadTrajectories(opts.trajectories), opts.trajectories);
         if (opts.json) return printJson(logprobs);
         process.stdout.write(logprobs.map((v) => `${v}\n`).join(""));

@@ -1,9 +1,11 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { type WorldParamsInput, WorldParamsSchema } from "../sim/params.js";
 import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
 import { LeverError } from "../util/errors.js";
+import { readJsonFile } from "../util/files.js";
+import { parseOrThrow } from "../util/validate.js";
 import { group, printJson } from "./common.js";
 
 interface SynthFlags {
@@ -74,16 +76,8 @@ export function register(program: Command): void {
 function resolveParams(flags: SynthFlags): WorldParamsInput {
   let params: WorldParamsInput = {};
   if (flags.params !== undefined) {
-    try {
-      params = JSON.parse(readFileSync(flags.params, "utf8")) as WorldParamsInput;
-    } catch (error) {
-      throw new LeverError(`cannot read world parameters: ${(error as Error).message}`, { file: flags.params });
-    }
-    const parsed = WorldParamsSchema.safeParse(params);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new LeverError(issue.message, { file: flags.params, field: issue.path.join(".") });
-    }
+    params = readJsonFile(flags.params) as WorldParamsInput;
+    parseOrThrow(WorldParamsSchema, params, { file: flags.params });
   }
   for (const { flag, name, set } of FLAG_PARAMS) {
     const text = flags[flag];

@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { Workspace } from "../store/workspace.js";
 import {
   GrpoStageConfigSchema,
   RceStageConfigSchema,
@@ -12,7 +11,7 @@ import {
 import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
-import { group, printJson, workspaceDir } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
 function printSummary(result: SftStageResult, json: boolean): void {
@@ -80,6 +79,8 @@ function printRlSummary(result: RlStageResult, json: boolean): void {
   );
 }
 
+const note = (text: string) => process.stderr.write(`note: ${text}\n`);
+
 /** Registers the `train` commands. */
 export function register(program: Command): void {
   const train = group(program, "train", "train the pointer selector: SFT on beams, then RCE and GRPO on rollouts");
@@ -94,9 +95,8 @@ export function register(program: Command): void {
   });
   sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
-    const ws = Workspace.open(workspaceDir(command), { create: false });
-    try {
-      const result = await runSftStage(ws, {
+    const result = await withWorkspace(command, (ws) =>
+      runSftStage(ws, {
         beams,
         pools,
         dataset,
@@ -105,11 +105,10 @@ export function register(program: Command): void {
         name,
         config,
         progress: flags.quiet ? null : process.stderr,
-      });
-      printSummary(result, flags.json === true);
-    } finally {
-      ws.close();
-    }
+        note,
+      }),
+    );
+    printSummary(result, flags.json === true);
   });
 
   for (const stage of ["rce", "grpo"] as const) {
@@ -134,39 +133,34 @@ export function register(program: Command): void {
     command.action(async (flags: { quiet?: boolean; json?: boolean }, cmd: Command) => {
       const { rollouts, pools, dataset, embedding, init, reference, name, ...config } = resolve(cmd, settings);
       const vlm = resolve(cmd, vlmSettings);
-      const ws = Workspace.open(workspaceDir(cmd), { create: false });
-      try {
-        const result = await runRlStage(ws, {
+      const result = await withWorkspace(cmd, (ws) =>
+        runRlStage(ws, {
           stage,
           inputs: { rollouts, pools, dataset, embedding, init, reference, name },
           config: config as RlStageConfig,
           vlm,
           progress: flags.quiet ? null : process.stderr,
-        });
-        printRlSummary(result, flags.json === true);
-      } finally {
-        ws.close();
-      }
+          note,
+        }),
+      );
+      printRlSummary(result, flags.json === true);
     });
   }
 
   train
     .command("resume")
     .description(
-      "continue an interrupted training run from its last finished epoch (same result as an uninterrupted run)",
+      "continue an interrupted SFT, RCE or GRPO run from its last finished epoch (same result as an uninterrupted run)",
     )
     .argument("<run>", "run id, e.g. sft-0003")
     .option("--quiet", "no progress output")
     .option("--json", "print the result as JSON")
     .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
-      const ws = Workspace.open(workspaceDir(command), { create: false });
-      try {
-        const progress = flags.quiet ? null : process.stderr;
+      const progress = flags.quiet ? null : process.stderr;
+      await withWorkspace(command, async (ws) => {
         if (ws.getRun(runId)?.kind === "sft")
-          printSummary(await resumeSftStage(ws, runId, progress), flags.json === true);
-        else printRlSummary(await resumeRlStage(ws, runId, progress), flags.json === true);
-      } finally {
-        ws.close();
-      }
+          printSummary(await resumeSftStage(ws, runId, progress, note), flags.json === true);
+        else printRlSummary(await resumeRlStage(ws, runId, progress, note), flags.json === true);
+      });
     });
 }

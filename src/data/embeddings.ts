@@ -6,9 +6,11 @@
  * tensor; ids in `__metadata__.ids` as a JSON string). Our canonical stored form is
  * `<kind>.npy` (float32, rows × dim) + `<kind>.ids.json` (JSON array of question-id strings).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
+import { readTextFile } from "../util/files.js";
+import { parseOrThrow } from "../util/validate.js";
 import { type NpyData, readNpy } from "./npy.js";
 import { readSafetensors, type TensorData } from "./safetensors.js";
 
@@ -50,7 +52,10 @@ export interface IdsOption {
 
 const FLOAT_DTYPES = new Set(["<f4", "<f8", "<f2", "F32", "F64", "F16", "BF16"]);
 
-const IdsSchema = z.array(z.union([z.string().min(1), z.number().int().nonnegative()]));
+const IDS_MESSAGE = "ids must be a JSON array of question ids (strings or non-negative integers)";
+const IdsSchema = z.array(z.union([z.string().min(1), z.number().int().nonnegative()], { error: IDS_MESSAGE }), {
+  error: IDS_MESSAGE,
+});
 
 /** Reads an embedding file and its ids, converting to float32. Structural checks only (see validateEmbedding). */
 export function readEmbeddingFile(path: string, ids: IdsOption = {}): EmbeddingFile {
@@ -134,7 +139,7 @@ function sidecarIdsPath(matrixPath: string): string | undefined {
 
 export function readIdsFile(path: string): string[] {
   if (!existsSync(path)) throw new LeverError("ids file not found", { file: path });
-  return parseIds(readFileSync(path, "utf8"), path);
+  return parseIds(readTextFile(path), path);
 }
 
 /** A JSON array of question ids; numbers become their decimal string. */
@@ -145,19 +150,7 @@ function parseIds(text: string, file: string, field?: string): string[] {
   } catch (error) {
     throw new LeverError(`ids are not valid JSON (${(error as Error).message})`, { file, field });
   }
-  const parsed = IdsSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const at = issue.path.length > 0 ? `[${issue.path.join("][")}]` : "";
-    throw new LeverError(
-      `ids must be a JSON array of question ids (strings or non-negative integers): ${at} ${issue.message}`.trim(),
-      {
-        file,
-        field,
-      },
-    );
-  }
-  return parsed.data.map((id) => String(id));
+  return parseOrThrow(IdsSchema, json, { file, recordsAt: true, fieldPrefix: field }).map((id) => String(id));
 }
 
 export interface ValidationReport {

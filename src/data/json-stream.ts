@@ -1,6 +1,7 @@
 import { createHash, type Hash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import { LeverError } from "../util/errors.js";
+import { firstInvalidUtf8, systemError } from "../util/files.js";
 
 /**
  * Streams one large array out of a JSON file shaped `{ ..., "<field>": [ e0, e1, ... ], ... }`,
@@ -27,6 +28,8 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const EOF = -1;
+/** Strict: a byte sequence that is not UTF-8 is an error, never a replacement character. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function isSpace(b: number): boolean {
   return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
@@ -227,7 +230,17 @@ class Scanner {
       }
     }
     w.pos = i;
-    return { text: w.buf.toString("utf8", start, i), start: w.base + start };
+    const bytes = w.buf.subarray(start, i);
+    try {
+      return { text: UTF8.decode(bytes), start: w.base + start };
+    } catch {
+      const offset = w.base + start + firstInvalidUtf8(bytes);
+      const { line, column } = lineColumnAt(this.file, offset);
+      throw new LeverError(`not valid UTF-8 at byte ${offset} (line ${line}, column ${column})`, {
+        file: this.file,
+        record,
+      });
+    }
   }
 
   /** Parses the next value; a syntax error reports its absolute byte offset. */
@@ -261,10 +274,7 @@ export function streamJsonArrayField(
   try {
     fd = openSync(file, "r");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    throw new LeverError(code === "ENOENT" ? "file not found" : `cannot read file: ${(error as Error).message}`, {
-      file,
-    });
+    throw systemError(error, file);
   }
   try {
     const s = new Scanner(file, fd, options.chunkBytes ?? 1 << 22);
@@ -301,6 +311,8 @@ export function streamJsonArrayField(
       );
     }
     return { others, count, ...s.finish() };
+  } catch (error) {
+    throw systemError(error, file); // e.g. a directory given as the file (EISDIR on read)
   } finally {
     closeSync(fd);
   }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
+import { parseOrThrow } from "../util/validate.js";
 
 /**
  * A pool set: for each query, the K candidate demonstrations (question ids of the index dataset),
@@ -24,8 +25,20 @@ export const PoolSetSchema = z.object({
 
 export type PoolSet = z.infer<typeof PoolSetSchema>;
 
-/** Throws unless every pool has exactly k distinct ids. */
+/** Parses a stored pool set, with errors naming the file, query and field. */
+export function parsePoolSet(json: unknown, file: string): PoolSet {
+  const set = parseOrThrow(PoolSetSchema, json, { file, recordsAt: "pools" });
+  checkPoolSet(set, file);
+  return set;
+}
+
+/** Throws unless there is a pool and every pool has exactly k distinct ids. */
 export function checkPoolSet(poolSet: PoolSet, file: string): void {
+  if (Object.keys(poolSet.pools).length === 0)
+    throw new LeverError("the pool set holds no pools (an empty artefact would train and evaluate nothing)", {
+      file,
+      field: "pools",
+    });
   for (const [queryId, ids] of Object.entries(poolSet.pools)) {
     if (ids.length !== poolSet.k)
       throw new LeverError(`pool has ${ids.length} candidates, expected k=${poolSet.k}`, {

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
+import { parseOrThrow } from "../util/validate.js";
 
 export const PROMPT_ORDERS = ["nearest", "farthest"] as const;
 export const PromptOrderSchema = z.enum(PROMPT_ORDERS);
@@ -148,8 +149,13 @@ function duplicateIn(values: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** No ICD twice in a beam; per-shot scores match the beam length. */
+/** At least one beam; no ICD twice in a beam; per-shot scores match the beam length. */
 export function checkBeamSet(set: BeamSet, file: string): void {
+  if (!Object.values(set.queries).some((query) => query.beams.length > 0))
+    throw new LeverError("the beam set holds no beams (an empty artefact would train and evaluate nothing)", {
+      file,
+      field: "queries",
+    });
   for (const [queryId, query] of Object.entries(set.queries)) {
     query.beams.forEach((beam, b) => {
       const at = (field: string) => ({ file, record: queryId, field: `beams[${b}].${field}` });
@@ -162,10 +168,15 @@ export function checkBeamSet(set: BeamSet, file: string): void {
 }
 
 /**
- * Pools hold no duplicates; a trajectory has positions exactly when its query has a pool, and
- * `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory.
+ * At least one trajectory; pools hold no duplicates; a trajectory has positions exactly when its
+ * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory.
  */
 export function checkRolloutSet(set: RolloutSet, file: string): void {
+  if (!Object.values(set.queries).some((query) => query.trajectories.length > 0))
+    throw new LeverError("the rollout set holds no trajectories (an empty artefact would train nothing)", {
+      file,
+      field: "queries",
+    });
   for (const [queryId, query] of Object.entries(set.queries)) {
     const { pool } = query;
     if (pool !== undefined) {
@@ -196,32 +207,16 @@ export function checkRolloutSet(set: RolloutSet, file: string): void {
 
 /** Parses a stored beam artefact, with errors naming the file, query and field. */
 export function parseBeamSet(json: unknown, file: string): BeamSet {
-  const parsed = BeamSetSchema.safeParse(json);
-  if (!parsed.success) throw zodError(parsed.error, file);
-  checkBeamSet(parsed.data, file);
-  return parsed.data;
+  const set = parseOrThrow(BeamSetSchema, json, { file, recordsAt: "queries" });
+  checkBeamSet(set, file);
+  return set;
 }
 
 /** Parses a stored rollout artefact, with errors naming the file, query and field. */
 export function parseRolloutSet(json: unknown, file: string): RolloutSet {
-  const parsed = RolloutSetSchema.safeParse(json);
-  if (!parsed.success) throw zodError(parsed.error, file);
-  checkRolloutSet(parsed.data, file);
-  return parsed.data;
-}
-
-/** `queries.<id>.rest` paths become record <id>, field rest. */
-function zodError(error: z.ZodError, file: string): LeverError {
-  const issue = error.issues[0];
-  const path = issue.path.map(String);
-  const inQuery = path[0] === "queries" && path.length > 1;
-  const rest = inQuery ? issue.path.slice(2) : issue.path;
-  const field = rest.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
-  return new LeverError(issue.message, {
-    file,
-    ...(inQuery ? { record: path[1] } : {}),
-    ...(field.length > 0 ? { field } : {}),
-  });
+  const set = parseOrThrow(RolloutSetSchema, json, { file, recordsAt: "queries" });
+  checkRolloutSet(set, file);
+  return set;
 }
 
 // ── summaries (for CLI output and reports) ─────────────────────────────────────────────────────

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
+import { parseOrThrow } from "../util/validate.js";
 import { compileImageTemplate, findMissingImages, type ImageSource, imageTemplate } from "./images.js";
 import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "./item.js";
 import { streamJsonArrayField } from "./json-stream.js";
@@ -70,13 +71,6 @@ export function majorityAnswer(answers: readonly string[]): string {
   return best;
 }
 
-function schemaError(file: string, record: string, error: z.ZodError): LeverError {
-  const issue = error.issues[0];
-  const field = issue.path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`));
-  const message = issue.message.replace(/^Invalid input: expected (\w+), received undefined$/, "missing (expected $1)");
-  return new LeverError(message, { file, record, field: field.join("") || undefined });
-}
-
 function recordName(list: string, index: number, raw: unknown): string {
   const id = (raw as { question_id?: unknown } | null)?.question_id;
   return typeof id === "number" || typeof id === "string" ? `${list}[${index}] question_id ${id}` : `${list}[${index}]`;
@@ -98,9 +92,7 @@ export interface VqaQuestionsFile {
 export function readVqaQuestions(path: string): VqaQuestionsFile {
   const questions = new Map<string, QuestionEntry>();
   const streamed = streamJsonArrayField(path, "questions", (raw, index) => {
-    const parsed = VqaQuestionSchema.safeParse(raw);
-    if (!parsed.success) throw schemaError(path, recordName("questions", index, raw), parsed.error);
-    const q = parsed.data;
+    const q = parseOrThrow(VqaQuestionSchema, raw, { file: path, record: recordName("questions", index, raw) });
     const id = String(q.question_id);
     const earlier = questions.get(id);
     if (earlier !== undefined) {
@@ -167,6 +159,11 @@ export function readVqaDataset(options: VqaReadOptions): VqaDataset {
   const seed = options.seed ?? 0;
 
   const { questions, header: questionsHeader, file: questionsSource } = readVqaQuestions(questionsFile);
+  if (questions.size === 0)
+    throw new LeverError("holds no questions (an empty dataset cannot be evaluated or trained on)", {
+      file: questionsFile,
+      field: "questions",
+    });
   const keep =
     spec.kind === "all"
       ? null
@@ -183,9 +180,7 @@ export function readVqaDataset(options: VqaReadOptions): VqaDataset {
   const answerFrom = { multipleChoice: 0, majority: 0 };
   const streamed = streamJsonArrayField(annotationsFile, "annotations", (raw, index) => {
     const record = recordName("annotations", index, raw);
-    const parsed = VqaAnnotationSchema.safeParse(raw);
-    if (!parsed.success) throw schemaError(annotationsFile, record, parsed.error);
-    const a = parsed.data;
+    const a = parseOrThrow(VqaAnnotationSchema, raw, { file: annotationsFile, record });
     const id = String(a.question_id);
     const where = { file: annotationsFile, record };
     if (annotated.has(id)) throw new LeverError("duplicated question id", { ...where, field: "question_id" });
@@ -196,10 +191,15 @@ export function readVqaDataset(options: VqaReadOptions): VqaDataset {
     }
     const imageId = String(a.image_id);
     if (imageId !== q.imageId) {
-      throw new LeverError(`image_id ${imageId} differs from image_id ${q.imageId} in ${questionsFile}`, {
-        ...where,
-        field: "image_id",
-      });
+      // The annotation is the ground truth the answers were given for; the question is the odd one out.
+      throw new LeverError(
+        `image_id ${q.imageId} differs from image_id ${imageId} of ${record} in ${annotationsFile}`,
+        {
+          file: questionsFile,
+          record: `questions[${q.index}] question_id ${id}`,
+          field: "image_id",
+        },
+      );
     }
     if (a.answers.length !== ANSWERS_PER_QUESTION) {
       throw new LeverError(`expected ${ANSWERS_PER_QUESTION} answers, found ${a.answers.length}`, {

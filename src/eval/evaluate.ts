@@ -46,6 +46,9 @@ export async function evaluate(
 ): Promise<EvaluateResult> {
   const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
   const { runId } = prepared;
+  // One process per run: refuses a run another live process evaluates; released by ws.close().
+  const { note } = ws.holdRun(runId);
+  if (note !== null) prepared.notes.push(note);
   ws.beginStage(runId, EVAL_STAGE, { restart: true });
   const client = prepared.vlm.vlm;
   const activity = hasActivity(client)

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";
 import { LeverError } from "../util/errors.js";
+import { parseOrThrow } from "../util/validate.js";
 import { type SelectorConfig, SelectorConfigSchema, variantName } from "./config.js";
 import { type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
@@ -115,13 +116,7 @@ function parseJsonField<S extends z.ZodType>(file: string, name: string, text: s
   } catch {
     throw new LeverError("is not valid JSON", { file, field: `__metadata__.${name}` });
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const path = issue.path.length > 0 ? `.${issue.path.join(".")}` : "";
-    throw new LeverError(issue.message, { file, field: `__metadata__.${name}${path}` });
-  }
-  return parsed.data;
+  return parseOrThrow(schema, value, { file, fieldPrefix: `__metadata__.${name}` });
 }
 
 /**

@@ -11,6 +11,7 @@
 import { readSafetensors, type Tensor as StTensor } from "../data/safetensors.js";
 import { LeverError } from "../util/errors.js";
 import { sha256File } from "../util/hash.js";
+import { parseOrThrow } from "../util/validate.js";
 import { type Checkpoint, stateDictToParams } from "./checkpoint.js";
 import { type SelectorConfig, SelectorConfigSchema } from "./config.js";
 
@@ -84,20 +85,21 @@ export function inferConfig(tensors: Map<string, StTensor>, opts: ImportOptions,
   const lambdaShape = shapeOf("div_lambda");
   const tableRows = stepShape?.[0] ?? lambdaShape?.[0];
   const shots = tableRows ?? opts.shots ?? 2;
-  const parsed = SelectorConfigSchema.safeParse({
-    d,
-    hidden,
-    heads: opts.heads ?? 1,
-    layers,
-    temperature: opts.temperature ?? 0.1,
-    shots,
-    stateUpdate: opts.stateUpdate ?? inferred,
-    stepEmbedding: stepShape !== undefined,
-    redundancy: lambdaShape !== undefined ? "max" : "none",
-  });
-  if (!parsed.success)
-    throw new LeverError(parsed.error.issues[0].message, { file, field: parsed.error.issues[0].path.join(".") });
-  return parsed.data;
+  return parseOrThrow(
+    SelectorConfigSchema,
+    {
+      d,
+      hidden,
+      heads: opts.heads ?? 1,
+      layers,
+      temperature: opts.temperature ?? 0.1,
+      shots,
+      stateUpdate: opts.stateUpdate ?? inferred,
+      stepEmbedding: stepShape !== undefined,
+      redundancy: lambdaShape !== undefined ? "max" : "none",
+    },
+    { file },
+  );
 }
 
 export async function importTorchStateDict(

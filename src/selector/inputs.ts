@@ -3,10 +3,11 @@
  * [Q, K, d] (each query's own pool) or as an index C.npy [N, d] plus a JSON list of per-query row
  * lists (pools of any size ≤ K are padded). Every problem names the file and the record.
  */
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { readNpy } from "../data/npy.js";
 import { LeverError } from "../util/errors.js";
+import { readJsonFile } from "../util/files.js";
+import { parseOrThrow } from "../util/validate.js";
 import type { SelectorInput } from "./model.js";
 
 function floatMatrix(path: string): { shape: number[]; data: Float32Array } {
@@ -19,7 +20,9 @@ function floatMatrix(path: string): { shape: number[]; data: Float32Array } {
   return { shape: arr.shape, data };
 }
 
-const PoolListSchema = z.array(z.array(z.number().int().nonnegative()).min(1));
+const PoolListSchema = z.array(z.array(z.number().int().nonnegative()).min(1), {
+  error: "expected an array of row lists (one per query)",
+});
 
 export function loadSelectorInput(
   files: { queryEmb: string; candEmb: string; pools?: string },
@@ -46,21 +49,7 @@ export function loadSelectorInput(
       file: files.candEmb,
     });
   const N = c.shape[0];
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(files.pools, "utf8"));
-  } catch (error) {
-    throw new LeverError(`cannot read JSON (${(error as Error).message})`, { file: files.pools });
-  }
-  const parsed = PoolListSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(`expected an array of row lists: ${issue.message}`, {
-      file: files.pools,
-      ...(issue.path.length > 0 ? { record: String(issue.path[0]) } : {}),
-    });
-  }
-  const pools = parsed.data;
+  const pools = parseOrThrow(PoolListSchema, readJsonFile(files.pools), { file: files.pools, recordsAt: true });
   if (pools.length !== Q) throw new LeverError(`${pools.length} pools for ${Q} queries`, { file: files.pools });
   const K = Math.max(...pools.map((p) => p.length));
   const slots = new Int32Array(Q * K).fill(-1);
@@ -87,20 +76,5 @@ const TrajectoriesSchema = z.array(
 );
 
 export function loadTrajectories(path: string): { query: number; positions: number[] }[] {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new LeverError(`cannot read JSON (${(error as Error).message})`, { file: path });
-  }
-  const parsed = TrajectoriesSchema.safeParse(json);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, {
-      file: path,
-      ...(issue.path.length > 0 ? { record: String(issue.path[0]) } : {}),
-      ...(issue.path.length > 1 ? { field: issue.path.slice(1).join(".") } : {}),
-    });
-  }
-  return parsed.data;
+  return parseOrThrow(TrajectoriesSchema, readJsonFile(path), { file: path, recordsAt: true });
 }

@@ -127,7 +127,7 @@ function checkItems(name: string, items: readonly VqaItem[]): void {
 }
 
 /**
- * Stores a dataset and its items in one transaction. Refuses an existing name unless `replace`;
+ * Stores a dataset and its items in one transaction. Refuses an empty dataset, and an existing name unless `replace`;
  * replacing drops the old items and the old dataset's embedding records (they describe other data).
  */
 export function putDataset(
@@ -137,6 +137,9 @@ export function putDataset(
   options: { replace?: boolean } = {},
 ): DatasetRecord {
   check(NAME_PATTERN.test(input.name), `dataset name "${input.name}" must match ${NAME_PATTERN}`, { field: "name" });
+  check(items.length > 0, `dataset "${input.name}" has no items (an empty dataset cannot be evaluated or trained on)`, {
+    field: "items",
+  });
   const sorted = sortItems(items);
   checkItems(input.name, sorted);
   const encoded = sorted.map((item) => encodeAnswers(item.answers));
@@ -199,7 +202,7 @@ export function putDataset(
         item.imagePath,
       );
     }
-  })();
+  }).immediate();
   return record;
 }
 

@@ -120,6 +120,31 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: "run leases (which process works on a run) and run inputs (artefacts a run reads)",
+    sql: `
+      -- At most one process works on a run at a time. A row names the holder; the holder refreshes
+      -- heartbeat_at while it works and deletes the row when it stops. A row whose holder died is
+      -- stale: its run shows as interrupted and the next process takes the lease over.
+      CREATE TABLE leases (
+        run TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+        pid INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL
+      );
+      -- Files a run read (path as stored for artefacts: relative to artifacts/ when inside it), so
+      -- an artefact that a run was made from is never replaced under it.
+      CREATE TABLE run_inputs (
+        run TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        path TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        PRIMARY KEY (run, path)
+      );
+      CREATE INDEX run_inputs_by_path ON run_inputs(path);
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */
@@ -135,7 +160,9 @@ export function schemaVersion(db: Database): number {
 
 /**
  * Brings the database up to `SCHEMA_VERSION`. Refuses a database written by a newer lever, before
- * touching it, because old code could corrupt tables it does not understand.
+ * touching it, because old code could corrupt tables it does not understand. Each step takes the
+ * write lock first (BEGIN IMMEDIATE) and re-reads the version under it, so two processes opening
+ * the same old workspace apply every step exactly once.
  */
 export function migrate(db: Database, file: string, migrations: readonly Migration[] = MIGRATIONS): number {
   const known = migrations.length > 0 ? migrations[migrations.length - 1].version : 0;
@@ -149,6 +176,7 @@ export function migrate(db: Database, file: string, migrations: readonly Migrati
   for (const step of migrations) {
     if (step.version <= current) continue;
     db.transaction(() => {
+      if (schemaVersion(db) >= step.version) return; // another process applied it meanwhile
       db.exec(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)",
       );
@@ -158,7 +186,7 @@ export function migrate(db: Database, file: string, migrations: readonly Migrati
         step.description,
         new Date().toISOString(),
       );
-    })();
+    }).immediate();
   }
   return schemaVersion(db);
 }

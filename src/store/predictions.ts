@@ -53,7 +53,7 @@ export function putPredictions(db: Database, rows: readonly PredictionRow[]): vo
         now,
       );
     }
-  })();
+  }).immediate();
 }
 
 /** Predictions of a run, ordered by retriever, shot and question id. */

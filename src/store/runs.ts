@@ -3,7 +3,17 @@ import { z } from "zod";
 import { check, LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
 import { NAME_PATTERN } from "./datasets.js";
-import type { ArtifactRef, MetricRecord, MetricRow, RunInput, RunRecord, RunStatus, StageRecord } from "./types.js";
+import { isStale, toHolder } from "./leases.js";
+import type {
+  ArtifactRef,
+  MetricRecord,
+  MetricRow,
+  RunInput,
+  RunRecord,
+  RunStatus,
+  StageRecord,
+  StageStatus,
+} from "./types.js";
 
 const ArtifactsSchema = z.array(z.object({ path: z.string(), sha256: z.string() }));
 
@@ -14,14 +24,33 @@ interface RunRow {
   config: string;
   config_hash: string;
   seed: number;
-  status: RunStatus;
+  status: StageStatus;
   parent_run: string | null;
   created_at: string;
   finished_at: string | null;
   error: string | null;
+  /** From the run's lease, when a process holds (or held and died holding) it. */
+  pid: number | null;
+  host: string | null;
+  lease_started_at: string | null;
+  heartbeat_at: string | null;
 }
 
+/** Runs with their lease (if any); a WHERE clause may follow. */
+const SELECT_RUNS = `SELECT runs.*, leases.pid, leases.host, leases.started_at AS lease_started_at, leases.heartbeat_at
+  FROM runs LEFT JOIN leases ON leases.run = runs.id`;
+
 function toRun(row: RunRow): RunRecord {
+  const holder =
+    row.pid === null
+      ? null
+      : toHolder({
+          pid: row.pid,
+          host: row.host!,
+          started_at: row.lease_started_at!,
+          heartbeat_at: row.heartbeat_at!,
+        });
+  const interrupted = row.status === "running" && holder !== null && isStale(holder);
   return {
     id: row.id,
     kind: row.kind,
@@ -29,11 +58,12 @@ function toRun(row: RunRow): RunRecord {
     config: JSON.parse(row.config),
     configHash: row.config_hash,
     seed: row.seed,
-    status: row.status,
+    status: interrupted ? "interrupted" : row.status,
     parentRunId: row.parent_run,
     createdAt: row.created_at,
     finishedAt: row.finished_at,
     error: row.error,
+    holder,
   };
 }
 
@@ -74,7 +104,7 @@ export function createRun(db: Database, input: RunInput): string {
 }
 
 export function getRun(db: Database, id: string): RunRecord | undefined {
-  const row = db.prepare("SELECT * FROM runs WHERE id = ?").get(id) as RunRow | undefined;
+  const row = db.prepare(`${SELECT_RUNS} WHERE runs.id = ?`).get(id) as RunRow | undefined;
   return row === undefined ? undefined : toRun(row);
 }
 
@@ -84,19 +114,34 @@ export function requireRun(db: Database, id: string): RunRecord {
   return run;
 }
 
-/** Runs in creation order, optionally only those of one kind / config hash / status. */
+/** Runs in creation order, optionally only those of one kind / config hash / status (as read: "interrupted" too). */
 export function listRuns(
   db: Database,
   filter: { kind?: string; configHash?: string; status?: RunStatus } = {},
 ): RunRecord[] {
   const rows = db
     .prepare(
-      `SELECT * FROM runs
-       WHERE (@kind IS NULL OR kind = @kind) AND (@hash IS NULL OR config_hash = @hash) AND (@status IS NULL OR status = @status)
-       ORDER BY seq`,
+      `${SELECT_RUNS} WHERE (@kind IS NULL OR kind = @kind) AND (@hash IS NULL OR config_hash = @hash) ORDER BY seq`,
     )
-    .all({ kind: filter.kind ?? null, hash: filter.configHash ?? null, status: filter.status ?? null }) as RunRow[];
-  return rows.map(toRun);
+    .all({ kind: filter.kind ?? null, hash: filter.configHash ?? null }) as RunRow[];
+  const all = rows.map(toRun);
+  return filter.status === undefined ? all : all.filter((run) => run.status === filter.status);
+}
+
+/** Records the files a run reads (stored artefact paths), so they are never replaced under it. */
+export function recordRunInputs(db: Database, runId: string, inputs: readonly ArtifactRef[]): void {
+  const insert = db.prepare("INSERT OR REPLACE INTO run_inputs (run, path, sha256) VALUES (?, ?, ?)");
+  db.transaction(() => {
+    for (const input of inputs) insert.run(runId, input.path, input.sha256);
+  }).immediate();
+}
+
+/** Ids of the runs that read the file stored as `path`, in creation order. */
+export function runsReading(db: Database, path: string): string[] {
+  return db
+    .prepare("SELECT runs.id FROM run_inputs JOIN runs ON runs.id = run_inputs.run WHERE path = ? ORDER BY runs.seq")
+    .pluck()
+    .all(path) as string[];
 }
 
 export function finishRun(db: Database, id: string, status: "done" | "failed", error?: string): void {
@@ -109,7 +154,7 @@ export function finishRun(db: Database, id: string, status: "done" | "failed", e
 interface StageRow {
   run: string;
   name: string;
-  status: RunStatus;
+  status: StageStatus;
   progress_done: number;
   progress_total: number;
   artifacts: string;
@@ -158,7 +203,7 @@ export function beginStage(db: Database, runId: string, name: string, options: {
       `INSERT OR REPLACE INTO stages (run, name, status, progress_done, progress_total, artifacts, started_at, finished_at, error)
        VALUES (?, ?, 'running', 0, 0, '[]', ?, NULL, NULL)`,
     ).run(runId, name, new Date().toISOString());
-  })();
+  }).immediate();
 }
 
 function requireRunningStage(db: Database, runId: string, name: string): StageRecord {
@@ -181,7 +226,7 @@ export function updateStageProgress(db: Database, runId: string, name: string, d
       runId,
       name,
     );
-  })();
+  }).immediate();
 }
 
 /**
@@ -195,7 +240,7 @@ export function completeStage(db: Database, runId: string, name: string, artifac
       `UPDATE stages SET status = 'done', artifacts = ?, progress_done = MAX(progress_done, progress_total),
        finished_at = ?, error = NULL WHERE run = ? AND name = ?`,
     ).run(JSON.stringify(artifacts), new Date().toISOString(), stage.runId, stage.name);
-  })();
+  }).immediate();
 }
 
 export function failStage(db: Database, runId: string, name: string, error: string): void {
@@ -228,7 +273,7 @@ export function logMetrics(db: Database, rows: readonly MetricRow[]): void {
       check(typeof row.value === "number", "metric value must be a number", { record: i, field: row.name });
       insert.run(row.runId, row.stage, row.step ?? null, row.epoch ?? null, row.name, row.value, now);
     }
-  })();
+  }).immediate();
 }
 
 /** Metrics of a run in logging order, optionally of one stage and/or name. */

@@ -5,7 +5,7 @@
  * only replaced when the caller says so.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
+import { checkPoolSet, type PoolSet, parsePoolSet } from "../data/pool-set.js";
 import {
   type BeamSet,
   checkBeamSet,
@@ -33,8 +33,9 @@ export const beamArtifactPath = (name: string) => artifactPath("beams", name);
 export const rolloutArtifactPath = (name: string) => artifactPath("rollouts", name);
 
 /**
- * Writes atomically. An existing artefact with other content is only replaced with `replace`; one
- * with identical content is left as it is (re-running a deterministic stage is a no-op).
+ * Writes atomically. An existing artefact with other content is only replaced with `replace`, and
+ * never when a run read it (the run could no longer be resumed or reproduced); one with identical
+ * content is left as it is (re-running a deterministic stage is a no-op).
  */
 function write(ws: Workspace, relative: string, value: unknown, replace: boolean): ArtifactRef {
   const text = `${canonicalJson(value)}\n`;
@@ -46,6 +47,12 @@ function write(ws: Workspace, relative: string, value: unknown, replace: boolean
       throw new LeverError("artefact already exists with other content (pass --replace to overwrite it)", {
         file: path,
       });
+    const readers = ws.runsReading(relative);
+    if (readers.length > 0)
+      throw new LeverError(
+        `artefact is an input of run ${readers.join(", ")}, so it is never replaced; write under another name (--out)`,
+        { file: path },
+      );
   }
   return ws.writeArtifact(relative, text);
 }
@@ -132,12 +139,6 @@ function resolveRef<T>(
   if (!existsSync(file))
     throw new LeverError(`no such artefact: neither a name under artifacts/${folder}/ nor a file`, { file: ref });
   return { set: parse(readJsonFile(file), file), file };
-}
-
-function parsePoolSet(json: unknown, file: string): PoolSet {
-  const set = parseOrThrow(PoolSetSchema, json, { file, recordsAt: "pools" });
-  checkPoolSet(set, file);
-  return set;
 }
 
 export const resolvePoolSet = (ws: Workspace, ref: string) => resolveRef(ws, ref, "pools", parsePoolSet);

@@ -2,8 +2,9 @@
 
 import type { SubsetRecord } from "../data/splits.js";
 import type { SourceFile } from "../data/vqa.js";
+import type { LeaseHolder } from "./leases.js";
 
-export type { SourceFile, SubsetRecord };
+export type { LeaseHolder, SourceFile, SubsetRecord };
 
 export interface DatasetInput {
   /** Workspace-unique name; letters, digits, ".", "_", "-" (it appears in artefact paths). */
@@ -51,7 +52,14 @@ export interface EmbeddingRecord {
   createdAt?: string;
 }
 
-export type RunStatus = "running" | "done" | "failed";
+/** A stage's recorded state. */
+export type StageStatus = "running" | "done" | "failed";
+
+/**
+ * A run's state: as recorded, except that a "running" run whose lease holder died (the process was
+ * killed) reads as "interrupted". `lever train resume` / re-running the command continues it.
+ */
+export type RunStatus = StageStatus | "interrupted";
 
 export interface RunInput {
   kind: string;
@@ -74,6 +82,8 @@ export interface RunRecord {
   createdAt: string;
   finishedAt: string | null;
   error: string | null;
+  /** The process working on the run (dead when status is "interrupted"); null when none is. */
+  holder: LeaseHolder | null;
 }
 
 /** A file a stage produced; `path` is relative to artifacts/ when the file lives there. */
@@ -85,7 +95,7 @@ export interface ArtifactRef {
 export interface StageRecord {
   runId: string;
   name: string;
-  status: RunStatus;
+  status: StageStatus;
   progressDone: number;
   progressTotal: number;
   artifacts: ArtifactRef[];

@@ -1,12 +1,15 @@
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import type { VqaItem } from "../data/item.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
+import { READ_ONLY_WORKSPACE, sqliteError, systemError } from "../util/files.js";
 import * as datasets from "./datasets.js";
 import { hashData, hashFileSync, portablePath, resolveInside } from "./files.js";
-import { migrate } from "./migrations.js";
+import type { RunLease } from "./leases.js";
+import * as leases from "./leases.js";
+import { migrate, SCHEMA_VERSION, schemaVersion } from "./migrations.js";
 import * as predictions from "./predictions.js";
 import * as runs from "./runs.js";
 import type {
@@ -25,9 +28,26 @@ import type {
 } from "./types.js";
 
 export type * from "./types.js";
+export type { RunLease };
 
 export const DB_FILE = "lever.db";
 export const ARTIFACTS_DIR = "artifacts";
+/** How long a statement waits for another process's write transaction before "database is locked". */
+export const BUSY_TIMEOUT_MS = 10_000;
+
+/** What a stage produces: its artefacts, or them and a value for the caller. */
+export type StageOutput<T> = ArtifactRef[] | { artifacts: ArtifactRef[]; value: T };
+
+/** Whether this process may write the database and create its WAL files beside it. */
+function canWrite(root: string, dbPath: string): boolean {
+  try {
+    accessSync(root, constants.W_OK);
+    if (existsSync(dbPath)) accessSync(dbPath, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * A lever workspace: `lever.db` (SQLite, WAL, foreign keys on) plus an `artifacts/` folder.
@@ -36,12 +56,19 @@ export const ARTIFACTS_DIR = "artifacts";
  */
 export class Workspace {
   readonly dir: string;
+  /** The database file (lever.db). */
+  readonly dbFile: string;
   readonly db: BetterSqlite3.Database;
   readonly artifactsDir: string;
+  /** Opened with `readOnly`: every write fails with a "read-only" error. */
+  readonly readOnly: boolean;
+  private readonly leases = new Map<string, RunLease>();
 
-  private constructor(dir: string, db: BetterSqlite3.Database) {
+  private constructor(dir: string, db: BetterSqlite3.Database, readOnly: boolean) {
     this.dir = dir;
+    this.dbFile = join(dir, DB_FILE);
     this.db = db;
+    this.readOnly = readOnly;
     this.artifactsDir = join(dir, ARTIFACTS_DIR);
   }
 
@@ -50,13 +77,17 @@ export class Workspace {
     return existsSync(join(resolve(dir), DB_FILE));
   }
 
-  /** Opens (and by default creates) the workspace in `dir`, applying pending migrations. */
-  static open(dir: string, options: { create?: boolean } = {}): Workspace {
+  /**
+   * Opens (and by default creates) the workspace in `dir`, applying pending migrations. With
+   * `readOnly` the database is opened read-only and never created or written: what read commands
+   * use, so a workspace on a read-only disk (or without write permission) can still be read.
+   */
+  static open(dir: string, options: { create?: boolean; readOnly?: boolean } = {}): Workspace {
     const root = resolve(dir);
     const dbPath = join(root, DB_FILE);
-    const create = options.create ?? true;
+    const readOnly = options.readOnly === true;
     if (!existsSync(dbPath)) {
-      if (!create) {
+      if (readOnly || options.create === false) {
         throw new LeverError("no lever workspace here (import a dataset to create one, or pass --workspace)", {
           file: dbPath,
         });
@@ -64,35 +95,92 @@ export class Workspace {
       if (existsSync(root) && !statSync(root).isDirectory()) {
         throw new LeverError("workspace path exists and is not a directory", { file: root });
       }
-      mkdirSync(root, { recursive: true });
+      try {
+        mkdirSync(root, { recursive: true });
+      } catch (error) {
+        throw systemError(error, root);
+      }
     }
+    if (readOnly) return Workspace.openReadOnly(root, dbPath);
+    if (!canWrite(root, dbPath)) throw new LeverError(READ_ONLY_WORKSPACE, { file: dbPath });
     let db: BetterSqlite3.Database;
     try {
       db = new BetterSqlite3(dbPath);
     } catch (error) {
-      throw new LeverError(`cannot open workspace database: ${(error as Error).message}`, { file: dbPath });
+      throw sqliteError(error, dbPath, "cannot open workspace database");
     }
     try {
+      // First: every later step may have to wait for another process's write transaction.
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       migrate(db, dbPath); // before any pragma that writes, so a too-new database is left untouched
       db.pragma("journal_mode = WAL");
       db.pragma("foreign_keys = ON");
-      db.pragma("busy_timeout = 10000");
       db.pragma("cache_size = -65536"); // 64 MiB page cache: a VQAv2 import touches ~300 MB of pages
+      mkdirSync(join(root, ARTIFACTS_DIR), { recursive: true });
     } catch (error) {
       db.close();
       if (error instanceof LeverError) throw error;
-      throw new LeverError(`not a usable lever workspace database: ${(error as Error).message}`, { file: dbPath });
+      throw sqliteError(systemError(error, join(root, ARTIFACTS_DIR)), dbPath, "not a usable lever workspace database");
     }
-    mkdirSync(join(root, ARTIFACTS_DIR), { recursive: true });
-    return new Workspace(root, db);
+    return new Workspace(root, db, false);
   }
 
-  /** Runs `fn` in one SQLite transaction (nested calls become savepoints). `fn` must be synchronous. */
+  private static openReadOnly(root: string, dbPath: string): Workspace {
+    let db: BetterSqlite3.Database | undefined;
+    let version: number;
+    try {
+      db = new BetterSqlite3(dbPath, { readonly: true, fileMustExist: true });
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      version = schemaVersion(db);
+    } catch (error) {
+      db?.close();
+      db = undefined;
+      const code = (error as { code?: string }).code ?? "";
+      if (!/^SQLITE_(READONLY_DIRECTORY|CANTOPEN)/.test(code))
+        throw sqliteError(systemError(error, dbPath), dbPath, "not a usable lever workspace database");
+      // A WAL database in a directory nobody may write: SQLite cannot create the shared-memory
+      // index beside it. The file as it is (cleanly closed, so complete) is read from memory
+      // instead, marked as a rollback-journal database (header bytes 18-19: 1 = legacy, 2 = WAL),
+      // since an in-memory database has no WAL.
+      try {
+        const bytes = readFileSync(dbPath);
+        if (bytes.length >= 20) bytes.fill(1, 18, 20);
+        db = new BetterSqlite3(bytes, { readonly: true });
+        version = schemaVersion(db);
+      } catch (inner) {
+        db?.close();
+        throw sqliteError(systemError(inner, dbPath), dbPath, "not a usable lever workspace database");
+      }
+    }
+    if (version === SCHEMA_VERSION) return new Workspace(root, db, true);
+    db.close();
+    if (version < SCHEMA_VERSION && canWrite(root, dbPath)) {
+      Workspace.open(root).close(); // an older workspace: upgrade it once, then read
+      return Workspace.openReadOnly(root, dbPath);
+    }
+    if (version > SCHEMA_VERSION)
+      throw new LeverError(
+        `workspace schema version ${version} is newer than this lever supports (${SCHEMA_VERSION}); upgrade lever to open it`,
+        { file: dbPath, field: "schema_version" },
+      );
+    throw new LeverError(
+      `workspace schema version ${version} needs upgrading to ${SCHEMA_VERSION}, but the workspace is read-only; run any lever command on it once with write access`,
+      { file: dbPath },
+    );
+  }
+
+  /**
+   * Runs `fn` in one write transaction (nested calls become savepoints). `fn` must be synchronous
+   * and short. BEGIN IMMEDIATE takes the write lock up front: a transaction that reads first and
+   * writes later could not wait for another process's writer and would fail with "database is locked".
+   */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.db.transaction(fn).immediate();
   }
 
+  /** Releases the runs this workspace holds and closes the database. */
   close(): void {
+    for (const lease of [...this.leases.values()]) lease.release();
     if (this.db.open) this.db.close();
   }
 
@@ -158,6 +246,46 @@ export class Workspace {
 
   // ── runs and stages ───────────────────────────────────────────────────────────────────────
 
+  /**
+   * Takes the run for this process until `release()` or `close()`: refuses (naming the holder) a run
+   * another live process works on, takes over one whose holder died (`note` says so). Holding a
+   * run this workspace already holds returns the same lease.
+   */
+  holdRun(runId: string): RunLease & { note: string | null } {
+    const held = this.leases.get(runId);
+    if (held !== undefined) return { ...held, note: null };
+    const lease = leases.acquireLease(this.db, runId);
+    const owned: RunLease = {
+      runId,
+      tookOver: lease.tookOver,
+      beat: () => lease.beat(),
+      release: () => {
+        this.leases.delete(runId);
+        lease.release();
+      },
+    };
+    this.leases.set(runId, owned);
+    const note =
+      lease.tookOver === null
+        ? null
+        : `took run ${runId} over from ${leases.describeHolder(lease.tookOver)}, which stopped without finishing it`;
+    return { ...owned, note };
+  }
+
+  /** Records the artefacts a run reads; `replace` of any of them is refused from then on. */
+  recordRunInputs(runId: string, inputs: readonly ArtifactRef[]): void {
+    runs.recordRunInputs(
+      this.db,
+      runId,
+      inputs.map((input) => ({ path: portablePath(this.artifactsDir, input.path), sha256: input.sha256 })),
+    );
+  }
+
+  /** Runs that read the artefact stored as `path` (relative to artifacts/, or absolute). */
+  runsReading(path: string): string[] {
+    return runs.runsReading(this.db, portablePath(this.artifactsDir, path));
+  }
+
   /** Creates a run (status "running") storing the resolved config and its hash; returns its id. */
   createRun(input: RunInput): string {
     return runs.createRun(this.db, input);
@@ -219,21 +347,28 @@ export class Workspace {
   /**
    * The resumable-stage pattern in one place: skip a stage that is done (returning its recorded
    * artefacts), otherwise begin it, produce its artefacts and complete it; a throw marks it failed.
+   * `produce` returns the artefacts, or them and a value to hand back. With `finishRun` the run is
+   * marked done (or failed) with the stage.
    */
-  async runStage(
+  async runStage<T = undefined>(
     runId: string,
     name: string,
-    produce: () => ArtifactRef[] | Promise<ArtifactRef[]>,
-  ): Promise<{ skipped: boolean; artifacts: ArtifactRef[] }> {
+    produce: () => StageOutput<T> | Promise<StageOutput<T>>,
+    options: { finishRun?: boolean } = {},
+  ): Promise<{ skipped: boolean; artifacts: ArtifactRef[]; value?: T }> {
     const existing = this.getStage(runId, name);
     if (existing?.status === "done") return { skipped: true, artifacts: existing.artifacts };
     this.beginStage(runId, name);
     try {
-      const artifacts = await produce();
+      const output = await produce();
+      const { artifacts, value } = Array.isArray(output) ? { artifacts: output, value: undefined } : output;
       this.completeStage(runId, name, artifacts);
-      return { skipped: false, artifacts };
+      if (options.finishRun) this.finishRun(runId, "done");
+      return { skipped: false, artifacts, value };
     } catch (error) {
-      this.failStage(runId, name, error instanceof Error ? error.message : String(error));
+      const message = error instanceof Error ? error.message : String(error);
+      this.failStage(runId, name, message);
+      if (options.finishRun) this.finishRun(runId, "failed", message);
       throw error;
     }
   }

@@ -21,7 +21,7 @@ import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
-import type { Workspace } from "../store/workspace.js";
+import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
@@ -177,6 +177,8 @@ interface ResolvedRlInputs {
   queryEmb: EmbeddingTable;
   indexEmb: EmbeddingTable;
   dataHashes: Record<string, string>;
+  /** Every file the run reads, recorded with the run. */
+  files: ArtifactRef[];
 }
 
 function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
@@ -195,15 +197,22 @@ function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
   const indexEmb = table(ws, inputs.dataset, inputs.embedding);
   const queryDataset = rollouts.set.dataset;
   const queryEmb = queryDataset === inputs.dataset ? indexEmb : table(ws, queryDataset, inputs.embedding);
-  const dataHashes: Record<string, string> = {
-    rollouts: hashFileSync(rollouts.file).sha256,
-    ...(pools !== null ? { pools: hashFileSync(pools.file).sha256 } : {}),
-    indexEmbedding: ws.getEmbedding(inputs.dataset, inputs.embedding)?.sha256 ?? "",
-    queryEmbedding: ws.getEmbedding(queryDataset, inputs.embedding)?.sha256 ?? "",
-    ...(inputs.init !== undefined ? { init: hashFileSync(inputs.init).sha256 } : {}),
-    ...(inputs.reference !== undefined ? { reference: hashFileSync(inputs.reference).sha256 } : {}),
+  const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });
+  const embedding = (dataset: string): ArtifactRef => {
+    const record = ws.getEmbedding(dataset, inputs.embedding);
+    if (record === undefined) throw new LeverError(`dataset "${dataset}" has no ${inputs.embedding} embedding`);
+    return { path: ws.resolveArtifact(record.path), sha256: record.sha256 };
   };
-  return { rollouts, pools, queryEmb, indexEmb, dataHashes };
+  const files: Record<string, ArtifactRef> = {
+    rollouts: file(rollouts.file),
+    ...(pools !== null ? { pools: file(pools.file) } : {}),
+    indexEmbedding: embedding(inputs.dataset),
+    queryEmbedding: embedding(queryDataset),
+    ...(inputs.init !== undefined ? { init: file(inputs.init) } : {}),
+    ...(inputs.reference !== undefined ? { reference: file(inputs.reference) } : {}),
+  };
+  const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
+  return { rollouts, pools, queryEmb, indexEmb, dataHashes, files: Object.values(files) };
 }
 
 export interface RlStageOptions {
@@ -212,6 +221,8 @@ export interface RlStageOptions {
   config: RlStageConfig;
   vlm: VlmSettings;
   progress?: ProgressStream | null;
+  /** Informational lines (a resumed run, a lease taken over). */
+  note?: (text: string) => void;
 }
 
 export interface RlStageResult extends Omit<TrainingRunResult, "model"> {
@@ -283,6 +294,7 @@ export async function resumeRlStage(
   ws: Workspace,
   runId: string,
   progress?: ProgressStream | null,
+  note?: (text: string) => void,
 ): Promise<RlStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
@@ -305,7 +317,7 @@ export async function resumeRlStage(
         },
       );
   const vlm = (parsed.data.vlm ?? { vlm: "sim", cache: true }) as VlmSettings;
-  return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress);
+  return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress, note);
 }
 
 async function execute(
@@ -318,6 +330,7 @@ async function execute(
   vlmSettings: VlmSettings,
   resumed: boolean,
   progress?: ProgressStream | null,
+  note?: (text: string) => void,
 ): Promise<RlStageResult> {
   const { groups, stats } = buildRlGroups(
     inputs.rollouts.set,
@@ -388,7 +401,9 @@ async function execute(
       stage,
       runId,
       epochs: config.optim.epochs,
+      inputs: inputs.files,
       progress,
+      note,
       display: DISPLAY[stage],
       health:
         stage === "grpo" ? healthWarnings : (epoch, m) => healthWarnings(epoch, { selectionChange: m.selectionChange }),

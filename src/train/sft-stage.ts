@@ -1,24 +1,28 @@
 /**
  * `lever train sft` against a workspace: resolves the beam/pool artefacts and embeddings, records a
- * run (resolved config + seed), streams per-step and per-epoch metrics into the workspace, writes
- * per-epoch and best checkpoints as run artefacts and marks the stage done (or failed).
+ * run (resolved config + seed) and the files it reads, holds the run while training (one process
+ * per run), streams per-step and per-epoch metrics into the workspace, writes per-epoch and best
+ * checkpoints as run artefacts and marks the stage and the run done (or failed).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
-import { checkPoolSet, type PoolSet, PoolSetSchema } from "../data/pool-set.js";
+import { type PoolSet, parsePoolSet } from "../data/pool-set.js";
 import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
-import { readPoolSet } from "../store/sets.js";
-import type { Workspace } from "../store/workspace.js";
+import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
+import { readJsonFile } from "../util/files.js";
+import { hashValue } from "../util/hash.js";
+import { parseOrThrow } from "../util/validate.js";
 import type { EmbeddingTable } from "./data.js";
-import { type ProgressStream, TrainingProgress } from "./progress.js";
+import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
+import { executeStage } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -37,6 +41,8 @@ export type SftInputs = z.output<typeof SftInputsSchema>;
 export interface SftStageOptions extends SftInputs {
   config: SftConfig;
   progress?: ProgressStream | null;
+  /** Things the user should know before training starts (the CLI prints them on stderr). */
+  note?: (text: string) => void;
 }
 
 export interface SftStageResult extends Omit<SftRunResult, "model"> {
@@ -44,30 +50,17 @@ export interface SftStageResult extends Omit<SftRunResult, "model"> {
   checkpointDir: string;
 }
 
-function readJson(path: string): unknown {
-  try {
-    return JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
-  }
-}
-
-function resolveBeams(ws: Workspace, ref: string): { set: BeamSet; file: string } {
-  const file = existsSync(ref) ? ref : ws.artifactPath(`beams/${ref}.json`);
+/** A beam or pool set given as a file path, or as the name of a workspace artefact. */
+function resolveSet<T>(
+  ws: Workspace,
+  ref: string,
+  folder: "beams" | "pools",
+  parse: (json: unknown, file: string) => T,
+): { set: T; file: string } {
+  const file = existsSync(ref) ? ref : ws.artifactPath(`${folder}/${ref}.json`);
   if (!existsSync(file))
-    throw new LeverError("no such beam artefact (a file path or a name under artifacts/beams/)", { file });
-  return { set: parseBeamSet(readJson(file), file), file };
-}
-
-function resolvePools(ws: Workspace, ref: string): { set: PoolSet; file: string } {
-  if (!existsSync(ref)) return { set: readPoolSet(ws, ref), file: ws.artifactPath(`pools/${ref}.json`) };
-  const parsed = PoolSetSchema.safeParse(readJson(ref));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, { file: ref, field: issue.path.join(".") || undefined });
-  }
-  checkPoolSet(parsed.data, ref);
-  return { set: parsed.data, file: ref };
+    throw new LeverError(`no such ${folder} artefact (a file path or a name under artifacts/${folder}/)`, { file });
+  return { set: parse(readJsonFile(file), file), file };
 }
 
 function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
@@ -81,14 +74,16 @@ interface ResolvedInputs {
   indexEmb: EmbeddingTable;
   queryEmb: EmbeddingTable;
   dataHashes: Record<string, string>;
+  /** Every file read, recorded as the run's inputs (so none is replaced under it). */
+  files: ArtifactRef[];
 }
 
 function resolveInputs(
   ws: Workspace,
   refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string },
 ): ResolvedInputs {
-  const beams = resolveBeams(ws, refs.beams);
-  const pools = resolvePools(ws, refs.pools);
+  const beams = resolveSet(ws, refs.beams, "beams", parseBeamSet);
+  const pools = resolveSet(ws, refs.pools, "pools", parsePoolSet);
   if (pools.set.indexDataset !== refs.dataset)
     throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${refs.dataset}"`, {
       file: pools.file,
@@ -105,14 +100,17 @@ function resolveInputs(
   const indexEmb = table(ws, refs.dataset, refs.embedding);
   const queryEmb =
     pools.set.queryDataset === refs.dataset ? indexEmb : table(ws, pools.set.queryDataset, refs.embedding);
-  const dataHashes: Record<string, string> = {
-    beams: hashFileSync(beams.file).sha256,
-    pools: hashFileSync(pools.file).sha256,
-    indexEmbedding: ws.getEmbedding(refs.dataset, refs.embedding)!.sha256,
-    queryEmbedding: ws.getEmbedding(pools.set.queryDataset, refs.embedding)!.sha256,
-    ...(refs.init !== undefined ? { init: hashFileSync(refs.init).sha256 } : {}),
+  const indexRecord = ws.getEmbedding(refs.dataset, refs.embedding)!;
+  const queryRecord = ws.getEmbedding(pools.set.queryDataset, refs.embedding)!;
+  const files: Record<string, ArtifactRef> = {
+    beams: { path: resolve(beams.file), sha256: hashFileSync(beams.file).sha256 },
+    pools: { path: resolve(pools.file), sha256: hashFileSync(pools.file).sha256 },
+    indexEmbedding: { path: ws.resolveArtifact(indexRecord.path), sha256: indexRecord.sha256 },
+    queryEmbedding: { path: ws.resolveArtifact(queryRecord.path), sha256: queryRecord.sha256 },
+    ...(refs.init !== undefined ? { init: { path: resolve(refs.init), sha256: hashFileSync(refs.init).sha256 } } : {}),
   };
-  return { beams, pools, indexEmb, queryEmb, dataHashes };
+  const dataHashes = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, file.sha256]));
+  return { beams, pools, indexEmb, queryEmb, dataHashes, files: Object.values(files) };
 }
 
 /** The run config stored in the workspace (what `resume` reads back). */
@@ -127,6 +125,13 @@ const StoredRunSchema = z.object({
   sft: SftConfigSchema,
 });
 
+/**
+ * Trains a new SFT run, or continues the interrupted one with the same settings and inputs: a run
+ * whose process died while training (killed, out of memory, the machine went down) is resumed from
+ * its last finished epoch, which gives the same result as an uninterrupted run (the inputs are part
+ * of the config hash, and resuming re-checks them). A run another live process is training is
+ * refused, naming that process.
+ */
 export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
   const inputs = resolveInputs(ws, opts);
   const stored: z.input<typeof StoredRunSchema> = {
@@ -139,6 +144,18 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     dataHashes: inputs.dataHashes,
     sft: opts.config,
   };
+  const unfinished = ws
+    .listRuns({ kind: "sft", configHash: hashValue(stored) })
+    .filter((run) => run.holder !== null && (run.status === "interrupted" || run.status === "running"))
+    .at(-1);
+  if (unfinished !== undefined) {
+    if (unfinished.status === "interrupted")
+      opts.note?.(
+        `run ${unfinished.id} with these settings and inputs was interrupted (its process stopped); resuming it ` +
+          `(the same as: lever train resume ${unfinished.id})`,
+      );
+    return resumeSftStage(ws, unfinished.id, opts.progress, opts.note);
+  }
   const runId = ws.createRun({
     kind: "sft",
     config: stored,
@@ -146,7 +163,7 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     ...(opts.name ? { name: opts.name } : {}),
   });
   const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
-  return execute(ws, runId, inputs, opts.config, { init, progress: opts.progress });
+  return execute(ws, runId, inputs, opts.config, { init, progress: opts.progress, note: opts.note });
 }
 
 /**
@@ -157,14 +174,14 @@ export async function resumeSftStage(
   ws: Workspace,
   runId: string,
   progress?: ProgressStream | null,
+  note?: (text: string) => void,
 ): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
-  const parsed = StoredRunSchema.safeParse(run.config);
-  if (run.kind !== "sft" || !parsed.success) throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
+  if (run.kind !== "sft") throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
+  const stored = parseOrThrow(StoredRunSchema, run.config, { record: runId, fieldPrefix: "config" });
   if (ws.getStage(runId, "sft")?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
-  const stored = parsed.data;
   const inputs = resolveInputs(ws, stored);
   for (const [name, hash] of Object.entries(stored.dataHashes)) {
     if (inputs.dataHashes[name] !== hash)
@@ -179,71 +196,48 @@ export async function resumeSftStage(
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = resume === undefined && stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
-  return execute(ws, runId, inputs, stored.sft, { init, resume, progress });
+  return execute(ws, runId, inputs, stored.sft, { init, resume, progress, note });
 }
 
+/** Holds the run, records its inputs and trains it as the run's one stage ("sft"). */
 async function execute(
   ws: Workspace,
   runId: string,
   inputs: ResolvedInputs,
   config: SftConfig,
-  extra: { init?: Checkpoint; resume?: SavedState; progress?: ProgressStream | null },
+  extra: {
+    init?: Checkpoint;
+    resume?: SavedState;
+    progress?: ProgressStream | null;
+    note?: (text: string) => void;
+  },
 ): Promise<SftStageResult> {
-  ws.beginStage(runId, "sft");
-  const checkpointDir = ws.artifactPath(`runs/${runId}/sft`);
-  const progress = extra.progress === null ? null : new TrainingProgress("sft", config.optim.epochs, extra.progress);
-  try {
-    const result = await runSft({
-      config,
-      beams: inputs.beams.set,
-      pools: inputs.pools.set,
-      queryEmb: inputs.queryEmb,
-      indexEmb: inputs.indexEmb,
-      files: { beams: inputs.beams.file, pools: inputs.pools.file },
-      checkpointDir,
-      init: extra.init,
-      resume: extra.resume,
-      provenance: { runId, dataHashes: inputs.dataHashes },
-      onStep: (info) => {
-        ws.logMetrics(
-          Object.entries(info.metrics).map(([name, value]) => ({
-            runId,
-            stage: "sft",
-            step: info.step,
-            epoch: info.epoch,
-            name,
-            value,
-          })),
-        );
-        progress?.step(info);
-      },
-      onEpoch: (info) => {
-        ws.logMetrics(
-          Object.entries(info.metrics).map(([name, value]) => ({
-            runId,
-            stage: "sft",
-            epoch: info.epoch,
-            name: `epoch.${name}`,
-            value,
-          })),
-        );
-        ws.updateStageProgress(runId, "sft", info.epoch + 1, config.optim.epochs);
-        progress?.epoch(info);
-      },
-    });
-    const artifacts = [...result.checkpoints, ...(result.bestCheckpoint ? [result.bestCheckpoint] : [])].map(
-      (path) => ({
-        path,
-        sha256: hashFileSync(path).sha256,
+  const done = await executeStage(
+    ws,
+    {
+      stage: "sft",
+      runId,
+      epochs: config.optim.epochs,
+      inputs: inputs.files,
+      progress: extra.progress,
+      note: extra.note,
+    },
+    (checkpointDir, hooks) =>
+      runSft({
+        config,
+        beams: inputs.beams.set,
+        pools: inputs.pools.set,
+        queryEmb: inputs.queryEmb,
+        indexEmb: inputs.indexEmb,
+        files: { beams: inputs.beams.file, pools: inputs.pools.file },
+        checkpointDir,
+        init: extra.init,
+        resume: extra.resume,
+        provenance: { runId, dataHashes: inputs.dataHashes },
+        onStep: hooks.onStep,
+        onEpoch: hooks.onEpoch,
       }),
-    );
-    ws.completeStage(runId, "sft", artifacts);
-    ws.finishRun(runId, "done");
-    const { model: _model, ...rest } = result;
-    return { ...rest, runId, checkpointDir };
-  } catch (error) {
-    ws.failStage(runId, "sft", (error as Error).message);
-    ws.finishRun(runId, "failed", (error as Error).message);
-    throw error;
-  }
+  );
+  const { model: _model, ...rest } = done.result;
+  return { ...rest, runId, checkpointDir: done.checkpointDir };
 }

@@ -1,14 +1,17 @@
 /**
- * The workspace side of a training stage (SFT, RCE, GRPO): the run record (resolved config, input
- * hashes, seed), the stage record with per-epoch progress, every step's and epoch's metrics as rows,
- * progress on stderr, health warnings (RL) printed and kept in `health.json` beside the checkpoints,
- * and the checkpoints registered as the stage's artefacts when it completes. A throw marks the
- * stage and the run failed. The training itself is the caller's `train` function (src/train/run.ts).
+ * The workspace side of a training stage (SFT, RCE, GRPO), one implementation for all three: the
+ * run's lease (a second process on the same run is refused; a dead holder is taken over), the files
+ * the run reads (so they cannot be replaced under it), the stage record with per-epoch progress,
+ * every step's and epoch's metrics as rows, progress on stderr, health warnings (RL) printed and
+ * kept in `health.json` beside the checkpoints, and the checkpoints registered as the stage's
+ * artefacts when it completes (`Workspace.runStage`). A throw marks the stage and the run failed.
+ * The training itself is the caller's `train` function (src/train/run.ts).
  */
 import { join } from "node:path";
 import { hashFileSync } from "../store/files.js";
-import type { Workspace } from "../store/workspace.js";
+import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
+import { LeverError } from "../util/errors.js";
 import type { HealthWarning } from "./health.js";
 import type { EpochInfo, StepInfo } from "./loop.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
@@ -24,7 +27,11 @@ export interface StageOptions {
   stage: string;
   runId: string;
   epochs: number;
+  /** The files the run reads (recorded; replacing them is refused afterwards). */
+  inputs: readonly ArtifactRef[];
   progress?: ProgressStream | null;
+  /** Informational lines (e.g. a lease taken over from a dead process). */
+  note?: (text: string) => void;
   /** Metric names shown on the per-epoch progress line (default: all). */
   display?: readonly string[];
   /** Health checks of an epoch's metrics (RL stages). */
@@ -49,61 +56,68 @@ export async function executeStage<R extends TrainingRunResult>(
   train: (checkpointDir: string, hooks: StageHooks) => Promise<R>,
 ): Promise<StageResult<R>> {
   const { runId, stage } = opts;
-  ws.beginStage(runId, stage);
-  const checkpointDir = checkpointDirOf(ws, runId, stage);
-  const progress =
-    opts.progress === null ? null : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
-  const warnings: HealthWarning[] = [];
+  const lease = ws.holdRun(runId);
+  if (lease.note !== null) opts.note?.(lease.note);
   try {
-    const result = await train(checkpointDir, {
-      onStep: (info) => {
-        ws.logMetrics(
-          Object.entries(info.metrics).map(([name, value]) => ({
-            runId,
-            stage,
-            step: info.step,
-            epoch: info.epoch,
-            name,
-            value,
-          })),
-        );
-        progress?.step(info);
-      },
-      onEpoch: (info) => {
-        const found = opts.health?.(info.epoch, info.metrics) ?? [];
-        warnings.push(...found);
-        ws.logMetrics([
-          ...Object.entries(info.metrics).map(([name, value]) => ({
-            runId,
-            stage,
-            epoch: info.epoch,
-            name: `epoch.${name}`,
-            value,
-          })),
-          ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
-        ]);
-        if (opts.health !== undefined)
-          writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify({ warnings }, null, 2)}\n`);
-        ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
-        progress?.epoch(info);
-        for (const w of found) progress?.warn(`epoch ${w.epoch + 1}: ${w.message}`);
-      },
-    });
-    const files = [
-      ...result.checkpoints,
-      ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
-      ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, "health.json")] : []),
-    ];
-    ws.completeStage(
+    ws.recordRunInputs(runId, opts.inputs);
+    const checkpointDir = checkpointDirOf(ws, runId, stage);
+    const progress =
+      opts.progress === null
+        ? null
+        : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
+    const warnings: HealthWarning[] = [];
+    const { value } = await ws.runStage(
       runId,
       stage,
-      files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })),
+      async () => {
+        const result = await train(checkpointDir, {
+          onStep: (info) => {
+            lease.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
+            ws.logMetrics(
+              Object.entries(info.metrics).map(([name, value]) => ({
+                runId,
+                stage,
+                step: info.step,
+                epoch: info.epoch,
+                name,
+                value,
+              })),
+            );
+            progress?.step(info);
+          },
+          onEpoch: (info) => {
+            const found = opts.health?.(info.epoch, info.metrics) ?? [];
+            warnings.push(...found);
+            ws.logMetrics([
+              ...Object.entries(info.metrics).map(([name, value]) => ({
+                runId,
+                stage,
+                epoch: info.epoch,
+                name: `epoch.${name}`,
+                value,
+              })),
+              ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
+            ]);
+            if (opts.health !== undefined)
+              writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify({ warnings }, null, 2)}\n`);
+            ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
+            progress?.epoch(info);
+            for (const w of found) progress?.warn(`epoch ${w.epoch + 1}: ${w.message}`);
+          },
+        });
+        const files = [
+          ...result.checkpoints,
+          ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
+          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, "health.json")] : []),
+        ];
+        return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
+      },
+      { finishRun: true },
     );
-    ws.finishRun(runId, "done");
-    return { runId, checkpointDir, result, warnings };
-  } catch (error) {
-    ws.failStage(runId, stage, (error as Error).message);
-    ws.finishRun(runId, "failed", (error as Error).message);
-    throw error;
+    if (value === undefined)
+      throw new LeverError(`stage "${stage}" of run ${runId} is already done`, { record: runId });
+    return { runId, checkpointDir, result: value, warnings };
+  } finally {
+    lease.release();
   }
 }

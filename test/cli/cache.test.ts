@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -47,8 +47,10 @@ describe("lever cache", () => {
     ]);
   });
 
-  test("stats on a directory without a workspace reports an empty cache", async () => {
-    expect(await runCache(join(root, "nothing-here"), ["stats"])).toBe("the VLM cache is empty\n");
+  test("stats on a directory without a workspace says there is none, and creates none", async () => {
+    const result = await runCli(["--workspace", join(root, "nothing-here"), "cache", "stats"]);
+    expectUserError(result, /nothing-here\/lever\.db: no lever workspace here/);
+    expect(existsSync(join(root, "nothing-here"))).toBe(false);
   });
 
   test("prune deletes by model and by age", async () => {

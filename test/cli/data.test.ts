@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -54,10 +54,10 @@ describe("lever data import / list / inspect", () => {
     expect(json.examples).toHaveLength(3);
   });
 
-  it("prints an empty list for a directory without a workspace and does not create one", async () => {
-    const list = await lever("data", "list", "--json");
-    expect(JSON.parse(list.stdout)).toEqual([]);
+  it("says so for a directory without a workspace and does not create one", async () => {
+    expectUserError(await lever("data", "list", "--json"), /^error: .*ws\/lever\.db: no lever workspace here/);
     expectUserError(await lever("data", "inspect", "x"), /^error: .*lever\.db: no lever workspace here/);
+    expect(existsSync(wsDir)).toBe(false);
   });
 
   it("fails with exit code 2 and one line naming file, record and field on a bad file", async () => {
@@ -77,7 +77,7 @@ describe("lever data import / list / inspect", () => {
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toBe(`error: ${bad}, record "annotations[0] question_id 57045", field "image_id": missing\n`);
-    expect((await lever("data", "list", "--json")).stdout.trim()).toBe("[]");
+    expect(existsSync(wsDir)).toBe(false); // a failed import creates no workspace
   });
 
   it("refuses an existing name without --replace and replaces with it", async () => {

@@ -163,6 +163,26 @@ describe("lever data import-pools", () => {
   });
 });
 
+describe("Lever-Plus files that are not what they claim", () => {
+  it("names the file and byte offset of non-UTF-8 input, and refuses a file with no beams", async () => {
+    const latin1 = join(dir, "beams-latin1.json");
+    const text = readFileSync(fixturePath("beams.json"));
+    const at = text.indexOf(0x7d); // replace the first "}" by a Latin-1 "é"
+    writeFileSync(latin1, Buffer.concat([text.subarray(0, at), Buffer.from([0xe9]), text.subarray(at)]));
+    expectUserError(
+      await lever(...importBeams(latin1)),
+      `error: ${latin1}: not valid UTF-8 (first bad byte at offset ${at})`,
+    );
+    const empty = join(dir, "beams-empty.json");
+    writeFileSync(empty, "{}");
+    expectUserError(
+      await lever(...importBeams(empty), "--out", "none"),
+      /field "queries": the beam set holds no beams/,
+    );
+    expect(existsSync(join(wsDir, "artifacts", "beams", "none.json"))).toBe(false);
+  });
+});
+
 describe("lever embed import", () => {
   it("imports .npy + sidecar ids, normalises, and registers the embedding", async () => {
     const file = join(dir, "clip.npy");
@@ -175,6 +195,30 @@ describe("lever embed import", () => {
     const matrix = withWorkspace((ws) => loadDatasetEmbedding(ws, "okvqa-train", "image"));
     expect(matrix.ids).toEqual(["899", "101"]);
     expect(Array.from(matrix.data)).toEqual([0.6, 0.8, 0, 1].map(Math.fround));
+  });
+
+  it("re-importing a kind needs --replace (identical content is a no-op) and warns about runs that read it", async () => {
+    const file = join(dir, "e.npy");
+    writeNpy(file, new Float32Array(16).fill(0.5), [8, 2]);
+    await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order");
+    await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order"); // same content
+    writeNpy(file, new Float32Array(16).fill(0.25), [8, 2]);
+    expectUserError(
+      await lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order"),
+      /field "--kind": dataset "okvqa-train" already has a "joint" embedding with other content \(pass --replace/,
+    );
+    const run = withWorkspace((ws) => {
+      const id = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+      ws.recordRunInputs(id, [{ path: ws.artifactPath("embeddings/okvqa-train/joint.npy"), sha256: "x" }]);
+      return id;
+    });
+    const replaced = await lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order", "--replace");
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stderr).toBe(
+      `warning: replaced the "joint" embedding that run ${run} read; those runs can no longer be resumed\n`,
+    );
+    const matrix = withWorkspace((ws) => loadDatasetEmbedding(ws, "okvqa-train", "joint"));
+    expect(matrix.data[0]).toBe(0.25);
   });
 
   it("--dataset-order maps rows to the dataset's items; bad flags are refused", async () => {

@@ -28,6 +28,18 @@ describe("lever metric vqa", () => {
     expect(out).toContain("yes/no : 90.00");
   });
 
+  test("scoring part of the questions warns with the counts; --require-all makes it an error", async () => {
+    const partial = await runMetricCli(baseArgs());
+    expect(partial.code).toBe(0);
+    expect(partial.stderr).toBe(
+      `warning: ${fixture("questions.json")}: scored 4 of the 5 questions (1 have no result in ${fixture("results.json")}); --require-all makes this an error\n`,
+    );
+    expectUserError(
+      await runMetricCli([...baseArgs(), "--require-all"]),
+      `error: ${fixture("results.json")}: scored 4 of the 5 questions (1 have no result in ${fixture("results.json")}); every question needs a result`,
+    );
+  });
+
   test("--json prints one object in percent with per-question accuracies", async () => {
     const out = await runMetric([...baseArgs(), "--json"]);
     expect(JSON.parse(out)).toEqual({
@@ -68,6 +80,6 @@ describe("lever metric vqa", () => {
     args[5] = fixture("questions.json"); // questions file given as annotations: no "annotations" key
     expectUserError(await runMetricCli(args), /questions\.json, field "annotations"/);
     args[5] = fixture("does-not-exist.json");
-    expectUserError(await runMetricCli(args), /does-not-exist\.json: cannot read file/);
+    expectUserError(await runMetricCli(args), /does-not-exist\.json: no such file \(ENOENT\)/);
   });
 });

@@ -1,3 +1,6 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { expectUserError, runCli } from "../helpers/cli.js";
 
@@ -31,7 +34,15 @@ describe("runLever (the real program, as the CLI runs it)", () => {
       "--annotations",
       "a",
     ]);
-    expectUserError(result, /^error: .*: cannot read file/);
+    expectUserError(result, /^error: \/nonexistent\/r\.json: no such file \(ENOENT\)/);
     expect(result.stdout).toBe("");
+  });
+
+  it("a directory given where a file is expected is one line naming it, not a stack trace", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lever-program-"));
+    const result = await runCli(["metric", "vqa", "--results", dir, "--questions", dir, "--annotations", dir]);
+    expectUserError(result, `error: ${dir}: is a directory, not a file (EISDIR)`);
+    const synth = await runCli(["data", "synth", "--items", "10", "--out", dir, "--params", dir]);
+    expectUserError(synth, `error: ${dir}: is a directory, not a file (EISDIR)`);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -180,5 +180,27 @@ describe("lever selector", () => {
       /refusing renamed keys/,
     );
     expect(() => readFileSync(join(dir, "x.safetensors"))).toThrow();
+  });
+
+  it("import-torch refuses --out equal to its input, and a directory as --out fails in one line leaving no temp file", async () => {
+    const input = join(dir, "sd.safetensors");
+    const before = readFileSync(input);
+    expectUserError(
+      await runSelectorCli(["import-torch", input, "--out", join(dir, ".", "sd.safetensors")]),
+      /field "--out": is the input file/,
+    );
+    symlinkSync(input, join(dir, "sd-link.safetensors"));
+    expectUserError(
+      await runSelectorCli(["import-torch", join(dir, "sd-link.safetensors"), "--out", input]),
+      /field "--out": is the input file/,
+    );
+    expect(readFileSync(input).equals(before)).toBe(true);
+    const outDir = join(dir, "ckpt-dir");
+    mkdirSync(outDir);
+    expectUserError(
+      await runSelectorCli(["import-torch", input, "--out", outDir, "--shots", "4"]),
+      `error: ${outDir}: is a directory, not a file (EISDIR)`,
+    );
+    expect(readdirSync(dir).filter((f) => f.includes(".tmp-"))).toEqual([]);
   });
 });

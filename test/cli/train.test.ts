@@ -1,10 +1,12 @@
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { hostname, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { importEmbedding } from "../../src/store/ingest/embeddings.js";
+import { writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { runSftStage } from "../../src/train/sft-stage.js";
@@ -183,5 +185,109 @@ describe("lever train resume", () => {
     expect(b.provenance.epoch).toBe(a.provenance.epoch);
     for (const [name, v] of a.params) expect(b.params.get(name)).toEqual(v);
     expectUserError(await runTrainCli(["resume", crashedRun, "--quiet"]), /already done/);
+  });
+});
+
+describe("interrupted training", () => {
+  const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "12", "--seed", "7"];
+
+  it("re-running `lever train sft` after the process was killed resumes that run (same weights); a live holder is refused", async () => {
+    const straight = JSON.parse(await run([...base, ...flags, "--quiet", "--json"]));
+    // The same training in another process, killed (SIGKILL: no cleanup at all) while it prints epoch 2.
+    const script = `
+      import { Workspace } from ${JSON.stringify(resolve("dist/src/store/workspace.js"))};
+      import { runSftStage } from ${JSON.stringify(resolve("dist/src/train/sft-stage.js"))};
+      import { SftConfigSchema } from ${JSON.stringify(resolve("dist/src/train/sft-run.js"))};
+      const ws = Workspace.open(${JSON.stringify(wsDir)});
+      await runSftStage(ws, {
+        beams: ${JSON.stringify(join(dir, "beams.json"))},
+        pools: ${JSON.stringify(join(dir, "pools.json"))},
+        dataset: "synth",
+        embedding: "joint",
+        config: SftConfigSchema.parse({ model: { hidden: 8 }, optim: { epochs: 3, lr: 1e-2, batchQueries: 12 }, seed: 7 }),
+        progress: { isTTY: false, write: (text) => { if (text.includes("epoch 2/3")) process.kill(process.pid, "SIGKILL"); } },
+      });`;
+    const killed = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    const ws = Workspace.open(wsDir, { create: false });
+    const victim = ws.listRuns({ kind: "sft" }).at(-1)!;
+    expect(victim).toMatchObject({ status: "interrupted", holder: { pid: killed.pid } });
+    expect(ws.getStage(victim.id, "sft")?.status).toBe("running");
+    // While another live process holds it, the same command is refused, naming that process.
+    const sleeper = spawn("sleep", ["30"]);
+    ws.db
+      .prepare("UPDATE leases SET pid = ?, started_at = '2026-02-02T00:00:00.000Z' WHERE run = ?")
+      .run(sleeper.pid, victim.id);
+    ws.close();
+    try {
+      expectUserError(
+        await runTrainCli([...base, ...flags, "--quiet"]),
+        new RegExp(
+          `run ${victim.id} is in use by process ${sleeper.pid}@${hostname()} \\(since 2026-02-02T00:00:00\\.000Z`,
+        ),
+      );
+    } finally {
+      sleeper.kill();
+    }
+    await new Promise((done) => sleeper.once("exit", done));
+    const resumed = await runTrainCli([...base, ...flags, "--quiet", "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toContain(
+      `note: run ${victim.id} with these settings and inputs was interrupted (its process stopped); resuming it (the same as: lever train resume ${victim.id})`,
+    );
+    expect(resumed.stderr).toMatch(new RegExp(`note: took run ${victim.id} over from process ${sleeper.pid}@`));
+    const result = JSON.parse(resumed.stdout);
+    expect(result.runId).toBe(victim.id);
+    const a = loadCheckpoint(straight.bestCheckpoint);
+    const b = loadCheckpoint(result.bestCheckpoint);
+    for (const [name, v] of a.params) expect(b.params.get(name)).toEqual(v);
+    const after = Workspace.open(wsDir, { create: false });
+    expect(after.getRun(victim.id)).toMatchObject({ status: "done", holder: null });
+    after.close();
+  });
+
+  it("records what a run read, so `lever pools --out NAME --replace` cannot replace a pool set a run trained on", async () => {
+    const ws = Workspace.open(wsDir, { create: false });
+    writePoolSet(ws, "trained-on", world.pools);
+    ws.close();
+    const out = JSON.parse(
+      await run([
+        "sft",
+        "--beams",
+        join(dir, "beams.json"),
+        "--pools",
+        "trained-on",
+        "--dataset",
+        "synth",
+        "--epochs",
+        "1",
+        "--quiet",
+        "--json",
+      ]),
+    );
+    const check = Workspace.open(wsDir, { create: false });
+    expect(check.runsReading("pools/trained-on.json")).toEqual([out.runId]);
+    expect(check.runsReading(join(dir, "beams.json"))).toContain(out.runId);
+    check.close();
+    const pools = [
+      "--workspace",
+      wsDir,
+      "pools",
+      "--queries",
+      "synth",
+      "--index",
+      "synth",
+      "--sampler",
+      "random",
+      "--k",
+      "8",
+    ];
+    expectUserError(await runCli([...pools, "--out", "trained-on"]), /pass --replace/);
+    expectUserError(
+      await runCli([...pools, "--out", "trained-on", "--replace"]),
+      new RegExp(`trained-on\\.json: artefact is an input of run ${out.runId}, so it is never replaced`),
+    );
+    await runCliOk([...pools, "--out", "fresh"]);
+    await runCliOk([...pools, "--out", "fresh", "--seed", "1", "--replace"]); // no run read it: replaced
   });
 });

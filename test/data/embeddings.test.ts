@@ -122,7 +122,7 @@ describe("readEmbeddingFile", () => {
     [
       "ids that are not a list of ids",
       () => npyWithIds("bad", rows3(), [3, 2], [1, null, 3]),
-      /ids must be a JSON array of question ids.*\[1\]/,
+      /bad\.ids\.json, record "1": ids must be a JSON array of question ids/,
     ],
     [
       "no ids at all",

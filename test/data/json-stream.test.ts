@@ -120,9 +120,9 @@ describe("streamJsonArrayField", () => {
     );
   });
 
-  it("reports a missing file as file not found", () => {
+  it("reports a missing file as no such file", () => {
     expect(leverErrorOf(() => stream(join(dir, "absent.json"), "q")).message).toBe(
-      `${join(dir, "absent.json")}: file not found`,
+      `${join(dir, "absent.json")}: no such file (ENOENT)`,
     );
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseRolloutSet } from "../../src/data/trajectories.js";
+import { parseBeamSet, parseRolloutSet } from "../../src/data/trajectories.js";
 
 const set = (gtLogprob: unknown) => ({
   format: "lever.rollouts/1",
@@ -15,6 +15,17 @@ describe("rollout trajectories", () => {
     expect(parseRolloutSet(set(undefined), "r.json").queries.q1.trajectories[0].gtLogprob).toBeUndefined();
     expect(() => parseRolloutSet(set(0.5), "r.json")).toThrow(
       'r.json, record "q1", field "trajectories[0].gtLogprob": a log-probability must be ≤ 0',
+    );
+  });
+});
+
+describe("empty artefacts", () => {
+  it("refuses a beam set without beams and a rollout set without trajectories", () => {
+    const beams = { format: "lever.beams/1", dataset: "d", promptOrder: "nearest", queries: { q1: { beams: [] } } };
+    expect(() => parseBeamSet(beams, "b.json")).toThrow('b.json, field "queries": the beam set holds no beams');
+    expect(() => parseBeamSet({ ...beams, queries: {} }, "b.json")).toThrow("holds no beams");
+    expect(() => parseRolloutSet({ ...set(-1), queries: {} }, "r.json")).toThrow(
+      'r.json, field "queries": the rollout set holds no trajectories',
     );
   });
 });

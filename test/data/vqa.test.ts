@@ -191,7 +191,7 @@ describe("subsets at import", () => {
 describe("malformed files: one error naming file, record and field", () => {
   it("reports a missing file", () => {
     const missing = join(dir, "nope.json");
-    expect(leverErrorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: file not found`);
+    expect(leverErrorOf(() => okvqa({ annotations: missing })).message).toBe(`${missing}: no such file (ENOENT)`);
   });
 
   it("reports bad JSON with its byte offset and the element", () => {
@@ -204,6 +204,29 @@ describe("malformed files: one error naming file, record and field", () => {
     const column = offset - broken.lastIndexOf("\n", offset - 1);
     expect(err.message).toContain(`invalid JSON at byte ${offset} (line ${line}, column ${column}): Unexpected number`);
     expect(err.location.record).toBe("annotations[3]");
+  });
+
+  it("names the byte offset, line and record of non-UTF-8 input in a streamed file", () => {
+    const bytes = readFileSync(OK_Q);
+    const at = bytes.indexOf(Buffer.from("Which country")) + 2; // inside questions[…]'s question text
+    const latin1 = Buffer.from(bytes);
+    latin1[at] = 0xe9; // "é" in Latin-1: not UTF-8
+    const file = write(latin1.toString("latin1"));
+    writeFileSync(file, latin1);
+    const line = bytes.subarray(0, at).toString("utf8").split("\n").length;
+    const err = leverErrorOf(() => okvqa({ questions: file }));
+    expect(err.message).toMatch(
+      new RegExp(
+        `^${file}, record "questions\\[\\d+\\]": not valid UTF-8 at byte ${at} \\(line ${line}, column \\d+\\)$`,
+      ),
+    );
+  });
+
+  it("refuses a questions file with no questions", () => {
+    const empty = write({ questions: [] });
+    expect(leverErrorOf(() => okvqa({ questions: empty })).message).toBe(
+      `${empty}, field "questions": holds no questions (an empty dataset cannot be evaluated or trained on)`,
+    );
   });
 
   it("reports a question without an annotation", () => {
@@ -237,12 +260,18 @@ describe("malformed files: one error naming file, record and field", () => {
     );
   });
 
-  it("reports an image_id mismatch between the files", () => {
-    const a = load(OK_A);
-    a.annotations[2].image_id = 1;
-    const err = leverErrorOf(() => okvqa({ annotations: write(a) }));
-    expect(err.location.field).toBe("image_id");
-    expect(err.message).toContain("image_id 1 differs from image_id 460887");
+  it("blames an image_id mismatch on the questions file (the annotations hold the ground truth)", () => {
+    const q = load(OK_Q);
+    const { question_id: id, image_id: truth } = q.questions[2];
+    q.questions[2].image_id = 1;
+    const file = write(q);
+    const err = leverErrorOf(() => okvqa({ questions: file }));
+    expect(err.location).toEqual({ file, record: `questions[2] question_id ${id}`, field: "image_id" });
+    expect(err.message).toMatch(
+      new RegExp(
+        `image_id 1 differs from image_id ${truth} of annotations\\[\\d+\\] question_id ${id} in .*mscoco_train2014_annotations\\.json$`,
+      ),
+    );
   });
 
   it("rejects a question with other than ten answers", () => {

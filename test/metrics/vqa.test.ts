@@ -10,7 +10,7 @@ import {
   vqaAccuracy,
 } from "../../src/metrics/vqa.js";
 import {
-  readJsonFile,
+  readVqaFile,
   VqaAnnotationsFileSchema,
   VqaQuestionsFileSchema,
   VqaResultsFileSchema,
@@ -238,9 +238,9 @@ describe("pythonRound", () => {
 });
 
 describe("evaluateVqa", () => {
-  const questions = readJsonFile(join(FIXTURES, "questions.json"), VqaQuestionsFileSchema, "questions");
-  const annotations = readJsonFile(join(FIXTURES, "annotations.json"), VqaAnnotationsFileSchema, "annotations");
-  const results = readJsonFile(join(FIXTURES, "results.json"), VqaResultsFileSchema);
+  const questions = readVqaFile(join(FIXTURES, "questions.json"), VqaQuestionsFileSchema, "questions");
+  const annotations = readVqaFile(join(FIXTURES, "annotations.json"), VqaAnnotationsFileSchema, "annotations");
+  const results = readVqaFile(join(FIXTURES, "results.json"), VqaResultsFileSchema);
 
   test("computes overall, per-type and per-question accuracy like the official tool", () => {
     // q1 "Red" vs ten "red" → 0 (unanimous, raw); q2 "Two" vs nine "2"-ish + "3" → 1;

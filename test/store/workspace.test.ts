@@ -5,9 +5,11 @@ import BetterSqlite3 from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
 import { itemsHash } from "../../src/store/datasets.js";
-import { MIGRATIONS, SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { MIGRATIONS, migrate, SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { readPoolSet, writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { LeverError } from "../../src/util/errors.js";
+import { sqliteError, userError } from "../../src/util/files.js";
 import { sha256 } from "../../src/util/hash.js";
 
 function item(id: number, overrides: Partial<VqaItem> = {}): VqaItem {
@@ -78,7 +80,9 @@ describe("Workspace.open", () => {
       .prepare("INSERT INTO schema_version (version, description, applied_at) VALUES (?, 'future', 'now')")
       .run(SCHEMA_VERSION + 1);
     raw.close();
-    expect(() => Workspace.open(dir)).toThrow(/schema version 2 is newer than this lever supports \(1\)/);
+    expect(() => Workspace.open(dir)).toThrow(
+      new RegExp(`schema version ${SCHEMA_VERSION + 1} is newer than this lever supports \\(${SCHEMA_VERSION}\\)`),
+    );
     const check = new BetterSqlite3(join(dir, "lever.db"));
     expect(check.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(SCHEMA_VERSION + 1);
     check.close();
@@ -349,6 +353,114 @@ describe("predictions", () => {
     expect(rows[0].demonstrations).toEqual(["5", "7"]);
     expect(() => ws.putPredictions([{ ...base, questionId: "1", accuracy: 1.5 }])).toThrow(/accuracy must be in/);
     expect(ws.getPredictions(run)).toHaveLength(2);
+    ws.close();
+  });
+});
+
+describe("opening read-only, and concurrent writers", () => {
+  it("reads a workspace opened read-only; a write through it says read-only; nothing is created without one", () => {
+    const writer = Workspace.open(dir);
+    writer.putDataset(dataset, [item(1), item(2)]);
+    writer.close();
+    const ws = Workspace.open(dir, { readOnly: true });
+    expect(ws.readOnly).toBe(true);
+    expect(ws.listDatasets().map((d) => d.itemCount)).toEqual([2]);
+    let thrown: unknown;
+    try {
+      ws.putDataset({ ...dataset, name: "other" }, [item(3)]);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(userError(thrown)?.message).toMatch(/^the workspace is read-only .*\(SQLITE_READONLY\)$/);
+    expect((sqliteError(thrown, ws.dbFile) as Error).message).toMatch(/lever\.db: the workspace is read-only/);
+    ws.close();
+    expect(() => Workspace.open(join(dir, "none"), { readOnly: true })).toThrow(/none\/lever\.db: no lever workspace/);
+    expect(existsSync(join(dir, "none"))).toBe(false);
+  });
+
+  it("upgrades an older workspace once when it is opened read-only but may be written", () => {
+    const raw = new BetterSqlite3(join(dir, "lever.db"));
+    migrate(raw, "lever.db", MIGRATIONS.slice(0, 1));
+    raw.close();
+    const ws = Workspace.open(dir, { readOnly: true });
+    expect(ws.db.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(SCHEMA_VERSION);
+    expect(ws.listRuns()).toEqual([]);
+    ws.close();
+  });
+
+  it("takes the write lock at the start of a transaction (BEGIN IMMEDIATE), so no reader-turned-writer is refused", () => {
+    const ws = Workspace.open(dir);
+    const other = new BetterSqlite3(join(dir, "lever.db"));
+    other.pragma("busy_timeout = 0");
+    const codeInside = ws.transaction(() => {
+      ws.getDataset("x"); // only a read so far: a deferred transaction would hold no write lock yet
+      try {
+        other.exec("BEGIN IMMEDIATE");
+        other.exec("ROLLBACK");
+        return "free";
+      } catch (error) {
+        return (error as { code: string }).code;
+      }
+    });
+    expect(codeInside).toBe("SQLITE_BUSY");
+    other.close();
+    ws.close();
+  });
+});
+
+describe("no silent overwrite, no silent nonsense", () => {
+  it("refuses an empty dataset", () => {
+    const ws = Workspace.open(dir);
+    expect(() => ws.putDataset(dataset, [])).toThrow(/field "items": dataset "okvqa-train" has no items/);
+    expect(ws.listDatasets()).toEqual([]);
+    ws.close();
+  });
+
+  it("never replaces a named artefact that a run read, even with replace; others are replaced with it", () => {
+    const ws = Workspace.open(dir);
+    const pools = (ids: string[]) => ({
+      format: "lever.pools/1" as const,
+      sampler: "random",
+      settings: {},
+      k: 2,
+      seed: 0,
+      indexDataset: "train",
+      queryDataset: "train",
+      pools: { q1: ids },
+    });
+    const ref = writePoolSet(ws, "p", pools(["a", "b"]));
+    writePoolSet(ws, "p", pools(["a", "c"]), { replace: true }); // no run read it yet
+    expect(readPoolSet(ws, "p").pools.q1).toEqual(["a", "c"]);
+    const run = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+    ws.recordRunInputs(run, [{ path: ws.artifactPath(ref.path), sha256: "x" }]);
+    expect(ws.runsReading(ref.path)).toEqual([run]);
+    expect(() => writePoolSet(ws, "p", pools(["b", "c"]), { replace: true })).toThrow(
+      /pools\/p\.json: artefact is an input of run sft-0001, so it is never replaced; write under another name/,
+    );
+    expect(() => writePoolSet(ws, "p", pools(["b", "c"]))).toThrow(/pass --replace/);
+    writePoolSet(ws, "p", pools(["a", "c"])); // identical content: a no-op, allowed
+    expect(() => writePoolSet(ws, "empty", { ...pools([]), pools: {} })).toThrow(/holds no pools/);
+    ws.close();
+  });
+
+  it("runStage can finish the run with its stage and hands back the producer's value", async () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+    const done = await ws.runStage(run, "train", () => ({ artifacts: [], value: 42 }), { finishRun: true });
+    expect(done.value).toBe(42);
+    expect(ws.getRun(run)?.status).toBe("done");
+    const failing = ws.createRun({ kind: "sft", config: {}, seed: 2 });
+    await expect(
+      ws.runStage(
+        failing,
+        "train",
+        () => {
+          throw new Error("diverged");
+        },
+        { finishRun: true },
+      ),
+    ).rejects.toThrow("diverged");
+    expect(ws.getRun(failing)).toMatchObject({ status: "failed", error: "diverged" });
     ws.close();
   });
 });

@@ -10,10 +10,10 @@
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
+import { parseOrThrow } from "../../util/validate.js";
 import type { Beam, BeamSet, PromptOrder } from "../trajectories.js";
 import { BeamSetSchema, fromPromptOrder, toPromptOrder } from "../trajectories.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
-import { schemaError } from "./json.js";
 
 export type ConstructOrder = "left" | "right";
 
@@ -86,9 +86,7 @@ export function importBeams(
   for (const [key, raw] of Object.entries(json as Record<string, unknown>)) {
     const anchor = parseRowKey(key, file);
     const queryId = idOfRow(index, anchor, { file, record: key, field: "(key)" });
-    const parsed = RawBeamRecordSchema.safeParse(raw);
-    if (!parsed.success) throw schemaError(parsed.error, { file, record: key });
-    const record = parsed.data;
+    const record = parseOrThrow(RawBeamRecordSchema, raw, { file, record: key });
     const at = (field: string) => ({ file, record: key, field });
     const n = record.id_list.length;
     if (record.score_list.length !== n)

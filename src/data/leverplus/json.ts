@@ -4,8 +4,6 @@
  * names no record. We parse them into real numbers so schema validation can name the record and
  * field that holds them.
  */
-import { readFileSync } from "node:fs";
-import type { z } from "zod";
 import { LeverError } from "../../util/errors.js";
 
 const SENTINELS: Record<string, number> = {
@@ -33,18 +31,6 @@ export function parsePythonJson(text: string, file: string): unknown {
     }
     throw new LeverError(`not valid JSON: ${describeSyntaxError(error as Error, text)}`, { file });
   }
-}
-
-export function readPythonJsonFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new LeverError(`cannot read file: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, {
-      file: path,
-    });
-  }
-  return parsePythonJson(text, path);
 }
 
 /** Replaces NaN/Infinity/-Infinity tokens outside strings by marked strings (one linear scan). */
@@ -177,24 +163,4 @@ export function locateSyntaxError(text: string): { position: number; message: st
   } catch (error) {
     return error as { position: number; message: string };
   }
-}
-
-/** A zod issue path as written in our error messages: `pointer_candidates[3].pointer[1]`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("");
-}
-
-/** The first zod issue as a LeverError naming file, record and field (prefixed by `fieldPrefix`). */
-export function schemaError(
-  error: z.ZodError,
-  where: { file: string; record?: string },
-  fieldPrefix: readonly PropertyKey[] = [],
-): LeverError {
-  const issue = error.issues[0];
-  const path = [...fieldPrefix, ...issue.path];
-  let message = issue.message;
-  if (issue.code === "invalid_type" && /received undefined/.test(message)) message = "is required but missing";
-  else if (/received NaN/.test(message)) message = "is NaN (a number is required)";
-  else if (issue.code === "unrecognized_keys") message = `unexpected field(s): ${issue.keys.join(", ")}`;
-  return new LeverError(message, { ...where, field: path.length > 0 ? formatPath(path) : undefined });
 }

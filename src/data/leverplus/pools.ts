@@ -9,9 +9,9 @@
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
+import { parseOrThrow } from "../../util/validate.js";
 import { type PoolSet, PoolSetSchema } from "../pool-set.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey } from "./common.js";
-import { schemaError } from "./json.js";
 
 const RawPoolSchema = z.array(z.number().int());
 
@@ -57,9 +57,7 @@ export function importSamplerPools(
   for (const [key, raw] of Object.entries(json as Record<string, unknown>)) {
     const queryRow = parseRowKey(key, file);
     const queryId = idOfRow(queryItems, queryRow, { file, record: key, field: "(key)" });
-    const parsed = RawPoolSchema.safeParse(raw);
-    if (!parsed.success) throw schemaError(parsed.error, { file, record: key });
-    const rows = parsed.data;
+    const rows = parseOrThrow(RawPoolSchema, raw, { file, record: key });
     k ??= rows.length;
     if (rows.length !== k)
       throw new LeverError(

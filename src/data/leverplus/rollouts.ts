@@ -11,10 +11,10 @@
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
+import { parseOrThrow } from "../../util/validate.js";
 import { checkRolloutSet, type RolloutSet, RolloutSetSchema, type Trajectory, toPromptOrder } from "../trajectories.js";
 import type { ImportResult } from "./beams.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
-import { schemaError } from "./json.js";
 
 const num = z.number();
 const row = z.number().int();
@@ -91,9 +91,7 @@ export function importRollouts(
     }
     const queryRow = parseRowKey(key, file);
     const queryId = idOfRow(index, queryRow, { file, record: key, field: "(key)" });
-    const parsed = RawRecordSchema.safeParse(raw);
-    if (!parsed.success) throw schemaError(parsed.error, { file, record: key });
-    const record = parsed.data;
+    const record = parseOrThrow(RawRecordSchema, raw, { file, record: key });
     const at = (field: string) => ({ file, record: key, field });
 
     let info: Record<string, unknown> | undefined;
@@ -124,10 +122,11 @@ export function importRollouts(
     let usesSelf = false;
     record.pointer_candidates.forEach((rawTrajectory, t) => {
       const field = (name: string) => at(`pointer_candidates[${t}].${name}`);
-      const parsedTrajectory = RawTrajectorySchema.safeParse(rawTrajectory);
-      if (!parsedTrajectory.success)
-        throw schemaError(parsedTrajectory.error, { file, record: key }, ["pointer_candidates", t]);
-      const tr = parsedTrajectory.data as Record<string, unknown> & { pointer: number[]; pointer_global?: number[] };
+      const tr = parseOrThrow(RawTrajectorySchema, rawTrajectory, {
+        file,
+        record: key,
+        fieldPrefix: `pointer_candidates[${t}]`,
+      }) as Record<string, unknown> & { pointer: number[]; pointer_global?: number[] };
       const pointer = tr.pointer;
       shots ??= pointer.length;
       if (pointer.length !== shots)

@@ -18,7 +18,7 @@ import {
 } from "../../data/embeddings.js";
 import { encodeNpy, readNpy } from "../../data/npy.js";
 import { LeverError } from "../../util/errors.js";
-import { hashFileSync } from "../files.js";
+import { hashData, hashFileSync } from "../files.js";
 import type { Workspace } from "../workspace.js";
 
 export interface ImportEmbeddingOptions {
@@ -29,6 +29,8 @@ export interface ImportEmbeddingOptions {
   /** Rows are the dataset's items in question-id order (Lever-Plus `*_embeddings.pt` exports). */
   datasetOrder?: boolean;
   normalize?: boolean;
+  /** Replace a registered embedding of this kind that has other content. */
+  replace?: boolean;
 }
 
 export interface ImportEmbeddingResult extends ValidationReport {
@@ -41,11 +43,15 @@ export interface ImportEmbeddingResult extends ValidationReport {
   idsSource: string;
   /** Rows were scaled to unit norm (`norms` describes them before). */
   normalized: boolean;
+  /** Runs that read the embedding this import replaced (they can no longer be resumed). */
+  replacedInputOf: string[];
 }
 
 /**
  * Copies an embedding file into the workspace in canonical form and registers it. Nothing is
  * registered unless the file passed every check; both files are written atomically before the record.
+ * A registered embedding of the same kind is only replaced with `replace` (re-importing identical
+ * content is a no-op write).
  */
 export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions): ImportEmbeddingResult {
   const { file, dataset, kind } = options;
@@ -61,8 +67,18 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
   const { matrix } = loaded;
   if (options.normalize) normalizeRows(matrix.data, matrix.dim, norms);
   const paths = embeddingArtifactPaths(dataset, kind);
-  const written = ws.writeArtifact(paths.matrix, encodeNpy(matrix.data, [matrix.ids.length, matrix.dim]));
-  const idsRef = ws.writeArtifact(paths.ids, `${JSON.stringify(matrix.ids)}\n`);
+  const npy = encodeNpy(matrix.data, [matrix.ids.length, matrix.dim]);
+  const idsText = `${JSON.stringify(matrix.ids)}\n`;
+  const existing = ws.getEmbedding(dataset, kind);
+  const same = existing?.sha256 === hashData(npy) && existing.details?.idsSha256 === hashData(idsText);
+  if (existing !== undefined && !same && !options.replace)
+    throw new LeverError(
+      `dataset "${dataset}" already has a "${kind}" embedding with other content (pass --replace to replace it)`,
+      { field: "--kind" },
+    );
+  const replacedInputOf = existing !== undefined && !same ? ws.runsReading(ws.resolveArtifact(existing.path)) : [];
+  const written = ws.writeArtifact(paths.matrix, npy);
+  const idsRef = ws.writeArtifact(paths.ids, idsText);
   const source = hashFileSync(file);
   ws.putEmbedding({
     dataset,
@@ -95,6 +111,7 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
     sourceDtype: loaded.sourceDtype,
     idsSource: loaded.idsSource,
     normalized: options.normalize === true,
+    replacedInputOf,
   };
 }
 

@@ -3,7 +3,6 @@
  * stored dataset, validate, and store it (or the reverse). What the CLI's `data import-*` and
  * `data export-*` commands call.
  */
-import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import {
   type ConstructOrder,
@@ -23,6 +22,7 @@ import {
 } from "../../data/trajectories.js";
 import { writeFileAtomic } from "../../util/atomic.js";
 import { LeverError } from "../../util/errors.js";
+import { decodeUtf8, readBytes } from "../../util/files.js";
 import { sha256 } from "../../util/hash.js";
 import {
   artifactNameFromFile,
@@ -35,16 +35,10 @@ import {
 import type { ArtifactRef } from "../types.js";
 import type { Workspace } from "../workspace.js";
 
+/** A Lever-Plus file (strict UTF-8) and the sha256 of its bytes. */
 function readSource(file: string): { json: unknown; sha256: string } {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (error) {
-    throw new LeverError(`cannot read file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, {
-      file,
-    });
-  }
-  return { json: parsePythonJson(bytes.toString("utf8"), file), sha256: sha256(bytes) };
+  const bytes = readBytes(file);
+  return { json: parsePythonJson(decodeUtf8(bytes, file), file), sha256: sha256(bytes) };
 }
 
 function indexOf(ws: Workspace, dataset: string): DatasetIndex {
