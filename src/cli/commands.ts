@@ -1,8 +1,10 @@
 import type { Command } from "commander";
 import * as cache from "./cache.js";
 import * as data from "./data.js";
+import * as datagen from "./datagen.js";
 import * as demo from "./demo.js";
 import * as doctor from "./doctor.js";
+import * as embed from "./embed.js";
 import * as evaluation from "./eval.js";
 import * as formats from "./formats.js";
 import * as metric from "./metric.js";
@@ -19,8 +21,10 @@ export function registerCommands(program: Command): void {
     data,
     synth,
     formats,
+    embed,
     metric,
     pools,
+    datagen,
     selector,
     train,
     evaluation,

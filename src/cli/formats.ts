@@ -18,7 +18,7 @@ import { group, printJson, withWorkspace } from "./common.js";
  */
 export function register(program: Command): void {
   const data = group(program, "data", "datasets: import, inspect, list");
-  const embed = group(program, "embed", "embedding matrices: import");
+  const embed = group(program, "embed", "embedding matrices: import, compute");
 
   data
     .command("import-beams <file>")

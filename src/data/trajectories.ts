@@ -42,21 +42,58 @@ export const SourceSchema = z.object({
 export const BeamSchema = z.object({
   /** ICD question ids in selection order. */
   selected: z.array(questionId).min(1),
-  /** The producer's score of the sequence (Lever-Plus: InfoScore gain of the LAST added ICD only). */
+  /**
+   * The producer's score of the sequence. `lever beams`: the cumulative InfoScore
+   * log P(y | all ICDs) − log P(y | none); Lever-Plus: the InfoScore gain of the LAST added ICD only.
+   */
   score: finite,
-  /** Per-step scores in selection order, when recorded. */
+  /** Per-step scores in selection order, when recorded (`lever beams`: each step's InfoScore gain). */
   shotScores: z.array(finite).optional(),
 });
 export type Beam = z.infer<typeof BeamSchema>;
+
+/** The stored pool set a query's candidates came from (name under artifacts/pools/ and its sha256). */
+export const PoolRefSchema = z.object({ set: z.string().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict();
+export type PoolRef = z.infer<typeof PoolRefSchema>;
 
 export const BeamQuerySchema = z.object({
   beams: z.array(BeamSchema),
   /** Lever-Plus `few_shot_num` (the search depth), when recorded. */
   fewShotNum: z.number().int().positive().optional(),
+  /** `lever beams`: the pool the beams were searched in. */
+  pool: PoolRefSchema.optional(),
+  /** `lever beams`: log P(y | no demonstrations), the baseline of every cumulative score. */
+  baseLogprob: finite.optional(),
+  /** `lever beams`: answers scored by the VLM for this query (before any cache). */
+  requests: z.number().int().nonnegative().optional(),
   /** Other per-query producer fields, verbatim (not interpreted, not re-mapped). */
   extra: z.record(z.string(), z.unknown()).optional(),
 });
 export type BeamQuery = z.infer<typeof BeamQuerySchema>;
+
+/**
+ * How `lever beams` searched (absent from imported sets). The answer y is the query's
+ * `multiple_choice_answer` (the most frequent of its annotator answers); InfoScore(c | S) =
+ * log P(y | S + c, query) − log P(y | S, query), log P summed over the answer tokens only.
+ */
+export const BeamSearchRecordSchema = z
+  .object({
+    method: z.literal("infoscore"),
+    answer: z.literal("multiple_choice_answer"),
+    beamSize: z.number().int().positive(),
+    shots: z.number().int().positive(),
+    /** Candidates scored per beam and step (the top ones by `prior`); null = every candidate. */
+    budget: z.number().int().positive().nullable(),
+    /** The budget's prior: cosine similarity of candidate and anchor embeddings of this kind. */
+    prior: z.object({ similarity: z.literal("cosine"), embedding: z.string() }).strict(),
+    /** The VLM that scored (backend id). */
+    vlm: z.string(),
+    anchors: z.string(),
+    seed: z.number().int(),
+    pools: PoolRefSchema,
+  })
+  .strict();
+export type BeamSearchRecord = z.infer<typeof BeamSearchRecordSchema>;
 
 export const BeamSetSchema = z.object({
   format: z.literal("lever.beams/1"),
@@ -66,6 +103,7 @@ export const BeamSetSchema = z.object({
   /** queryId → its beams, best first. */
   queries: z.record(questionId, BeamQuerySchema),
   source: SourceSchema.optional(),
+  search: BeamSearchRecordSchema.optional(),
 });
 export type BeamSet = z.infer<typeof BeamSetSchema>;
 
@@ -78,23 +116,30 @@ export const TrajectorySchema = z.object({
   selected: z.array(questionId).min(1),
   /** Positions of `selected` in the query's pool (present exactly when the query has a pool). */
   positions: z.array(z.number().int().nonnegative()).optional(),
-  /** beam | sample | retrieval | random | … */
+  /** `lever rollouts`: greedy | beam | sample | retrieval | random | topup (Lever-Plus: beam | sample | retrieval | random). */
   genMethod: z.string().optional(),
   beamRank: z.number().int().nonnegative().nullable().optional(),
   beamScore: nullableFinite.optional(),
+  /** Σ_t log p of the trajectory under the proposing selector (its own softmax temperature). */
   logprobScore: nullableFinite.optional(),
+  /** Samples: Σ_t log q of the draws under the sampling temperature (q ∝ exp(scores / temperature)). */
+  sampleLogprob: nullableFinite.optional(),
   temperature: nullableFinite.optional(),
   similarityScore: nullableFinite.optional(),
   rawGeneration: z.string().nullable().optional(),
   predAnswer: z.string().nullable().optional(),
-  /** VQA accuracy of the prediction for this question, in [0, 1]. The one required reward field. */
-  vqaAccScore: finite.refine((x) => x >= 0 && x <= 1, "must be in [0, 1]"),
-  /** 1 iff at least one annotator agreed (acc > 0). */
+  /**
+   * VQA accuracy of the prediction for this question, in [0, 1]. The one required reward field; null
+   * only for a trajectory whose VLM call failed (`evalFailed`), which no reward may use.
+   */
+  vqaAccScore: finite.refine((x) => x >= 0 && x <= 1, "must be in [0, 1]").nullable(),
+  /** 1 iff the prediction counts as correct (Lever-Plus: acc > 0, at least one annotator agreed). */
   vqaCorrect: z.union([z.literal(0), z.literal(1)]).optional(),
   /**
-   * Expected VQA accuracy of the VLM's answer distribution under this prompt,
-   * Σ_a min(n_a/3, 1)·P(a) over the distinct annotator answers a (n_a annotators each), P(a) the
-   * probability of a's answer tokens. Lever-Plus files hold an approximation with a known masking flaw.
+   * Expected VQA accuracy of the VLM's answer distribution under this prompt, Σ_a acc(a)·P(a) over
+   * the distinct annotator answers a, acc(a) the official accuracy of a as a prediction and P(a) the
+   * probability of a's answer tokens. Lever-Plus files hold Σ_a min(n_a/3, 1)·P(a) with a known
+   * masking flaw in P.
    */
   vqaGtProb: nullableFinite.optional(),
   /** Σ log p of the majority annotator answer's tokens under this prompt (our rollouts; ≤ 0). */
@@ -169,7 +214,8 @@ export function checkBeamSet(set: BeamSet, file: string): void {
 
 /**
  * At least one trajectory; pools hold no duplicates; a trajectory has positions exactly when its
- * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory.
+ * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory; no
+ * accuracy only when the trajectory's evaluation failed.
  */
 export function checkRolloutSet(set: RolloutSet, file: string): void {
   if (!Object.values(set.queries).some((query) => query.trajectories.length > 0))
@@ -187,6 +233,8 @@ export function checkRolloutSet(set: RolloutSet, file: string): void {
       const at = (field: string) => ({ file, record: queryId, field: `trajectories[${t}].${field}` });
       const dup = duplicateIn(trajectory.selected);
       if (dup !== undefined) throw new LeverError(`"${dup}" is selected twice`, at("selected"));
+      if (trajectory.vqaAccScore === null && trajectory.evalFailed !== true)
+        throw new LeverError("is null but the trajectory is not marked evalFailed", at("vqaAccScore"));
       const { positions } = trajectory;
       if ((pool === undefined) !== (positions === undefined))
         throw new LeverError(
@@ -245,7 +293,9 @@ export interface RolloutSetSummary {
   perQuery: { min: number; max: number };
   queriesWithPool: number;
   shots: number[];
-  /** Mean VQA accuracy and fraction of trajectories with accuracy > 0. */
+  /** Trajectories whose evaluation failed (left out of the accuracy figures). */
+  failed: number;
+  /** Mean VQA accuracy and fraction of trajectories with accuracy > 0 (scored trajectories only). */
   meanAcc: number;
   positiveFraction: number;
   /** Queries whose trajectories have both acc > 0 and acc = 0 (useful for group-relative RL). */
@@ -257,17 +307,21 @@ export function summarizeRolloutSet(set: RolloutSet): RolloutSetSummary {
   const queries = Object.values(set.queries);
   const all = queries.flatMap((q) => q.trajectories);
   const counts = queries.map((q) => q.trajectories.length);
-  const positives = all.filter((t) => t.vqaAccScore > 0).length;
+  const accuracies = all.flatMap((t) => (t.evalFailed || t.vqaAccScore === null ? [] : [t.vqaAccScore]));
+  const positives = accuracies.filter((a) => a > 0).length;
   return {
     queries: queries.length,
     trajectories: all.length,
     perQuery: { min: counts.length > 0 ? Math.min(...counts) : 0, max: counts.length > 0 ? Math.max(...counts) : 0 },
     queriesWithPool: queries.filter((q) => q.pool !== undefined).length,
     shots: [...new Set(all.map((t) => t.selected.length))].sort((a, b) => a - b),
-    meanAcc: all.length > 0 ? all.reduce((s, t) => s + t.vqaAccScore, 0) / all.length : Number.NaN,
-    positiveFraction: all.length > 0 ? positives / all.length : Number.NaN,
+    failed: all.length - accuracies.length,
+    meanAcc: accuracies.length > 0 ? accuracies.reduce((s, a) => s + a, 0) / accuracies.length : Number.NaN,
+    positiveFraction: accuracies.length > 0 ? positives / accuracies.length : Number.NaN,
     mixedQueries: queries.filter(
-      (q) => q.trajectories.some((t) => t.vqaAccScore > 0) && q.trajectories.some((t) => t.vqaAccScore === 0),
+      (q) =>
+        q.trajectories.some((t) => !t.evalFailed && (t.vqaAccScore ?? 0) > 0) &&
+        q.trajectories.some((t) => !t.evalFailed && t.vqaAccScore === 0),
     ).length,
     promptOrder: set.promptOrder,
   };

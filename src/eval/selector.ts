@@ -7,10 +7,11 @@
  */
 import { readFileSync } from "node:fs";
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
 import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
-import { loadCheckpoint } from "../selector/checkpoint.js";
+import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { predict } from "../selector/decode.js";
-import { PointerSelector } from "../selector/model.js";
+import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import type { SelectorHandle } from "./retrievers.js";
@@ -41,7 +42,30 @@ export interface LoadedSelector extends SelectorHandle {
   readonly sources: Record<"poolSampler" | "k" | "embedding", "flag" | "checkpoint" | "default">;
 }
 
+/** A checkpoint opened for decoding: the model, its resolved settings and its inputs for given queries. */
+export interface OpenedSelector extends Omit<LoadedSelector, "choose"> {
+  readonly checkpoint: Checkpoint;
+  readonly model: PointerSelector;
+  /**
+   * The selector's input for queries and their pools (pool order = position order): query rows and
+   * a candidate table of the distinct pool items only, so memory stays bounded by queries × K rows
+   * even for a very large index.
+   */
+  input(queries: readonly VqaItem[], pools: readonly (readonly string[])[]): SelectorInput;
+}
+
 export function loadSelector(path: string, flags: SelectorSettings, embeddings: SelectorEmbeddings): LoadedSelector {
+  const opened = openSelector(path, flags, embeddings);
+  const { model, input, checkpoint: _checkpoint, ...handle } = opened;
+  return {
+    ...handle,
+    async choose(queries, pools, shots) {
+      return predict(model, input(queries, pools), { shots }).map((t) => t.positions);
+    },
+  };
+}
+
+export function openSelector(path: string, flags: SelectorSettings, embeddings: SelectorEmbeddings): OpenedSelector {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
@@ -107,20 +131,21 @@ export function loadSelector(path: string, flags: SelectorSettings, embeddings: 
     k,
     embedding,
     sources,
-    async choose(queries, pools, shots) {
+    checkpoint,
+    model,
+    input(queries, pools) {
       const Q = queries.length;
       const queryData = new Float32Array(Q * d);
       queries.forEach((query, q) => {
         queryData.set(row(queryMatrix, queryRows, query.questionId, "query"), q * d);
       });
-      // Candidate table of this batch only: the distinct pool items, so memory stays bounded by
-      // batch × K rows even for a very large index.
+      const K = pools[0]?.length ?? k;
       const tableRow = new Map<string, number>();
       const ids: string[] = [];
-      const slots = new Int32Array(Q * k);
+      const slots = new Int32Array(Q * K);
       pools.forEach((pool, q) => {
-        if (pool.length !== k)
-          throw new Error(`pool of ${queries[q].questionId} has ${pool.length} items, expected ${k}`);
+        if (pool.length !== K)
+          throw new Error(`pool of ${queries[q].questionId} has ${pool.length} items, expected ${K}`);
         pool.forEach((id, p) => {
           let r = tableRow.get(id);
           if (r === undefined) {
@@ -128,14 +153,14 @@ export function loadSelector(path: string, flags: SelectorSettings, embeddings: 
             tableRow.set(id, r);
             ids.push(id);
           }
-          slots[q * k + p] = r;
+          slots[q * K + p] = r;
         });
       });
       const table = new Float32Array(ids.length * d);
       ids.forEach((id, r) => {
         table.set(row(indexMatrix, indexRows, id, "index"), r * d);
       });
-      return predict(model, { queries: queryData, table, slots, K: k }, { shots }).map((t) => t.positions);
+      return { queries: queryData, table, slots, K };
     },
   };
 }

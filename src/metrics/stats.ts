@@ -203,6 +203,39 @@ export function mean(values: ArrayLike<number>): number {
   return sumOf(values) / values.length;
 }
 
+/** Ranks 1…n of the values, tied values sharing their average rank. */
+export function averageRanks(values: ArrayLike<number>): Float64Array {
+  const n = values.length;
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => values[a] - values[b]);
+  const ranks = new Float64Array(n);
+  for (let i = 0; i < n; ) {
+    let j = i;
+    while (j + 1 < n && values[order[j + 1]] === values[order[i]]) j++;
+    for (let k = i; k <= j; k++) ranks[order[k]] = (i + j) / 2 + 1;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+/** Spearman's rank correlation: Pearson's r of the average ranks (NaN when either side is constant). */
+export function spearman(x: ArrayLike<number>, y: ArrayLike<number>): number {
+  if (x.length !== y.length) throw new LeverError(`spearman: ${x.length} x values for ${y.length} y values`);
+  if (x.length < 2) return Number.NaN;
+  const rx = averageRanks(x);
+  const ry = averageRanks(y);
+  const mx = mean(rx);
+  const my = mean(ry);
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < rx.length; i++) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) ** 2;
+    syy += (ry[i] - my) ** 2;
+  }
+  return sxx > 0 && syy > 0 ? sxy / Math.sqrt(sxx * syy) : Number.NaN;
+}
+
 /** P(X ≤ k) for X ~ Binomial(n, 1/2), summed in log space so large n does not underflow. */
 export function binomialHalfCdf(n: number, k: number): number {
   if (k < 0) return 0;

@@ -145,6 +145,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX run_inputs_by_path ON run_inputs(path);
     `,
   },
+  {
+    version: 3,
+    description: "stage_items: per-item results of resumable stages (beam search anchors, rollout queries)",
+    sql: `
+      CREATE TABLE stage_items (
+        run TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL,
+        key TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+        value TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run, stage, key)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 /** The newest schema version this code knows. */

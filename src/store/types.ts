@@ -140,3 +140,11 @@ export interface PredictionFilter {
   retriever?: string;
   shot?: number;
 }
+
+/**
+ * One item of a resumable stage (a beam-search anchor, a rollout query): its result as JSON once
+ * done, or why it failed (retried by the next run).
+ */
+export type StageItemRow =
+  | { runId: string; stage: string; key: string; status: "done"; value: unknown }
+  | { runId: string; stage: string; key: string; status: "failed"; error: string };

@@ -12,6 +12,7 @@ import * as leases from "./leases.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "./migrations.js";
 import * as predictions from "./predictions.js";
 import * as runs from "./runs.js";
+import * as stageItems from "./stage-items.js";
 import type {
   ArtifactRef,
   DatasetInput,
@@ -24,6 +25,7 @@ import type {
   RunInput,
   RunRecord,
   RunStatus,
+  StageItemRow,
   StageRecord,
 } from "./types.js";
 
@@ -371,6 +373,16 @@ export class Workspace {
       if (options.finishRun) this.finishRun(runId, "failed", message);
       throw error;
     }
+  }
+
+  /** Stores finished (or failed) items of a resumable stage; a row with the same key replaces the old one. */
+  putStageItems(rows: readonly StageItemRow[]): void {
+    stageItems.putStageItems(this.db, rows);
+  }
+
+  /** The stored items of a run's stage, in key (question-id) order. */
+  getStageItems(runId: string, stage: string): StageItemRow[] {
+    return stageItems.getStageItems(this.db, runId, stage);
   }
 
   // ── metrics and predictions ───────────────────────────────────────────────────────────────

@@ -132,7 +132,7 @@ function rawReward(t: Trajectory, cfg: RewardConfig, at: TrajectoryRef): number 
       const quality = cfg.alpha === 0 ? 0 : cfg.useLogprob ? -need("logprobScore") : need("beamScore");
       let corr = 0;
       if (cfg.beta !== 0) {
-        const c = t.vqaCorrect ?? t.vqaAccScore;
+        const c = t.vqaCorrect ?? need("vqaAccScore");
         corr = cfg.correctness === "01" ? c : 2 * c - 1;
       }
       return cfg.alpha * quality + cfg.beta * corr;

@@ -386,6 +386,36 @@ describe("RL data", () => {
     const out = exportRollouts(reversed, okvqa) as Loose;
     expect(out["2"].pointer_candidates[0].pointer).toEqual([0, 1]);
     expect(out["2"].pointer_candidates[0].pointer_global).toEqual([4, 0]);
+    // The order travels in _meta, so the import gives back the same selection order.
+    expect(out._meta).toEqual({ ...set.meta, lever_prompt_order: "nearest" });
+    const { set: back } = importRollouts(out, okvqa);
+    const { source: _a, ...original } = reversed;
+    const { source: _b, ...again } = back;
+    expect(again).toEqual(original);
+  });
+
+  it("keeps failed trajectories (no accuracy, evalFailed) and our log-probability fields through export and import", () => {
+    const { set } = importRollouts(fixture("rl-k64.json"), okvqa);
+    const qid = okvqa.ids[2];
+    const first = set.queries[qid].trajectories[0];
+    const failed = { ...first, vqaAccScore: null, evalFailed: true, gtLogprob: null, sampleLogprob: null };
+    const scored = { ...set.queries[qid].trajectories[1], gtLogprob: -0.25, sampleLogprob: -3.5 };
+    const edited = {
+      ...set,
+      meta: undefined,
+      queries: { [qid]: { ...set.queries[qid], trajectories: [failed, scored] } },
+    };
+    const out = exportRollouts(edited, okvqa) as Loose;
+    expect(out["2"].pointer_candidates[0]).toMatchObject({ vqa_acc_score: null, eval_failed: true });
+    expect(out["2"].pointer_candidates[1]).toMatchObject({ gt_logprob: -0.25, sample_logprob: -3.5 });
+    const { set: back } = importRollouts(out, okvqa);
+    expect(back.queries[qid].trajectories).toEqual([failed, scored]);
+    expect(back.meta).toBeUndefined();
+    const unmarked = structuredClone(edited) as Loose;
+    delete unmarked.queries[qid].trajectories[0].evalFailed;
+    expect(() => parseRolloutSet(unmarked, "r.json")).toThrow(
+      `r.json, record "${qid}", field "trajectories[0].vqaAccScore": is null but the trajectory is not marked evalFailed`,
+    );
   });
 });
 

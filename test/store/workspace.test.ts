@@ -464,3 +464,28 @@ describe("no silent overwrite, no silent nonsense", () => {
     ws.close();
   });
 });
+
+describe("stage items", () => {
+  it("stores done values and failures per (run, stage, key), replaces by key and lists in question-id order", () => {
+    const ws = Workspace.open(dir);
+    const run = ws.createRun({ kind: "beams", config: {}, seed: 1 });
+    ws.putStageItems([
+      { runId: run, stage: "beams", key: "10", status: "done", value: { beams: [1, 2] } },
+      { runId: run, stage: "beams", key: "9", status: "failed", error: "http-5xx: down" },
+      { runId: run, stage: "other", key: "1", status: "done", value: 3 },
+    ]);
+    expect(ws.getStageItems(run, "beams")).toEqual([
+      { runId: run, stage: "beams", key: "9", status: "failed", error: "http-5xx: down" },
+      { runId: run, stage: "beams", key: "10", status: "done", value: { beams: [1, 2] } },
+    ]);
+    ws.putStageItems([{ runId: run, stage: "beams", key: "9", status: "done", value: null }]);
+    expect(ws.getStageItems(run, "beams").map((r) => [r.key, r.status])).toEqual([
+      ["9", "done"],
+      ["10", "done"],
+    ]);
+    expect(() =>
+      ws.putStageItems([{ runId: "beams-9999", stage: "beams", key: "1", status: "done", value: 1 }]),
+    ).toThrow(/FOREIGN KEY/);
+    ws.close();
+  });
+});

@@ -8,11 +8,23 @@
  *  - files older than 2025-12-15 without the `query` block; the top-level `_meta` block.
  * `pointer` is in prompt order, which is also the order the pointer policy chose them (ex₁ is
  * placed first), so the set's prompt order is "farthest". Fields we do not model are kept verbatim.
+ * Our own fields (`gt_logprob`, `sample_logprob`) travel under their own keys; a set made with
+ * another prompt order records it as `_meta.lever_prompt_order`, so export → import is lossless.
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
 import { parseOrThrow } from "../../util/validate.js";
-import { checkRolloutSet, type RolloutSet, RolloutSetSchema, type Trajectory, toPromptOrder } from "../trajectories.js";
+import {
+  checkRolloutSet,
+  fromPromptOrder,
+  PROMPT_ORDERS,
+  type PromptOrder,
+  PromptOrderSchema,
+  type RolloutSet,
+  RolloutSetSchema,
+  type Trajectory,
+  toPromptOrder,
+} from "../trajectories.js";
 import type { ImportResult } from "./beams.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
 
@@ -26,13 +38,15 @@ const FIELDS = [
   ["beam_rank", "beamRank", optionalNullable(z.number().int().nonnegative())],
   ["beam_score", "beamScore", optionalNullable(num)],
   ["logprob_score", "logprobScore", optionalNullable(num)],
+  ["sample_logprob", "sampleLogprob", optionalNullable(num)],
   ["temperature", "temperature", optionalNullable(num)],
   ["similarity_score", "similarityScore", optionalNullable(num)],
   ["vqa_raw_generation", "rawGeneration", optionalNullable(z.string())],
   ["vqa_pred_answer", "predAnswer", optionalNullable(z.string())],
   ["vqa_correct", "vqaCorrect", z.union([z.literal(0), z.literal(1)]).optional()],
-  ["vqa_acc_score", "vqaAccScore", num.min(0).max(1)],
+  ["vqa_acc_score", "vqaAccScore", num.min(0).max(1).nullable()],
   ["vqa_gt_prob", "vqaGtProb", optionalNullable(num)],
+  ["gt_logprob", "gtLogprob", optionalNullable(num.max(0))],
   ["vqa_rel_token_f1", "vqaRelTokenF1", optionalNullable(num)],
   ["vqa_rel_edit_sim", "vqaRelEditSim", optionalNullable(num)],
   ["vqa_rel_score", "vqaRelScore", optionalNullable(num)],
@@ -59,11 +73,31 @@ const RawRecordSchema = z.looseObject({
 });
 const RECORD_KEYS = new Set(["query", "pointer_candidates", "candidate_pool_ids"]);
 
+/** `_meta` key naming the prompt order of a set that is not in Lever-Plus's own ("farthest"). */
+const PROMPT_ORDER_KEY = "lever_prompt_order";
+
 export interface RolloutImportOptions {
   file?: string;
   sha256?: string;
   /** Required ICDs per trajectory; by default the first trajectory's length, enforced file-wide. */
   shots?: number;
+}
+
+/** `_meta` verbatim, less our prompt-order key (read first: JSON key order puts `_meta` after the rows). */
+function readMeta(raw: unknown, file: string): { meta?: Record<string, unknown>; promptOrder: PromptOrder } {
+  if (raw === undefined) return { promptOrder: "farthest" };
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw new LeverError("must be an object", { file, record: "_meta" });
+  const { [PROMPT_ORDER_KEY]: order, ...rest } = raw as Record<string, unknown>;
+  if (order === undefined) return { meta: rest, promptOrder: "farthest" };
+  const parsed = PromptOrderSchema.safeParse(order);
+  if (!parsed.success)
+    throw new LeverError(`must be one of ${PROMPT_ORDERS.join(", ")}`, {
+      file,
+      record: "_meta",
+      field: PROMPT_ORDER_KEY,
+    });
+  return { ...(Object.keys(rest).length > 0 ? { meta: rest } : {}), promptOrder: parsed.data };
 }
 
 export function importRollouts(
@@ -77,16 +111,12 @@ export function importRollouts(
   let shots = options.shots;
   const queries: RolloutSet["queries"] = {};
   const topExtra: Record<string, unknown> = {};
-  let meta: Record<string, unknown> | undefined;
+  const { meta, promptOrder } = readMeta((json as Record<string, unknown>)._meta, file);
   const selfUse = { trajectories: 0, queries: [] as string[] };
 
   for (const [key, raw] of Object.entries(json as Record<string, unknown>)) {
     if (key.startsWith("_")) {
-      if (key === "_meta") {
-        if (raw === null || typeof raw !== "object" || Array.isArray(raw))
-          throw new LeverError("must be an object", { file, record: key });
-        meta = raw as Record<string, unknown>;
-      } else topExtra[key] = raw;
+      if (key !== "_meta") topExtra[key] = raw;
       continue;
     }
     const queryRow = parseRowKey(key, file);
@@ -173,8 +203,8 @@ export function importRollouts(
         selfUse.trajectories++;
         usesSelf = true;
       }
-      const trajectory: Record<string, unknown> = { selected: promptIds };
-      if (positions !== undefined) trajectory.positions = positions;
+      const trajectory: Record<string, unknown> = { selected: fromPromptOrder(promptIds, promptOrder) };
+      if (positions !== undefined) trajectory.positions = fromPromptOrder(positions, promptOrder);
       for (const [rawName, name] of FIELDS) if (tr[rawName] !== undefined) trajectory[name] = tr[rawName];
       if (Object.keys(extra).length > 0) trajectory.extra = extra;
       trajectories.push(trajectory as Trajectory);
@@ -198,7 +228,7 @@ export function importRollouts(
   const set: RolloutSet = {
     format: "lever.rollouts/1",
     dataset: index.name,
-    promptOrder: "farthest",
+    promptOrder,
     queries,
     ...(meta !== undefined ? { meta } : {}),
     ...(Object.keys(topExtra).length > 0 ? { extra: topExtra } : {}),
@@ -223,7 +253,8 @@ export function exportRollouts(set: RolloutSet, index: DatasetIndex): Record<str
     throw new LeverError(`rollout set belongs to dataset "${set.dataset}", not "${index.name}"`, { field: "dataset" });
   const file = "<export>";
   const out: Record<string, unknown> = {};
-  if (set.meta !== undefined) out._meta = set.meta;
+  if (set.promptOrder !== "farthest") out._meta = { ...set.meta, [PROMPT_ORDER_KEY]: set.promptOrder };
+  else if (set.meta !== undefined) out._meta = set.meta;
   Object.assign(out, set.extra ?? {});
   for (const [queryId, query] of Object.entries(set.queries)) {
     const queryRow = rowOfId(index, queryId, { file, record: queryId, field: "(key)" });

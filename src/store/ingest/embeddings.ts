@@ -31,6 +31,8 @@ export interface ImportEmbeddingOptions {
   normalize?: boolean;
   /** Replace a registered embedding of this kind that has other content. */
   replace?: boolean;
+  /** How the file was made, when `lever` made it (`lever embed compute`): kept in the record's details. */
+  computedBy?: Record<string, unknown>;
 }
 
 export interface ImportEmbeddingResult extends ValidationReport {
@@ -99,6 +101,7 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
       normalized: options.normalize === true,
       norms: report.norms,
       missingFromMatrix: report.missingFromMatrix,
+      ...(options.computedBy !== undefined ? { computedBy: options.computedBy } : {}),
     },
   });
   return {

@@ -1,0 +1,124 @@
+/**
+ * The resumable per-item stage shared by `lever beams` (items = anchors) and `lever rollouts` (items
+ * = queries). A run is identified by its kind and config hash, so re-running the same command finds
+ * the same run; one process at a time works on it (the run's lease; a dead holder is taken over).
+ * Items are processed with a bounded number in flight and each is stored in the workspace
+ * (`stage_items`) the moment it finishes; a re-run skips done items and retries failed ones (and
+ * done items the caller asks to redo). `beforeWork` (the VLM's preflight) runs once, only when there
+ * is work. The final artefact is assembled by the caller from the stored items in key order, so a
+ * run that was killed and restarted produces the same bytes as one that never stopped.
+ */
+import type { Progress } from "../eval/progress.js";
+import type { Workspace } from "../store/workspace.js";
+import { hashValue } from "../util/hash.js";
+
+export type ItemOutcome<T> = { ok: true; value: T } | { ok: false; error: string };
+
+export interface ItemStageOptions<T> {
+  ws: Workspace;
+  runId: string;
+  stage: string;
+  /** Every item of the stage, in the order they should be started. */
+  keys: readonly string[];
+  /** Items in flight at once. */
+  concurrency: number;
+  signal?: AbortSignal;
+  progress?: Progress;
+  /** A stored done item for which this is true is processed again (e.g. it holds failed requests). */
+  redo?: (value: T) => boolean;
+  /** Runs once before the first item, only when there is work (the VLM's preflight check). */
+  beforeWork?: () => Promise<void>;
+  /** Informational lines (a lease taken over from a dead process). */
+  note?: (text: string) => void;
+  work(key: string): Promise<ItemOutcome<T>>;
+}
+
+export interface ItemStageResult<T> {
+  /** Every done item (stored earlier or now), by key. */
+  done: Map<string, T>;
+  /** Items that failed in this run, with their reasons. */
+  failed: Map<string, string>;
+  /** Items already done before this run. */
+  skipped: number;
+  /** Items processed by this run (done or failed). */
+  processed: number;
+  /** True when the signal stopped the run before every item was processed. */
+  aborted: boolean;
+}
+
+/** The run of this kind with this config (the most recent), or a new one. */
+export function findOrCreateRun(
+  ws: Workspace,
+  kind: string,
+  config: Record<string, unknown>,
+  seed: number,
+): { runId: string; resumed: boolean } {
+  const existing = ws.listRuns({ kind, configHash: hashValue(config) });
+  if (existing.length > 0) return { runId: existing[existing.length - 1].id, resumed: true };
+  return { runId: ws.createRun({ kind, config, seed }), resumed: false };
+}
+
+/** Runs (or resumes) the items of a stage. Throws only when `work` throws outside an abort. */
+export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemStageResult<T>> {
+  const { ws, runId, stage, signal } = options;
+  const wanted = new Set(options.keys);
+  const done = new Map<string, T>();
+  for (const row of ws.getStageItems(runId, stage))
+    if (row.status === "done" && wanted.has(row.key) && !options.redo?.(row.value as T))
+      done.set(row.key, row.value as T);
+  const todo = options.keys.filter((key) => !done.has(key));
+  const result: ItemStageResult<T> = {
+    done,
+    failed: new Map(),
+    skipped: done.size,
+    processed: 0,
+    aborted: false,
+  };
+  const lease = ws.holdRun(runId);
+  if (lease.note !== null) options.note?.(lease.note);
+  try {
+    if (todo.length > 0) await options.beforeWork?.();
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
+  options.progress?.start(options.keys.length, done.size);
+  let next = 0;
+  let broken = false;
+  const worker = async () => {
+    while (next < todo.length && !signal?.aborted && !broken) {
+      const key = todo[next++];
+      let outcome: ItemOutcome<T>;
+      try {
+        outcome = await options.work(key);
+      } catch (error) {
+        if (signal?.aborted) break;
+        broken = true;
+        throw error;
+      }
+      // An item cut short by the signal may carry "aborted" failures that say nothing about it: drop it.
+      if (signal?.aborted && !outcome.ok) break;
+      if (outcome.ok) {
+        ws.putStageItems([{ runId, stage, key, status: "done", value: outcome.value }]);
+        done.set(key, outcome.value);
+      } else {
+        ws.putStageItems([{ runId, stage, key, status: "failed", error: outcome.error }]);
+        result.failed.set(key, outcome.error);
+      }
+      result.processed++;
+      lease.beat();
+      ws.updateStageProgress(runId, stage, done.size, options.keys.length);
+      options.progress?.advance(1);
+      // An in-process VLM resolves through microtasks only: let signals and timers run between items.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
+  } finally {
+    options.progress?.finish();
+    lease.release();
+  }
+  result.aborted = result.skipped + result.processed < options.keys.length;
+  return result;
+}
