@@ -1,70 +1,28 @@
 import type { Command } from "commander";
-import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
-import { type ComputeResult, computeEmbedding, DEFAULT_BATCH } from "../embed/compute.js";
+import { type ComputeResult, ComputeSettingsSchema, computeEmbedding } from "../embed/compute.js";
 import { createProgress } from "../eval/progress.js";
-import { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
-import { group, printJson, workspaceDir } from "./common.js";
-
-interface ComputeFlags {
-  dataset: string;
-  kind: string;
-  model: string;
-  batch: string;
-  threads?: string;
-  skipMissing?: boolean;
-  progress: boolean;
-  json?: boolean;
-}
+import { group, printJson, withWorkspace } from "./common.js";
+import { bindSettings, resolve } from "./options.js";
 
 /** `lever embed compute`: CLIP embeddings from a local ONNX export (`lever embed import` is in formats.ts). */
 export function register(program: Command): void {
-  group(program, "embed", "embedding matrices: import, compute")
+  const command = group(program, "embed", "embedding matrices: import, compute")
     .command("compute")
     .description("compute CLIP image / question / joint embeddings of a dataset from a local ONNX model folder")
-    .requiredOption("--dataset <name>", "dataset whose images and questions to embed")
-    .option(
-      "--kind <kind>",
-      `embedding kind: ${EMBEDDING_KINDS.join(" | ")} (joint = normalise(image + text))`,
-      "joint",
-    )
-    .requiredOption(
-      "--model <dir>",
-      "CLIP exported to ONNX (config, preprocessor, tokenizer, onnx/); docs/embeddings.md",
-    )
-    .option("--batch <n>", "images or questions per model call", String(DEFAULT_BATCH))
-    .option("--threads <n>", "onnxruntime threads (default: one per physical core)")
-    .option("--skip-missing", "leave questions whose image is missing or unreadable without a row (counted, listed)")
     .option("--no-progress", "no progress bar on stderr")
-    .option("--json", "print the result as JSON")
-    .action(async (flags: ComputeFlags, command: Command) => {
-      if (!EMBEDDING_KINDS.includes(flags.kind as EmbeddingKind))
-        throw new LeverError(`must be one of ${EMBEDDING_KINDS.join(", ")}, got "${flags.kind}"`, { field: "--kind" });
-      const batch = positiveInt(flags.batch, "--batch");
-      const threads = flags.threads === undefined ? undefined : positiveInt(flags.threads, "--threads");
-      const ws = Workspace.open(workspaceDir(command), { create: false });
-      try {
-        const result = await computeEmbedding(ws, {
-          dataset: flags.dataset,
-          kind: flags.kind as EmbeddingKind,
-          model: flags.model,
-          batch,
-          threads,
-          skipMissing: flags.skipMissing,
-          progress: flags.progress ? createProgress({ label: `embed ${flags.kind}` }) : undefined,
-        });
-        if (flags.json) printJson(result);
-        else process.stdout.write(formatCompute(result));
-      } finally {
-        ws.close();
-      }
-    });
-}
-
-function positiveInt(text: string, field: string): number {
-  const n = Number(text);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new LeverError(`must be a positive integer, got "${text}"`, { field });
-  return n;
+    .option("--json", "print the result as JSON");
+  const settings = bindSettings(command, ComputeSettingsSchema, { fileOption: "config" });
+  command.action(async (flags: { progress: boolean; json?: boolean }, cmd: Command) => {
+    const options = resolve(cmd, settings);
+    const result = await withWorkspace(cmd, (ws) =>
+      computeEmbedding(ws, {
+        ...options,
+        progress: flags.progress ? createProgress({ label: `embed ${options.kind}` }) : undefined,
+      }),
+    );
+    if (flags.json) printJson(result);
+    else process.stdout.write(formatCompute(result));
+  });
 }
 
 /** The summary a user reads: what was stored, what was computed now vs resumed, speed, skipped files. */

@@ -18,6 +18,7 @@
  */
 import { existsSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
+import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { encodeNpy } from "../data/npy.js";
 import { type Progress, silentProgress } from "../eval/progress.js";
@@ -31,17 +32,33 @@ import { PARTIAL_FORMAT, type PartialIdentity, PartialStore } from "./partial.js
 
 export const DEFAULT_BATCH = 32;
 
-export interface ComputeOptions {
+/** The settings of `lever embed compute` (flags and `--config` are generated from this schema). */
+export const ComputeSettingsSchema = z
+  .object({
+    dataset: z.string().min(1).describe("dataset whose images and questions to embed"),
+    kind: z
+      .enum(EMBEDDING_KINDS)
+      .default("joint")
+      .describe("embedding kind (joint = normalise(normalised image + normalised text))"),
+    model: z
+      .string()
+      .min(1)
+      .describe("CLIP exported to ONNX (config, preprocessor, tokenizer, onnx/); docs/embeddings.md"),
+    batch: z.number().int().positive().default(DEFAULT_BATCH).describe("images or questions per model call"),
+    threads: z.number().int().positive().optional().describe("onnxruntime threads (default: one per physical core)"),
+    skipMissing: z
+      .boolean()
+      .default(false)
+      .describe("leave questions whose image is missing or unreadable without a row (counted, listed)"),
+    replace: z.boolean().default(false).describe("replace a registered embedding of this kind that has other content"),
+  })
+  .strict();
+export type ComputeSettings = z.output<typeof ComputeSettingsSchema>;
+
+export interface ComputeOptions extends Partial<Omit<ComputeSettings, "dataset" | "kind" | "model">> {
   dataset: string;
   kind: EmbeddingKind;
-  /** The model folder (an ONNX CLIP export; see src/embed/clip.ts). */
   model: string;
-  /** Images or texts per model call (default 32). */
-  batch?: number;
-  /** onnxruntime intra-op threads (default: onnxruntime's choice). */
-  threads?: number;
-  /** Leave the questions of missing or unreadable images without a row instead of stopping. */
-  skipMissing?: boolean;
   progress?: Progress;
 }
 
@@ -110,6 +127,16 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
   const modelDir = resolve(options.model);
   const files = modelFiles(modelDir, towers);
   const modelHashes = Object.fromEntries(files.map((file) => [relative(modelDir, file), hashFileSync(file).sha256]));
+  // Refuse up front (not after an hour of compute) to replace an embedding made another way.
+  const registered = ws.getEmbedding(dataset, kind);
+  const sameModel =
+    JSON.stringify((registered?.details?.computedBy as { files?: unknown } | undefined)?.files) ===
+    JSON.stringify(modelHashes);
+  if (registered !== undefined && !sameModel && options.replace !== true)
+    throw new LeverError(
+      `dataset "${dataset}" already has a ${kind} embedding made another way; pass --replace to compute it again with this model`,
+      { field: "--replace" },
+    );
   const units: Record<Tower, readonly string[]> = { image: plan.imagePaths, text: plan.texts };
   const identity: PartialIdentity = {
     format: PARTIAL_FORMAT,
@@ -159,6 +186,7 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
     idsFile,
     dataset,
     kind,
+    replace: options.replace,
     computedBy: {
       command: "lever embed compute",
       model: basename(modelDir),
