@@ -70,7 +70,7 @@ function childMeasure(env: Record<string, string>): { path: string; results: Rec
 }
 
 /**
- * One training step of a selector-like model (design §4): 8 queries × 16 trajectories, K = 32
+ * One training step of a selector-like model (docs/architecture.md): 8 queries × 16 trajectories, K = 32
  * candidates of d = 512, H = 256, 3 cross-attention layers, 4 teacher-forced GRU-gated shots;
  * per-query work (projections, attention) is computed once and shared by the trajectories.
  */

@@ -1,6 +1,23 @@
-// N-API binding of the lever numeric kernels: sgemm / dgemm with row-major BLAS semantics,
-// served by the system OpenBLAS when it was found at build time (loaded with dlopen, so a
-// later-removed library only means falling back) and by our own GEMM (gemm.cc) otherwise.
+// N-API binding of the lever numeric kernels (module lever_native). Typed on the TypeScript side by
+// `NativeAddon` in src/tensor/native.ts, which checks on load that every export below is present;
+// each has a TypeScript twin with the same results, used when the addon is missing.
+//
+// Exports:
+//   sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), dgemm(same in float64)
+//       row-major BLAS GEMM, served by the system OpenBLAS when it was found at build time (loaded
+//       with dlopen, so a later-removed library only means falling back) and by our own GEMM
+//       (gemm.cc) otherwise;
+//   setOpenBlasMinWork(work)   products below `work` multiply-adds use our own GEMM;
+//   info()                     { openblas: path or "", threads, simd } for `lever doctor`;
+//   adamw(w, g, m, v, b1, b2, eps, decay, stepSize, invSqrtBc2)
+//       fused AdamW element update (PyTorch semantics, see src/tensor/optim.ts);
+//   sumSquares(x)              Σ x² in float64, and
+//   scaleInPlace(x, s)         x *= s: the two pieces of the global gradient norm and its clipping;
+//   gateForward(a, b, h, c, H, out, g, y, norms)
+//       forward of the selector's fused gate state update (src/selector/gate-op.ts);
+//   topkScan(C, qb, nb, ldc, n0, q0, cap, heapScore, heapRow, heapSize, excludeRows, excludeStart, threads)
+//       folds a block of similarity scores into per-query top-K heaps (pool_topk.cc, for
+//       src/pools/search.ts).
 #define NAPI_VERSION 8
 #include <dlfcn.h>
 #include <node_api.h>
@@ -278,7 +295,7 @@ napi_value ScaleInPlace(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-// gateForward(a, b, h, c, H, out, g, y, norms): the selector's fused V4-1 state update (see
+// gateForward(a, b, h, c, H, out, g, y, norms): the selector's fused gate state update (see
 // src/selector/gate-op.ts): g = σ(a + b), y = c + g⊙(h − c), out = y / max(‖y‖, 1e-12) per row of H.
 // a, b, h, c, out share a dtype; g, y (for the backward) and norms are float64, as in the TS version.
 template <typename T>

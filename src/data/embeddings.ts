@@ -1,5 +1,5 @@
 /**
- * Embedding matrices: one float32 row per item, keyed by question id (design §2.1 — row numbers
+ * Embedding matrices: one float32 row per item, keyed by question id (docs/architecture.md — row numbers
  * exist only inside the matrix and are mapped through the id list stored beside it).
  *
  * Accepted inputs: `.npy` (+ an ids file) and `.safetensors` (tensor `embeddings` or the only

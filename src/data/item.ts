@@ -1,5 +1,5 @@
 /**
- * A VQA item. Identity is the dataset's question_id in string form (design §2.1); row numbers
+ * A VQA item. Identity is the dataset's question_id in string form (docs/architecture.md, "Identities"); row numbers
  * exist only inside embedding matrices and are mapped through a stored id list.
  */
 export interface AnnotatorAnswer {

@@ -1,8 +1,8 @@
 /**
- * Our internal, question-id-keyed models of demonstration sequences (design §2.1, §2.3):
+ * Our internal, question-id-keyed models of demonstration sequences (docs/architecture.md, "Identities"):
  * beam-search data (`BeamSet`) and scored rollouts (`RolloutSet`). Every sequence lists ICD
  * question ids in SELECTION order (first selected first); how that maps onto the prompt is the
- * set's recorded `promptOrder` (design §2.3), the same setting `lever eval --order` takes:
+ * set's recorded `promptOrder` (docs/architecture.md), the same setting `lever eval --order` takes:
  *  - "farthest": the first selected ICD is leftmost in the prompt (farthest from the query);
  *  - "nearest":  the first selected ICD sits next to the query (Lever-Plus beam data, built with
  *                construct_order "left"; RICES places the most similar demonstration there too).

@@ -1,7 +1,7 @@
 /**
  * Test-time demonstration retrievers. Each maps (query, shots) to demonstration ids in SELECTION
  * order (first selected first). Every retriever that draws from the index goes through the pool
- * contract (design §2.2), so the query and its same-image items are excluded the same way
+ * contract (docs/architecture.md), so the query and its same-image items are excluded the same way
  * everywhere, and choices are deterministic per query (no dependence on the batch).
  */
 import type { EmbeddingKind } from "../data/embeddings.js";
@@ -188,7 +188,7 @@ export async function createRetriever(spec: RetrieverSpec, context: RetrieverCon
         name: selector.label,
         shots: positiveShots,
         select: async (queries, shots) => {
-          // The selector chooses from ITS OWN QUERY'S POOL (spec P1: never a fixed set of rows).
+          // The selector chooses from ITS OWN QUERY'S POOL (never a fixed set of rows; docs/selector.md).
           const pools = await context.pools(queries, selector.sampler, selector.k);
           const positions = await selector.choose(queries, pools, shots);
           return positions.map((chosen, i) => positionsToIds(queries[i], pools[i], chosen, selector.label));

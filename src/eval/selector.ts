@@ -1,6 +1,6 @@
 /**
  * `selector:CKPT` at evaluation time: load a strict checkpoint and greedily decode, for every query,
- * from THAT QUERY'S OWN POOL built through the pool contract (spec P1: the reference decoded every
+ * from THAT QUERY'S OWN POOL built through the pool contract (docs/selector.md: the reference decoded every
  * query from training rows 0…K−1). The pool sampler, K and the embedding kind the selector reads
  * come from explicit flags, else from the checkpoint (trained K; provenance notes `poolSampler`
  * and `embedding` when the trainer recorded them), else the documented defaults.

@@ -1,6 +1,6 @@
 /**
  * Post-processing of a generated VQA answer before scoring. One function, used identically by
- * rollout rewards and final evaluation (design §2.4).
+ * rollout rewards and final evaluation (docs/architecture.md, "One answering path").
  *
  * "lever-plus" = Lever-Plus `vqa_postprocess` = OpenFlamingo `postprocess_vqa_generation`
  * (mlfoundations/open_flamingo open_flamingo/eval/vqa_metric.py at 200a966):

@@ -1,5 +1,5 @@
 /**
- * Statistics for comparing ICL accuracies on the same questions (ecosystem-notes §7): percentile
+ * Statistics for comparing ICL accuracies on the same questions (paired: Dietterich 1998, Koehn 2004): percentile
  * bootstrap CIs, paired bootstrap of a difference, exact McNemar on binarised outcomes, sign-flip
  * permutation test, each optionally clustered (e.g. by image id, since several questions share an
  * image and are not independent). Every random draw comes from `Rng(seed)`; the seed is returned.

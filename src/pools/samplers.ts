@@ -1,5 +1,5 @@
 /**
- * The pool contract (design §2.2): `pool(query, index, sampler, K, seed) → itemId[]`, the single way
+ * The pool contract (docs/architecture.md): `pool(query, index, sampler, K, seed) → itemId[]`, the single way
  * candidate demonstrations are chosen everywhere.
  *
  * - The query itself and every index item sharing its image id are never in its pool.

@@ -61,32 +61,13 @@ interface ScanState {
 /** Folds the qb × nb score block C (index rows n0.., queries q0..) into the heaps. */
 type ScanBlock = (C: Float32Array, qb: number, nb: number, n0: number, q0: number, state: ScanState) => void;
 
-interface TopkScanAddon {
-  topkScan(
-    C: Float32Array,
-    qb: number,
-    nb: number,
-    ldc: number,
-    n0: number,
-    q0: number,
-    cap: number,
-    heapScore: Float32Array,
-    heapRow: Int32Array,
-    heapSize: Int32Array,
-    excludeRows: Int32Array,
-    excludeStart: Int32Array,
-    threads: number,
-  ): void;
-}
-
-/** The native scan (native/pool_topk.cc), or null when the addon is missing or predates it. */
+/** The native scan (native/pool_topk.cc), or null when the addon did not load. */
 function nativeScan(): ScanBlock | null {
-  const addon = native.addon as (typeof native.addon & Partial<TopkScanAddon>) | null;
-  const topkScan = addon?.topkScan;
-  if (typeof topkScan !== "function") return null;
+  const addon = native.addon;
+  if (addon === null) return null;
   const threads = Math.min(2, availableParallelism());
   return (C, qb, nb, n0, q0, st) =>
-    topkScan(
+    addon.topkScan(
       C,
       qb,
       nb,
@@ -174,7 +155,7 @@ export function cosineTopK(queries: Float32Array, index: Float32Array, dim: numb
   const gemm = options.gemm ?? defaultGemm().gemm;
   const scan = options.scan === "typescript" ? scanBlockTypeScript : (nativeScan() ?? scanBlockTypeScript);
   if (options.scan === "native" && scan === scanBlockTypeScript)
-    throw new LeverError("the native top-K scan is not available (addon missing or built without topkScan)");
+    throw new LeverError("the native top-K scan is not available (the native addon did not load)");
   const qBlock = options.queryBlock ?? 512;
   const nBlock = options.indexBlock ?? 8192;
   const cap = Math.min(k + (options.margin ?? 8), N);

@@ -1,10 +1,10 @@
 /**
- * Strict, self-describing selector checkpoints (design §2.6): a `.safetensors` file whose tensors
+ * Strict, self-describing selector checkpoints (docs/selector.md, "Checkpoints"): a `.safetensors` file whose tensors
  * carry exactly the PyTorch state-dict names of the Lever-Plus pointer selector (params.ts) and whose
  * `__metadata__` holds the format version, architecture, full config, the pool size K used in
  * training, the shot count and provenance. Loading fails on ANY missing, unexpected or mis-shaped
  * tensor, listing all of them in one error — the reference's non-strict loading silently dropped the
- * RL-trained attention weights (spec §11 P3).
+ * RL-trained attention weights (docs/selector.md, "Importing a Lever-Plus PyTorch checkpoint").
  */
 import { z } from "zod";
 import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";

@@ -58,7 +58,7 @@ export function normaliseTorchKeys(
     throw new LeverError(
       `refusing renamed keys ${renamed.slice(0, 4).join(", ")}${renamed.length > 4 ? ", …" : ""}: they come from the reference's ` +
         "v3→v2 / V4-x converters, which renamed cross_attn_layers.0.* → cross_attn.* and attn_norms.0.* → attn_norm.*; the " +
-        "Python loader then ignored them (strict=False) and ran with freshly initialised attention (spec §9.1, §11 P3). " +
+        "Python loader then ignored them (strict=False) and ran with freshly initialised attention (see docs/selector.md). " +
         "Export the original RCE/GRPO checkpoint's model_state_dict instead.",
       { file },
     );

@@ -1,5 +1,5 @@
 /**
- * The Lever-Plus pointer selector (spec §5.4–§5.6) on the tensor engine: one class, options for the
+ * The Lever-Plus pointer selector (docs/selector.md) on the tensor engine: one class, options for the
  * variants (config.ts). Semantics follow the reference source:
  *   lever_lm/models/v2/pointer_selector_v4_2.py / _v4_3.py (and the V4-1 gate of pointer_selector_v2.py):
  *   1. input_proj (d→H, no bias; identity when d = H);

@@ -1,5 +1,5 @@
 /**
- * Backend `sim`: the simulated VLM (design §5). It reads prompts like a VLM would — the query and
+ * Backend `sim`: the simulated VLM (docs/simulator.md). It reads prompts like a VLM would — the query and
  * the demonstrations' answers as shown — and looks up latents only in its own world, by question
  * id. `generate` returns the mode of the answer distribution (greedy, deterministic), sometimes
  * with trailing text that answer post-processing removes; `scoreAnswer` returns log p(answer) from

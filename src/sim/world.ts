@@ -1,5 +1,5 @@
 /**
- * The synthetic VQA world (design §5). Images show a latent concept; each image carries 1..n
+ * The synthetic VQA world (docs/simulator.md). Images show a latent concept; each image carries 1..n
  * questions of distinct latent question types; each question's true answer is drawn from the
  * answer distribution of its (concept, type) cell, so demonstrations from the same cell or type
  * carry information about a query's answer. Ten annotators answer each question with realistic

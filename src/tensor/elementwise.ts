@@ -1,4 +1,9 @@
-/** Elementwise ops: numpy-broadcasting binary ops, scalar ops and unary activations. */
+/**
+ * Elementwise ops: numpy-broadcasting binary ops, scalar ops and unary activations. Every op is one
+ * table entry holding its forward and, directly under it, its backward (the derivative it applies),
+ * so a derivative is always read beside the function it differentiates. The loops are written out
+ * per op (no per-element callbacks) so V8 compiles each one to a tight, monomorphic loop.
+ */
 import { allocData, commonDtype, type Data, formatShape, gradBuffer, needsGrad, shapeSize, Tensor } from "./tensor.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -6,7 +11,7 @@ import { allocData, commonDtype, type Data, formatShape, gradBuffer, needsGrad, 
 // A plan collapses the output into `rows` × `inner` where the inner loop walks the last dimension
 // with step 0 or 1 in each input, and every row starts at a precomputed offset.
 
-export interface BroadcastPlan {
+interface BroadcastPlan {
   shape: number[];
   rows: number;
   inner: number;
@@ -42,12 +47,7 @@ function broadcastStrides(shape: readonly number[], out: readonly number[]): num
   return strides;
 }
 
-export function broadcastPlan(
-  op: string,
-  a: readonly number[],
-  b: readonly number[],
-  target?: number[],
-): BroadcastPlan {
+function broadcastPlan(op: string, a: readonly number[], b: readonly number[], target?: number[]): BroadcastPlan {
   const shape = target ?? broadcastShapes(op, a, b);
   const sa = broadcastStrides(a, shape);
   const sb = broadcastStrides(b, shape);
@@ -119,124 +119,169 @@ function planFor(op: string, a: Tensor, b: Tensor): BroadcastPlan {
   return broadcastPlan(op, a.shape, b.shape);
 }
 
-enum Bin {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Min,
-  Max,
+// ---------------------------------------------------------------------------------------------
+// Binary ops. Each entry is the op's forward and, right under it, the gradient of each operand:
+// ga += g·∂f/∂a and gb += g·∂f/∂b, accumulated through the same broadcast plan (so a broadcast
+// operand sums the gradient over the dimensions it was repeated along). Every loop visits the
+// output elements o in order with the operand elements ia, ib they were computed from.
+
+interface BinaryOp {
+  forward(p: BroadcastPlan, a: Data, b: Data, out: Data): void;
+  backwardA(p: BroadcastPlan, a: Data, b: Data, g: Data, ga: Data): void;
+  backwardB(p: BroadcastPlan, a: Data, b: Data, g: Data, gb: Data): void;
 }
 
-function binary(op: Bin, name: string, a: Tensor, b: Tensor): Tensor {
+const BINARY = {
+  add: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) out[o] = a[ia] + b[ib];
+    },
+    // ∂/∂a = 1
+    backwardA({ rows, inner, offA, incA }, _a, _b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r]; j < inner; j++, o++, ia += incA) ga[ia] += g[o];
+    },
+    // ∂/∂b = 1
+    backwardB({ rows, inner, offB, incB }, _a, _b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ib = offB[r]; j < inner; j++, o++, ib += incB) gb[ib] += g[o];
+    },
+  },
+  sub: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) out[o] = a[ia] - b[ib];
+    },
+    // ∂/∂a = 1
+    backwardA({ rows, inner, offA, incA }, _a, _b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r]; j < inner; j++, o++, ia += incA) ga[ia] += g[o];
+    },
+    // ∂/∂b = −1
+    backwardB({ rows, inner, offB, incB }, _a, _b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ib = offB[r]; j < inner; j++, o++, ib += incB) gb[ib] -= g[o];
+    },
+  },
+  mul: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) out[o] = a[ia] * b[ib];
+    },
+    // ∂/∂a = b
+    backwardA({ rows, inner, offA, offB, incA, incB }, _a, b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) ga[ia] += g[o] * b[ib];
+    },
+    // ∂/∂b = a
+    backwardB({ rows, inner, offA, offB, incA, incB }, a, _b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) gb[ib] += g[o] * a[ia];
+    },
+  },
+  div: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) out[o] = a[ia] / b[ib];
+    },
+    // ∂/∂a = 1/b
+    backwardA({ rows, inner, offA, offB, incA, incB }, _a, b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB) ga[ia] += g[o] / b[ib];
+    },
+    // ∂/∂b = −a/b²
+    backwardB({ rows, inner, offA, offB, incA, incB }, a, b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          gb[ib] += -(g[o] * a[ia]) / (b[ib] * b[ib]);
+    },
+  },
+  // torch.minimum / torch.maximum: the gradient goes to the chosen operand; ties split it evenly
+  // (a NaN comparison sends it to b).
+  minimum: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          out[o] = Math.min(a[ia], b[ib]);
+    },
+    // ∂/∂a = ½ where a = b, 1 where a < b, else 0
+    backwardA({ rows, inner, offA, offB, incA, incB }, a, b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          if (a[ia] === b[ib]) ga[ia] += 0.5 * g[o];
+          else if (a[ia] < b[ib]) ga[ia] += g[o];
+    },
+    // ∂/∂b = ½ where a = b, 0 where a < b, else 1
+    backwardB({ rows, inner, offA, offB, incA, incB }, a, b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          if (a[ia] === b[ib]) gb[ib] += 0.5 * g[o];
+          else if (!(a[ia] < b[ib])) gb[ib] += g[o];
+    },
+  },
+  maximum: {
+    forward({ rows, inner, offA, offB, incA, incB }, a, b, out) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          out[o] = Math.max(a[ia], b[ib]);
+    },
+    // ∂/∂a = ½ where a = b, 1 where a > b, else 0
+    backwardA({ rows, inner, offA, offB, incA, incB }, a, b, g, ga) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          if (a[ia] === b[ib]) ga[ia] += 0.5 * g[o];
+          else if (a[ia] > b[ib]) ga[ia] += g[o];
+    },
+    // ∂/∂b = ½ where a = b, 0 where a > b, else 1
+    backwardB({ rows, inner, offA, offB, incA, incB }, a, b, g, gb) {
+      for (let r = 0, o = 0; r < rows; r++)
+        for (let j = 0, ia = offA[r], ib = offB[r]; j < inner; j++, o++, ia += incA, ib += incB)
+          if (a[ia] === b[ib]) gb[ib] += 0.5 * g[o];
+          else if (!(a[ia] > b[ib])) gb[ib] += g[o];
+    },
+  },
+} satisfies Record<string, BinaryOp>;
+
+function binary(name: keyof typeof BINARY, a: Tensor, b: Tensor): Tensor {
+  const op: BinaryOp = BINARY[name];
   const dtype = commonDtype(name, a, b);
   const plan = planFor(name, a, b);
-  const { rows, inner, offA, offB, incA, incB } = plan;
-  const x = a.data;
-  const y = b.data;
-  const out = allocData(dtype, rows * inner);
-  for (let r = 0, o = 0; r < rows; r++) {
-    let ia = offA[r];
-    let ib = offB[r];
-    switch (op) {
-      case Bin.Add:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = x[ia] + y[ib];
-        break;
-      case Bin.Sub:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = x[ia] - y[ib];
-        break;
-      case Bin.Mul:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = x[ia] * y[ib];
-        break;
-      case Bin.Div:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = x[ia] / y[ib];
-        break;
-      case Bin.Min:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = Math.min(x[ia], y[ib]);
-        break;
-      case Bin.Max:
-        for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB) out[o] = Math.max(x[ia], y[ib]);
-        break;
-    }
-  }
+  const out = allocData(dtype, plan.rows * plan.inner);
+  op.forward(plan, a.data, b.data, out);
   const result = new Tensor(out, plan.shape);
   if (needsGrad(a, b)) {
-    result.setGradFn([a, b], (g) => binaryBackward(op, plan, a, b, g));
+    result.setGradFn([a, b], (g) => {
+      if (a.requiresGrad) op.backwardA(plan, a.data, b.data, g, gradBuffer(a));
+      if (b.requiresGrad) op.backwardB(plan, a.data, b.data, g, gradBuffer(b));
+    });
   }
   return result;
 }
 
-function binaryBackward(op: Bin, plan: BroadcastPlan, a: Tensor, b: Tensor, g: Data): void {
-  // d/da and d/db are separate passes so each inner loop is branch-free for the common ops.
-  if (a.requiresGrad) sideBackward(op, plan, true, a.data, b.data, gradBuffer(a), g);
-  if (b.requiresGrad) sideBackward(op, plan, false, a.data, b.data, gradBuffer(b), g);
-}
-
-/** Accumulates the gradient of one operand (`left` = a) of a broadcast binary op. */
-function sideBackward(op: Bin, plan: BroadcastPlan, left: boolean, x: Data, y: Data, gt: Data, g: Data): void {
-  const { rows, inner, offA, offB, incA, incB } = plan;
-  const off = left ? offA : offB;
-  const inc = left ? incA : incB;
-  for (let r = 0, o = 0; r < rows; r++) {
-    let it = off[r];
-    if (op === Bin.Add || (op === Bin.Sub && left)) {
-      for (let j = 0; j < inner; j++, o++, it += inc) gt[it] += g[o];
-      continue;
-    }
-    if (op === Bin.Sub) {
-      for (let j = 0; j < inner; j++, o++, it += inc) gt[it] -= g[o];
-      continue;
-    }
-    if (op === Bin.Mul) {
-      const other = left ? y : x;
-      const incO = left ? incB : incA;
-      for (let j = 0, io = left ? offB[r] : offA[r]; j < inner; j++, o++, it += inc, io += incO)
-        gt[it] += g[o] * other[io];
-      continue;
-    }
-    let ia = offA[r];
-    let ib = offB[r];
-    for (let j = 0; j < inner; j++, o++, ia += incA, ib += incB, it += inc) {
-      const gi = g[o];
-      switch (op) {
-        case Bin.Div:
-          gt[it] += left ? gi / y[ib] : -(gi * x[ia]) / (y[ib] * y[ib]);
-          break;
-        case Bin.Min:
-        case Bin.Max: {
-          // Ties split the gradient evenly, as torch.minimum/maximum do.
-          if (x[ia] === y[ib]) gt[it] += 0.5 * gi;
-          else if ((op === Bin.Min ? x[ia] < y[ib] : x[ia] > y[ib]) === left) gt[it] += gi;
-          break;
-        }
-      }
-    }
-  }
-}
-
 /** a + b with numpy broadcasting. */
 export function add(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Add, "add", a, b);
+  return binary("add", a, b);
 }
 /** a − b with numpy broadcasting. */
 export function sub(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Sub, "sub", a, b);
+  return binary("sub", a, b);
 }
 /** a ⊙ b with numpy broadcasting. */
 export function mul(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Mul, "mul", a, b);
+  return binary("mul", a, b);
 }
 /** a / b with numpy broadcasting. */
 export function div(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Div, "div", a, b);
+  return binary("div", a, b);
 }
 /** Elementwise minimum (torch.minimum; ties share the gradient). */
 export function minimum(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Min, "minimum", a, b);
+  return binary("minimum", a, b);
 }
 /** Elementwise maximum (torch.maximum; ties share the gradient). */
 export function maximum(a: Tensor, b: Tensor): Tensor {
-  return binary(Bin.Max, "maximum", a, b);
+  return binary("maximum", a, b);
 }
 
 /** Explicit broadcast to `shape` (copy); the gradient sums over the broadcast dimensions. */
@@ -259,140 +304,137 @@ export function broadcastTo(x: Tensor, shape: number[]): Tensor {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Scalar and unary ops. Backward uses the saved input and/or output.
+// Unary ops (scalar parameters included). Each entry is the op's forward y = f(x) and, right
+// under it, its backward gx += g·f'(x), written with the saved input x and/or output y.
 
-/** a · s */
-export function scale(a: Tensor, s: number): Tensor {
+interface UnaryOp {
+  forward(x: Data, y: Data): void;
+  backward(x: Data, y: Data, g: Data, gx: Data): void;
+}
+
+/** PyTorch F.softplus default: beta 1, linear above threshold 20. */
+const SOFTPLUS_THRESHOLD = 20;
+
+const UNARY = {
+  exp: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.exp(x[i]);
+    },
+    // (eˣ)' = eˣ = y
+    backward(_x, y, g, gx) {
+      for (let i = 0; i < y.length; i++) gx[i] += g[i] * y[i];
+    },
+  },
+  log: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.log(x[i]);
+    },
+    // (log x)' = 1/x
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) gx[i] += g[i] / x[i];
+    },
+  },
+  sigmoid: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = sigmoidScalar(x[i]);
+    },
+    // σ' = σ(1 − σ) = y(1 − y)
+    backward(_x, y, g, gx) {
+      for (let i = 0; i < y.length; i++) gx[i] += g[i] * y[i] * (1 - y[i]);
+    },
+  },
+  tanh: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.tanh(x[i]);
+    },
+    // tanh' = 1 − tanh² = 1 − y²
+    backward(_x, y, g, gx) {
+      for (let i = 0; i < y.length; i++) gx[i] += g[i] * (1 - y[i] * y[i]);
+    },
+  },
+  relu: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = x[i] > 0 ? x[i] : 0;
+    },
+    // relu' = 1 for x > 0, else 0 (also at exactly 0, as PyTorch)
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) if (x[i] > 0) gx[i] += g[i];
+    },
+  },
+  softplus: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = softplusScalar(x[i]);
+    },
+    // softplus' = σ(x), except above the linear threshold where it is exactly 1
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) gx[i] += x[i] > SOFTPLUS_THRESHOLD ? g[i] : g[i] * sigmoidScalar(x[i]);
+    },
+  },
+  sqrt: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.sqrt(x[i]);
+    },
+    // (√x)' = 1/(2√x) = 1/(2y)
+    backward(_x, y, g, gx) {
+      for (let i = 0; i < y.length; i++) gx[i] += (0.5 * g[i]) / y[i];
+    },
+  },
+  square: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = x[i] * x[i];
+    },
+    // (x²)' = 2x
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) gx[i] += 2 * g[i] * x[i];
+    },
+  },
+  abs: {
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.abs(x[i]);
+    },
+    // |x|' = sign(x), 0 at 0 (PyTorch)
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) gx[i] += x[i] > 0 ? g[i] : x[i] < 0 ? -g[i] : 0;
+    },
+  },
+} satisfies Record<string, UnaryOp>;
+
+/** Ops with scalar parameters, as a UnaryOp per parameter value. */
+const WITH_SCALARS = {
+  scale: (s: number): UnaryOp => ({
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = x[i] * s;
+    },
+    // (s·x)' = s
+    backward(_x, _y, g, gx) {
+      for (let i = 0; i < gx.length; i++) gx[i] += g[i] * s;
+    },
+  }),
+  addScalar: (s: number): UnaryOp => ({
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = x[i] + s;
+    },
+    // (x + s)' = 1
+    backward(_x, _y, g, gx) {
+      for (let i = 0; i < gx.length; i++) gx[i] += g[i];
+    },
+  }),
+  clamp: (lo: number, hi: number): UnaryOp => ({
+    forward(x, y) {
+      for (let i = 0; i < x.length; i++) y[i] = Math.min(Math.max(x[i], lo), hi);
+    },
+    // clamp' = 1 on the closed interval lo ≤ x ≤ hi, else 0 (PyTorch)
+    backward(x, _y, g, gx) {
+      for (let i = 0; i < x.length; i++) if (x[i] >= lo && x[i] <= hi) gx[i] += g[i];
+    },
+  }),
+};
+
+function unary(op: UnaryOp, a: Tensor): Tensor {
   const out = allocData(a.dtype, a.size);
-  for (let i = 0; i < out.length; i++) out[i] = a.data[i] * s;
+  op.forward(a.data, out);
   const result = new Tensor(out, a.shape);
-  if (needsGrad(a)) {
-    result.setGradFn([a], (g) => {
-      const ga = gradBuffer(a);
-      for (let i = 0; i < ga.length; i++) ga[i] += g[i] * s;
-    });
-  }
-  return result;
-}
-
-/** −a */
-export function neg(a: Tensor): Tensor {
-  return scale(a, -1);
-}
-
-/** a + s */
-export function addScalar(a: Tensor, s: number): Tensor {
-  const out = allocData(a.dtype, a.size);
-  for (let i = 0; i < out.length; i++) out[i] = a.data[i] + s;
-  const result = new Tensor(out, a.shape);
-  if (needsGrad(a)) {
-    result.setGradFn([a], (g) => {
-      const ga = gradBuffer(a);
-      for (let i = 0; i < ga.length; i++) ga[i] += g[i];
-    });
-  }
-  return result;
-}
-
-/** torch.clamp: gradient passes where lo ≤ a ≤ hi. */
-export function clamp(a: Tensor, lo: number, hi: number): Tensor {
-  const out = allocData(a.dtype, a.size);
-  for (let i = 0; i < out.length; i++) out[i] = Math.min(Math.max(a.data[i], lo), hi);
-  const result = new Tensor(out, a.shape);
-  if (needsGrad(a)) {
-    result.setGradFn([a], (g) => {
-      const ga = gradBuffer(a);
-      for (let i = 0; i < ga.length; i++) {
-        const v = a.data[i];
-        if (v >= lo && v <= hi) ga[i] += g[i];
-      }
-    });
-  }
-  return result;
-}
-
-enum Un {
-  Exp,
-  Log,
-  Sigmoid,
-  Tanh,
-  Relu,
-  Softplus,
-  Sqrt,
-  Square,
-  Abs,
-}
-
-function unary(op: Un, a: Tensor): Tensor {
-  const x = a.data;
-  const n = x.length;
-  const out = allocData(a.dtype, n);
-  switch (op) {
-    case Un.Exp:
-      for (let i = 0; i < n; i++) out[i] = Math.exp(x[i]);
-      break;
-    case Un.Log:
-      for (let i = 0; i < n; i++) out[i] = Math.log(x[i]);
-      break;
-    case Un.Sigmoid:
-      for (let i = 0; i < n; i++) out[i] = sigmoidScalar(x[i]);
-      break;
-    case Un.Tanh:
-      for (let i = 0; i < n; i++) out[i] = Math.tanh(x[i]);
-      break;
-    case Un.Relu:
-      for (let i = 0; i < n; i++) out[i] = x[i] > 0 ? x[i] : 0;
-      break;
-    case Un.Softplus:
-      for (let i = 0; i < n; i++) out[i] = softplusScalar(x[i]);
-      break;
-    case Un.Sqrt:
-      for (let i = 0; i < n; i++) out[i] = Math.sqrt(x[i]);
-      break;
-    case Un.Square:
-      for (let i = 0; i < n; i++) out[i] = x[i] * x[i];
-      break;
-    case Un.Abs:
-      for (let i = 0; i < n; i++) out[i] = Math.abs(x[i]);
-      break;
-  }
-  const result = new Tensor(out, a.shape);
-  if (needsGrad(a)) {
-    result.setGradFn([a], (g) => {
-      const ga = gradBuffer(a);
-      const y = out;
-      switch (op) {
-        case Un.Exp:
-          for (let i = 0; i < n; i++) ga[i] += g[i] * y[i];
-          break;
-        case Un.Log:
-          for (let i = 0; i < n; i++) ga[i] += g[i] / x[i];
-          break;
-        case Un.Sigmoid:
-          for (let i = 0; i < n; i++) ga[i] += g[i] * y[i] * (1 - y[i]);
-          break;
-        case Un.Tanh:
-          for (let i = 0; i < n; i++) ga[i] += g[i] * (1 - y[i] * y[i]);
-          break;
-        case Un.Relu:
-          for (let i = 0; i < n; i++) if (x[i] > 0) ga[i] += g[i];
-          break;
-        case Un.Softplus:
-          // d softplus / dx = sigmoid(x), except above the linear threshold where it is exactly 1.
-          for (let i = 0; i < n; i++) ga[i] += x[i] > SOFTPLUS_THRESHOLD ? g[i] : g[i] * sigmoidScalar(x[i]);
-          break;
-        case Un.Sqrt:
-          for (let i = 0; i < n; i++) ga[i] += (0.5 * g[i]) / y[i];
-          break;
-        case Un.Square:
-          for (let i = 0; i < n; i++) ga[i] += 2 * g[i] * x[i];
-          break;
-        case Un.Abs:
-          for (let i = 0; i < n; i++) ga[i] += x[i] > 0 ? g[i] : x[i] < 0 ? -g[i] : 0;
-          break;
-      }
-    });
-  }
+  if (needsGrad(a)) result.setGradFn([a], (g) => op.backward(a.data, out, g, gradBuffer(a)));
   return result;
 }
 
@@ -402,40 +444,54 @@ export function sigmoidScalar(v: number): number {
   return e / (1 + e);
 }
 
-/** PyTorch F.softplus default: beta 1, linear above threshold 20. */
-const SOFTPLUS_THRESHOLD = 20;
 export function softplusScalar(v: number): number {
   if (v > SOFTPLUS_THRESHOLD) return v;
   return Math.max(v, 0) + Math.log1p(Math.exp(-Math.abs(v)));
 }
 
+/** a · s */
+export function scale(a: Tensor, s: number): Tensor {
+  return unary(WITH_SCALARS.scale(s), a);
+}
+/** −a */
+export function neg(a: Tensor): Tensor {
+  return scale(a, -1);
+}
+/** a + s */
+export function addScalar(a: Tensor, s: number): Tensor {
+  return unary(WITH_SCALARS.addScalar(s), a);
+}
+/** torch.clamp: gradient passes where lo ≤ a ≤ hi. */
+export function clamp(a: Tensor, lo: number, hi: number): Tensor {
+  return unary(WITH_SCALARS.clamp(lo, hi), a);
+}
 export function exp(a: Tensor): Tensor {
-  return unary(Un.Exp, a);
+  return unary(UNARY.exp, a);
 }
 export function log(a: Tensor): Tensor {
-  return unary(Un.Log, a);
+  return unary(UNARY.log, a);
 }
 export function sigmoid(a: Tensor): Tensor {
-  return unary(Un.Sigmoid, a);
+  return unary(UNARY.sigmoid, a);
 }
 export function tanh(a: Tensor): Tensor {
-  return unary(Un.Tanh, a);
+  return unary(UNARY.tanh, a);
 }
 /** max(a, 0); the gradient at exactly 0 is 0 (PyTorch). */
 export function relu(a: Tensor): Tensor {
-  return unary(Un.Relu, a);
+  return unary(UNARY.relu, a);
 }
 /** log(1 + eˣ), PyTorch semantics (beta 1, threshold 20). */
 export function softplus(a: Tensor): Tensor {
-  return unary(Un.Softplus, a);
+  return unary(UNARY.softplus, a);
 }
 export function sqrt(a: Tensor): Tensor {
-  return unary(Un.Sqrt, a);
+  return unary(UNARY.sqrt, a);
 }
 export function square(a: Tensor): Tensor {
-  return unary(Un.Square, a);
+  return unary(UNARY.square, a);
 }
 /** |a|; the gradient at 0 is 0 (PyTorch sign convention). */
 export function abs(a: Tensor): Tensor {
-  return unary(Un.Abs, a);
+  return unary(UNARY.abs, a);
 }

@@ -1,6 +1,9 @@
 /**
- * Loads the optional native kernels (build/Release/lever_native.node, built by node-gyp from native/).
- * Missing addon, a failed load or LEVER_NATIVE=0 all mean "use the TypeScript kernels".
+ * Loads the optional native kernels (build/Release/lever_native.node, built by node-gyp from native/)
+ * and types everything they export (`NativeAddon`, the one interface callers use; the C++ side lists
+ * the same exports in native/lever_native.cc). Missing addon, a failed load or LEVER_NATIVE=0 all
+ * mean "use the TypeScript kernels": every native function has a TypeScript twin with the same
+ * results (named in its comment below).
  */
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -35,12 +38,21 @@ export interface NativeInfo {
 }
 
 export interface NativeAddon {
+  /** Row-major BLAS sgemm C = α·op(A)·op(B) + β·C (twin: gemmTypeScript in kernels.ts). */
   sgemm: GemmFn<Float32Array>;
+  /** Row-major BLAS dgemm, as sgemm in float64. */
   dgemm: GemmFn<Float64Array>;
-  /** Fused AdamW element update; see adamwKernel in optim.ts for the exact formula. */
+  /**
+   * GEMMs with M·N·K below this go to our own kernels even with OpenBLAS loaded (default 64³;
+   * Infinity = never OpenBLAS).
+   */
+  setOpenBlasMinWork(work: number): void;
+  /** Which GEMM serves the calls (for `lever doctor`). */
+  info(): NativeInfo;
+  /** Fused AdamW element update (twin: adamwKernel in optim.ts, bit-identical). */
   adamw(
-    w: Float32Array | Float64Array,
-    g: Float32Array | Float64Array,
+    w: Data,
+    g: Data,
     m: Float64Array,
     v: Float64Array,
     b1: number,
@@ -50,11 +62,11 @@ export interface NativeAddon {
     stepSize: number,
     invSqrtBc2: number,
   ): void;
-  /** Σ x² accumulated in float64 (four partial sums). */
-  sumSquares(x: Float32Array | Float64Array): number;
-  /** x *= s in place. */
-  scaleInPlace(x: Float32Array | Float64Array, s: number): void;
-  /** Forward of the selector's fused gate update; see gateUpdate in src/selector/gate-op.ts for the formula. */
+  /** Gradient norm, first half: Σ x² accumulated in float64 with four partial sums (twin: sumSquares in optim.ts). */
+  sumSquares(x: Data): number;
+  /** Gradient norm, second half: x *= s in place (clipping). */
+  scaleInPlace(x: Data, s: number): void;
+  /** Forward of the selector's fused gate update (twin: gateForwardTypeScript in src/selector/gate-op.ts). */
   gateForward(
     a: Data,
     b: Data,
@@ -66,9 +78,28 @@ export interface NativeAddon {
     y: Float64Array,
     norms: Float64Array,
   ): void;
-  info(): NativeInfo;
-  /** GEMMs with M·N·K below this go to our own kernels even with OpenBLAS loaded (default 64³; Infinity = never OpenBLAS). */
-  setOpenBlasMinWork(work: number): void;
+  /**
+   * Folds one qb × nb block of similarity scores C (row stride ldc; index rows n0.., queries q0..)
+   * into each query's running top-`cap` min-heap (heapScore/heapRow: `cap` slots per query,
+   * heapSize: filled slots), skipping query q's rows excludeRows[excludeStart[q] .. excludeStart[q+1]);
+   * query rows are split over `threads` (1 or 2) threads (twin: scanBlockTypeScript in
+   * src/pools/search.ts, same heap order and tie rule).
+   */
+  topkScan(
+    C: Float32Array,
+    qb: number,
+    nb: number,
+    ldc: number,
+    n0: number,
+    q0: number,
+    cap: number,
+    heapScore: Float32Array,
+    heapRow: Int32Array,
+    heapSize: Int32Array,
+    excludeRows: Int32Array,
+    excludeStart: Int32Array,
+    threads: number,
+  ): void;
 }
 
 export interface NativeLoad {
@@ -87,13 +118,30 @@ function findAddon(): string | null {
   return null;
 }
 
+/** Every export of the addon (the compiler keeps this list equal to NativeAddon's members). */
+const EXPORTS: Record<keyof NativeAddon, true> = {
+  sgemm: true,
+  dgemm: true,
+  setOpenBlasMinWork: true,
+  info: true,
+  adamw: true,
+  sumSquares: true,
+  scaleInPlace: true,
+  gateForward: true,
+  topkScan: true,
+};
+export const NATIVE_EXPORTS = Object.keys(EXPORTS) as (keyof NativeAddon)[];
+
 function load(): NativeLoad {
   if (process.env.LEVER_NATIVE === "0") return { addon: null, detail: "disabled by LEVER_NATIVE=0" };
   const path = findAddon();
   if (path === null) return { addon: null, detail: "build/Release/lever_native.node not found (run npm run install)" };
   try {
-    const addon = createRequire(import.meta.url)(path) as NativeAddon;
-    return { addon, detail: path };
+    const addon = createRequire(import.meta.url)(path) as Record<string, unknown>;
+    const missing = NATIVE_EXPORTS.filter((name) => typeof addon[name] !== "function");
+    if (missing.length > 0)
+      return { addon: null, detail: `${path} lacks ${missing.join(", ")} (stale build: run npm run install)` };
+    return { addon: addon as unknown as NativeAddon, detail: path };
   } catch (error) {
     return { addon: null, detail: `failed to load ${path}: ${(error as Error).message}` };
   }

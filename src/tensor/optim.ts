@@ -1,4 +1,4 @@
-/** AdamW (PyTorch semantics: decoupled weight decay, bias correction) and global grad-norm clipping. */
+/** AdamW (PyTorch semantics: decoupled weight decay, bias correction), the global gradient norm and its clipping. */
 import { native } from "./native.js";
 import type { Data, Tensor } from "./tensor.js";
 
@@ -162,10 +162,10 @@ export function adamwKernel(
 }
 
 /**
- * torch.nn.utils.clip_grad_norm_: scales all gradients by maxNorm / (total + 1e-6) when the global
- * L2 norm exceeds maxNorm. Returns the norm before clipping (NaN/∞ are returned, grads left as is).
+ * Global L2 norm of the parameters' gradients (params without a gradient count as zero), as
+ * torch.nn.utils.clip_grad_norm_ computes it; Σ x² runs natively when the addon loaded.
  */
-export function clipGradNorm(params: Tensor[], maxNorm: number): number {
+export function gradNorm(params: readonly Tensor[]): number {
   const addon = native.addon;
   let sq = 0;
   for (const p of params) {
@@ -173,9 +173,18 @@ export function clipGradNorm(params: Tensor[], maxNorm: number): number {
     if (g === null) continue;
     sq += addon ? addon.sumSquares(g) : sumSquares(g);
   }
-  const total = Math.sqrt(sq);
+  return Math.sqrt(sq);
+}
+
+/**
+ * torch.nn.utils.clip_grad_norm_: scales all gradients by maxNorm / (total + 1e-6) when the global
+ * L2 norm (gradNorm) exceeds maxNorm. Returns the norm before clipping (NaN/∞ are returned, grads left as is).
+ */
+export function clipGradNorm(params: readonly Tensor[], maxNorm: number): number {
+  const total = gradNorm(params);
   const coef = maxNorm / (total + 1e-6);
   if (coef < 1) {
+    const addon = native.addon;
     for (const p of params) {
       const g = p.grad;
       if (g === null) continue;

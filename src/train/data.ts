@@ -51,7 +51,7 @@ export interface SftDataStats {
 }
 
 /**
- * SFT labels (spec §12.2, fixing §11 P2): each beam's ICDs located inside the query's pool, in the
+ * SFT labels (docs/selector.md, "Differences"): each beam's ICDs located inside the query's pool, in the
  * recorded selection order — never `index mod K`. Queries are taken in the beam set's key order
  * sorted by question id, so the result does not depend on JSON key order.
  */

@@ -1,7 +1,7 @@
 /**
  * The KL coefficient β of the GRPO loss: fixed, or adapted toward a target KL with the proportional
  * controller of Ziegler et al. 2019, "Fine-Tuning Language Models from Human Preferences"
- * (arXiv 1909.08593, §2.2; openai/lm-human-preferences train_policy.py), as implemented by
+ * (arXiv 1909.08593, section 2.2; openai/lm-human-preferences train_policy.py), as implemented by
  * `AdaptiveKLController` in TRL (its PPO trainer) and verl (verl/trainer/ppo/core_algos.py):
  *   e = clip(KL / targetKl − 1, −0.2, 0.2),   β ← β·(1 + e·n / horizon),
  * where n is the number of trajectories the KL was measured on (TRL and verl pass their batch

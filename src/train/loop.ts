@@ -24,7 +24,7 @@ import { Rng } from "../util/rng.js";
 import { chunk } from "./batch.js";
 import { EarlyStopping } from "./early-stopping.js";
 import { lrMultiplier, scheduleSchema } from "./schedule.js";
-import type { LoopState } from "./train-state.js";
+import type { LoopState, ObjectiveState } from "./train-state.js";
 
 /** Stage-specific defaults of the optimiser settings (SFT, RCE and GRPO differ). */
 export interface OptimDefaults {
@@ -103,12 +103,6 @@ export interface StepContext {
   totalSteps: number;
   /** Dropout (and any other training-time randomness) of this step. */
   rng: Rng;
-}
-
-/** An objective's resumable state: JSON plus named float arrays (saved as tensors). */
-export interface ObjectiveState {
-  json: unknown;
-  arrays: Map<string, Float64Array>;
 }
 
 export interface Objective<G> {

@@ -30,12 +30,13 @@ import { AdvantageSchema, groupAdvantages } from "./advantages.js";
 import { type Batch, buildBatch, chunk } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
 import { KlController, KlControlSchema } from "./kl-control.js";
-import type { Objective, ObjectiveState } from "./loop.js";
+import type { Objective } from "./loop.js";
 import { PolicyLossSchema, policyLoss, stepEntropy } from "./policy-loss.js";
 import { rceLoss, rceTemperature, TemperatureSchema } from "./rce.js";
 import { normalizeGroup, type RewardConfig } from "./rewards.js";
 import type { RlGroup } from "./rl-data.js";
 import type { RlValidator } from "./rl-validate.js";
+import type { ObjectiveState } from "./train-state.js";
 
 export const RceSchema = z
   .object({

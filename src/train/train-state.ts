@@ -8,9 +8,14 @@ import { readSafetensors, writeSafetensors } from "../data/safetensors.js";
 import type { ParamValues } from "../selector/params.js";
 import type { AdamWState } from "../tensor/optim.js";
 import { LeverError } from "../util/errors.js";
-import type { ObjectiveState } from "./loop.js";
 
 export const STATE_FORMAT = "lever.train-state/1";
+
+/** An objective's resumable state: JSON plus named float arrays (saved as tensors). */
+export interface ObjectiveState {
+  json: unknown;
+  arrays: Map<string, Float64Array>;
+}
 
 export interface LoopState {
   /** First epoch still to run. */

@@ -1,5 +1,5 @@
 /**
- * Content-addressed VLM response cache (design §2.5: every call goes through it). The key hashes the
+ * Content-addressed VLM response cache (docs/architecture.md: every call goes through it). The key hashes the
  * model id (backend + layout + settings, see `Vlm.id`), the operation and the prompt as rendered —
  * with each image named by its identity (absolute path, size, mtime) instead of its bytes, so keys
  * are cheap and change when an image file changes. Failures are never cached.

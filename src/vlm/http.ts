@@ -182,7 +182,7 @@ export async function sendOnce(
   }
 }
 
-/** Retry-After is delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
+/** Retry-After is delta-seconds or an HTTP date (RFC 9110, section 10.2.3). */
 export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
   if (value === null || value.trim() === "") return undefined;
   const seconds = Number(value);

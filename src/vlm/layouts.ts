@@ -1,5 +1,5 @@
 /**
- * Prompt layouts: how a `VlmPrompt` becomes an OpenAI chat message list (design §2.4: one prompt
+ * Prompt layouts: how a `VlmPrompt` becomes an OpenAI chat message list (docs/architecture.md: one prompt
  * builder for rewards and evaluation). Layouts are pure: images arrive as already-resolved URLs
  * through `urlFor`, so the same renderer produces the wire request (data:/file: URLs) and the
  * cache-key form (image identities) without touching the disk.
@@ -17,11 +17,11 @@ export const LAYOUT_NAMES = ["lever-plus", "chat-turns"] as const;
 export type LayoutName = (typeof LAYOUT_NAMES)[number];
 
 /**
- * The Python reference's Qwen system prompt (configs/infer_model/qwen2.5_vl_3B.yaml, spec §4.3,
+ * The Python reference's Qwen system prompt (configs/infer_model/qwen2.5_vl_3B.yaml,
  * paraphrased there): the model "will see four example user/assistant dialogues about an image and a
  * question", must answer a new image+question like the assistant and mimic the examples' answer
  * length (one or two keywords, at most three tokens). It said "four" at every shot count and
- * described dialogue turns that the layout never produced (spec P16), so we do not reuse it.
+ * described dialogue turns that the layout never produced, so we do not reuse it.
  */
 export const DEFAULT_SYSTEM_PROMPT =
   "You will see example questions about images with short answers. Answer the last question about its image the same way, with one to three words.";
@@ -97,7 +97,7 @@ export function renderScoringMessages(
   return [...renderMessages(prompt, layout, urlFor), { role: "assistant", content: assistantContent }];
 }
 
-/** Reference layout (spec §4.3): one user turn, image then "Question:{q} Short answer:{a}" per item. */
+/** Reference layout (Lever-Plus, docs/vlm.md): one user turn, image then "Question:{q} Short answer:{a}" per item. */
 function leverPlusUserParts(prompt: VlmPrompt, urlFor: (ref: ImageRef) => string): ContentPart[] {
   const parts: ContentPart[] = [];
   for (const demo of prompt.demonstrations) {

@@ -2,7 +2,7 @@
  * The `openai` backend: a vLLM (or other OpenAI-compatible) chat-completions server, one or many
  * replica base URLs. `generate` asks for the answer with the reference settings (greedy, 5 tokens);
  * `scoreAnswer` sends the answer as the final, open assistant message with `prompt_logprobs: 0` and
- * sums the log-probabilities of the answer tokens only (spec §12-3, fixing P8).
+ * sums the log-probabilities of the answer tokens only (docs/vlm.md, "Scoring a given answer").
  *
  * The answer span: by default the answer's token ids come from vLLM `/tokenize` on a minimal
  * two-message probe (same chat template, same `assistant\n` boundary as the real prompt; one pair of

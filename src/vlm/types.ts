@@ -1,5 +1,5 @@
 /**
- * The VLM interface. One prompt builder, one post-processor and one scorer serve
+ * The VLM interface (docs/vlm.md). One prompt builder, one post-processor and one scorer serve
  * rollout rewards and evaluation alike, so a reward means what the evaluation measures.
  */
 

@@ -63,7 +63,7 @@ describe("retrievers", () => {
     expect(alone[0]).toEqual(all[3]);
     const reversed = await random.select([...queries].reverse(), 4);
     expect(reversed.reverse()).toEqual(all);
-    // Different queries get different draws (not one fixed list for everyone, spec §9.5).
+    // Different queries get different draws (not one fixed list for everyone).
     expect(new Set(all.map((ids) => ids.join(","))).size).toBeGreaterThan(1);
   });
 
@@ -129,7 +129,7 @@ describe("retrievers", () => {
     const chosen = await retriever.select(queries, 2);
     const pools = await referencePools(index, 1)(queries, "random", 12);
     expect(chosen).toEqual(pools.map((pool, i) => [pool[i % 12], pool[(i + 3) % 12]]));
-    // Per-query pools: not one fixed set of rows for every query (spec P1).
+    // Per-query pools: not one fixed set of rows for every query (docs/selector.md, "Differences").
     expect(new Set(pools.map((p) => p.join(","))).size).toBe(queries.length);
     expect(calls.every((c) => c.startsWith("random:12:"))).toBe(true);
 

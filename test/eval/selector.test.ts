@@ -88,7 +88,7 @@ describe("selector retriever", () => {
         expect(row.demonstrations).toEqual(expected[i].positions.map((p) => pools[i][p]));
       });
     }
-    // Not one fixed set of rows for every query (spec P1).
+    // Not one fixed set of rows for every query (docs/selector.md, "Differences").
     expect(new Set(rows.filter((r) => r.shot === 1).map((r) => r.demonstrations[0])).size).toBeGreaterThan(5);
     expect(result.summary.comparisons.some((c) => c.retriever === label)).toBe(true);
   });

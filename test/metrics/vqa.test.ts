@@ -21,7 +21,7 @@ import { LeverError } from "../../src/util/errors.js";
 const FIXTURES = join(import.meta.dirname, "../fixtures/metric");
 
 describe("normalizeAnswer (official processPunctuation + processDigitArticle)", () => {
-  // ecosystem-notes §3 and apple/axlearn metrics_vqa_test.py (a reimplementation of a013f00).
+  // GT-Vision-Lab/VQA vqaEval.py a013f00 and apple/axlearn metrics_vqa_test.py (a reimplementation of a013f00).
   const vectors: [string, string][] = [
     ["n/a", "n"], // "/" not next to a space → space; "a" is an article
     ["no", "no"],
@@ -71,7 +71,7 @@ describe("normalizeAnswer (official processPunctuation + processDigitArticle)", 
     ["???", ""],
     ["someone", "someone"],
     ["skateboard", "skateboard"],
-    // Extra vectors run on HEAD (ecosystem-notes §3).
+    // Extra vectors, checked by running vqaEval.py a013f00.
     ["Mr. Smith.", "mr smith"],
     ["3.5", "3.5"], // period followed by a digit survives
     ["1,000 people", "1000 people"], // digit,digit anywhere → every punctuation mark is deleted

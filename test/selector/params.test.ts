@@ -5,14 +5,14 @@ import { initParams, parameterCount, paramSpecs } from "../../src/selector/param
 const cfg = (over: Record<string, unknown>) => SelectorConfigSchema.parse({ d: 512, hidden: 256, layers: 1, ...over });
 
 describe("pointer selector parameters", () => {
-  it("match the spec §5.4 counts for v2 with and without the V4-1 gate (d=512 and d=768)", () => {
+  it("match the Python counts (docs/selector.md) for v2 with and without the V4-1 gate (d=512 and d=768)", () => {
     expect(parameterCount(cfg({ stateUpdate: "gate" }))).toBe(657_152);
     expect(parameterCount(cfg({ stateUpdate: "none" }))).toBe(525_824);
     expect(parameterCount(cfg({ d: 768, stateUpdate: "gate" }))).toBe(722_688);
     expect(parameterCount(cfg({ d: 768, stateUpdate: "none" }))).toBe(591_360);
   });
 
-  it("match the spec §5.6 counts for V4-2 (GRU + step embedding) and V4-3 (+ per-step λ), shots 2", () => {
+  it("match the Python counts (docs/selector.md) for V4-2 (GRU + step embedding) and V4-3 (+ per-step λ), shots 2", () => {
     expect(parameterCount(cfg({ stateUpdate: "gru", stepEmbedding: true, shots: 2 }))).toBe(921_088);
     expect(parameterCount(cfg({ stateUpdate: "gru", stepEmbedding: true, redundancy: "max", shots: 2 }))).toBe(921_090);
   });

@@ -95,7 +95,7 @@ describe("selection matters in the default simulated world", () => {
   });
 
   it("does not make more shots always help: random decays after one shot, and extra shots often hurt", () => {
-    // Like Qwen2.5-VL on OK-VQA (spec §10.1: 50.6 → 44.9 from 1 to 4 random shots).
+    // Like Qwen2.5-VL on OK-VQA (Lever-Plus reports: 50.6 → 44.9 from 1 to 4 random shots).
     expect(mean("random4")).toBeLessThan(mean("random1"));
     for (const kind of EMBEDDING_KINDS) {
       let worse = 0;

@@ -4,8 +4,10 @@
  * forces the portable micro-kernels). Without a built addon there is nothing to check.
  */
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
-import { native } from "../../src/tensor/native.js";
+import { NATIVE_EXPORTS, native } from "../../src/tensor/native.js";
 import { adamwKernel, sumSquares } from "../../src/tensor/optim.js";
 
 const script = `
@@ -52,6 +54,20 @@ function runVariant(env: Record<string, string>): {
   expect(result.status, result.stderr).toBe(0);
   return JSON.parse(result.stdout);
 }
+
+describe.skipIf(native.addon === null)("native addon: exports", () => {
+  it("exports exactly the functions of the typed NativeAddon interface", () => {
+    // N-API defines them non-enumerable, so list own property names rather than keys.
+    const raw = createRequire(import.meta.url)(native.detail) as Record<string, unknown>;
+    expect(Object.getOwnPropertyNames(raw).sort()).toEqual([...NATIVE_EXPORTS].sort());
+  });
+
+  it("lists every export in the header comment of native/lever_native.cc", () => {
+    const source = readFileSync("native/lever_native.cc", "utf8");
+    const header = source.slice(0, source.indexOf("#define"));
+    expect(NATIVE_EXPORTS.filter((name) => !new RegExp(`\\b${name}\\(`).test(header))).toEqual([]);
+  });
+});
 
 describe.skipIf(native.addon === null)("native addon: our own GEMM", () => {
   it("portable (SSE2/generic) micro-kernels match a reference GEMM for all transposes, alpha, beta and padding", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AdamW, clipGradNorm, Tensor } from "../../src/tensor/index.js";
+import { AdamW, clipGradNorm, gradNorm, Tensor } from "../../src/tensor/index.js";
 
 const param = (values: number[]) => Tensor.param(Float64Array.from(values), [values.length]);
 
@@ -74,6 +74,19 @@ describe("AdamW", () => {
           { params: [p], lr: 0.2 },
         ]),
     ).toThrow(/twice/);
+  });
+});
+
+describe("gradNorm", () => {
+  it("is the global L2 norm over every gradient, parameters without one counting as zero, and changes nothing", () => {
+    const a = param([0, 0, 0]);
+    const b = param([0]);
+    const c = param([0]);
+    a.grad = Float64Array.from([1, -2, 2]);
+    b.grad = Float64Array.from([4]);
+    expect(gradNorm([a, b, c])).toBeCloseTo(Math.sqrt(1 + 4 + 4 + 16), 12);
+    expect(Array.from(a.grad)).toEqual([1, -2, 2]);
+    expect(gradNorm([c])).toBe(0);
   });
 });
 

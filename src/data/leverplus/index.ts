@@ -1,5 +1,5 @@
 /**
- * Lever-Plus artefact import/export (spec §2.4): beam data, RL data ("rollouts") and sampler-cache
+ * Lever-Plus artefact import/export (Python JSON files): beam data, RL data ("rollouts") and sampler-cache
  * pools. The Python files identify items by `idx`, the row of the split sorted by question_id; we
  * identify them by question id, mapping through the dataset's items (leverplus-common.ts).
  */

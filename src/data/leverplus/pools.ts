@@ -1,8 +1,8 @@
 /**
- * Lever-Plus sampler caches (spec §2.4.1) → PoolSet. File
+ * Lever-Plus sampler caches → PoolSet. File
  * `<ds>-<SamplerName>-anchor_sample_num: <N>:<K>.json` = `{"<anchor idx>": [K candidate idx]}`;
  * anchors are rows of the query dataset, candidates rows of the index dataset (both the train
- * split in Lever-Plus). The pool contract (design §2.2) forbids the query itself and items sharing
+ * split in Lever-Plus). The pool contract (docs/architecture.md) forbids the query itself and items sharing
  * its image; Lever-Plus samplers did not enforce that, so such candidates are an error unless the
  * caller asks to drop them. Pool sets hold exactly K per query, so dropping cuts every pool to the
  * shortest remaining length (sampler order kept; counts recorded in the pool set's settings).

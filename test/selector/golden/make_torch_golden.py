@@ -6,7 +6,7 @@ Run (Debian: apt-get install python3-torch, i.e. PyTorch 1.13):
     /usr/bin/python3 test/selector/golden/make_torch_golden.py > test/selector/golden/torch-golden.json
 
 The module below is written from the architecture description of the Lever-Plus pointer selector
-(spec §5.4-§5.6): input_proj -> L x [MHA(query token over candidates) + residual + LayerNorm] ->
+(docs/selector.md): input_proj -> L x [MHA(query token over candidates) + residual + LayerNorm] ->
 dropout -> query/cand projections -> L2 normalise -> per-step dot scores / tau with the V4-1 gate,
 the V4-2 GRU state update, optional step embedding and the V4-3 redundancy penalty; chosen positions
 are filled with -100 as the reference does. Eval mode (dropout inactive). Everything in float64.
