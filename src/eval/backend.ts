@@ -64,7 +64,7 @@ export function createVlm(
     backend = new OpenAiVlm({ ...client, baseUrls, model, seed: options.seed ?? 0 });
   }
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
-  const useCache = cache === "on" || (cache === "auto" && kind !== "sim");;
+  const useCache = cache === "on" || (cache === "auto" && kind !== "sim");
   const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
   return { vlm, backend, sim };
 }

@@ -28,17 +28,16 @@ function alloc(dtype: DType, n: number): Data {
   return dtype === "float64" ? new Float64Array(n) : new Float32Array(n);
 }
 
-export function buildBatch(
-  groups: QueryGroup[],
+/** The selector input of B queries: their embeddings and their pools over a compact table of the distinct index rows. */
+export function buildQueryInput(
+  groups: readonly Pick<QueryGroup, "queryRow" | "candRows">[],
   queryEmb: EmbeddingTable,
   indexEmb: EmbeddingTable,
   dtype: DType,
-): Batch {
+): SelectorInput {
   const B = groups.length;
   const d = queryEmb.dim;
   const K = Math.max(...groups.map((g) => g.candRows.length));
-  const G = Math.max(...groups.map((g) => g.trajectories.length));
-  const steps = groups[0].trajectories[0].length;
   const queries = alloc(dtype, B * d);
   groups.forEach((g, b) => {
     queries.set(queryEmb.data.subarray(g.queryRow * d, (g.queryRow + 1) * d), b * d);
@@ -57,6 +56,18 @@ export function buildBatch(
   });
   const table = alloc(dtype, compact.size * d);
   for (const [row, c] of compact) table.set(indexEmb.data.subarray(row * d, (row + 1) * d), c * d);
+  return { queries, table, slots, K };
+}
+
+export function buildBatch(
+  groups: QueryGroup[],
+  queryEmb: EmbeddingTable,
+  indexEmb: EmbeddingTable,
+  dtype: DType,
+): Batch {
+  const B = groups.length;
+  const G = Math.max(...groups.map((g) => g.trajectories.length));
+  const steps = groups[0].trajectories[0].length;
   const labels = new Int32Array(B * G * steps);
   const weights = new Float64Array(B * G);
   const real = new Uint8Array(B * G);
@@ -73,7 +84,16 @@ export function buildBatch(
       }
     }
   });
-  return { groups, input: { queries, table, slots, K }, G, steps, labels, weights, real, trajectoryOf };
+  return {
+    groups,
+    input: buildQueryInput(groups, queryEmb, indexEmb, dtype),
+    G,
+    steps,
+    labels,
+    weights,
+    real,
+    trajectoryOf,
+  };
 }
 
 /** Splits groups into batches of `size` queries in the given order. */

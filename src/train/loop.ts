@@ -228,6 +228,12 @@ export async function train<G>(
       });
       const ctx: StepContext = { epoch, step, totalSteps, rng: dropout };
       const trainable = objective.prepare ? await objective.prepare(batchGroups, ctx) : batchGroups;
+      if (trainable.length === 0) {
+        // Nothing to learn from in this batch (e.g. every sampled group was tied): no update.
+        hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: { lr, skipped: 1 } });
+        step++;
+        continue;
+      }
       optimizer.zeroGrad();
       const { loss, metrics } = objective.batchLoss(trainable, ctx);
       const value = loss.item();

@@ -30,10 +30,11 @@ import { AdvantageSchema, groupAdvantages } from "./advantages.js";
 import { type Batch, buildBatch, chunk } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
 import { KlController, KlControlSchema } from "./kl-control.js";
-import type { Objective } from "./loop.js";
+import type { Objective, StepContext } from "./loop.js";
+import { type OnlineSampler, OnlineSchema, type OnlineStats } from "./online.js";
 import { PolicyLossSchema, policyLoss, stepEntropy } from "./policy-loss.js";
 import { rceLoss, rceTemperature, TemperatureSchema } from "./rce.js";
-import { normalizeGroup, type RewardConfig } from "./rewards.js";
+import { isDegenerate, normalizeGroup, type RewardConfig } from "./rewards.js";
 import type { RlGroup } from "./rl-data.js";
 import type { RlValidator } from "./rl-validate.js";
 import type { ObjectiveState } from "./train-state.js";
@@ -77,6 +78,7 @@ export const GrpoSchema = z
       .boolean()
       .default(true)
       .describe("leave out queries whose rewards are all equal (they carry no policy gradient)"),
+    online: OnlineSchema.default(OnlineSchema.parse({})),
     policyDropout: z
       .boolean()
       .default(false)
@@ -164,33 +166,50 @@ export interface GrpoObjective extends Objective<RlGroup> {
   readonly beta: number;
 }
 
+/**
+ * `online`: the batches' trajectories are sampled from the current policy and scored by `prepare`
+ * (src/train/online.ts); the behaviour policy is then the policy itself (ratio 1) and the reference's
+ * log-probabilities are computed per batch. Offline, both come from the tables computed per refresh.
+ */
 export function grpoObjective(
   model: PointerSelector,
   data: RlObjectiveData,
   cfg: GrpoConfig,
   reference: PointerSelector,
+  online?: OnlineSampler,
 ): GrpoObjective {
-  const S = data.train[0]?.trajectories[0]?.length ?? 0;
   const behaviour = new PointerSelector(model.config, model.values(), model.dtype);
   const index = new Map(data.train.map((g, i) => [g.queryId, i]));
-  const refLogp = groupLogProbs(reference, data.train, data);
+  const refLogp = online ? [] : groupLogProbs(reference, data.train, data);
   let oldLogp: Float64Array[] = [];
   let behaviourEpoch = -1;
+  let sampled: OnlineStats | null = null;
   const kl = new KlController(cfg.kl);
   const refresh = (epoch: number) => {
     behaviour.load(model.values());
     behaviourEpoch = epoch;
-    oldLogp = groupLogProbs(behaviour, data.train, data);
+    if (!online) oldLogp = groupLogProbs(behaviour, data.train, data);
   };
   return {
     get beta() {
       return kl.beta;
     },
     startEpoch(epoch) {
+      if (online) return;
       if (behaviourEpoch < 0 || epoch - behaviourEpoch >= cfg.ppoEpochs) refresh(epoch);
       else if (oldLogp.length === 0) oldLogp = groupLogProbs(behaviour, data.train, data); // resumed mid-cycle
     },
+    ...(online
+      ? {
+          async prepare(groups: RlGroup[], ctx: StepContext) {
+            const drawn = await online.sample(model, groups, ctx.rng.child(`online-${ctx.step}`));
+            sampled = drawn.stats;
+            return cfg.dropZeroVariance ? drawn.groups.filter((g) => !isDegenerate(g.rewards)) : drawn.groups;
+          },
+        }
+      : {}),
     batchLoss(groups, ctx) {
+      const S = groups[0].trajectories[0].length;
       const curriculum = ctx.epoch < cfg.curriculum.epochs;
       const kept = groups.map((g) => (curriculum ? topK(g, cfg.curriculum.topK) : g.rewards.map((_, i) => i)));
       const views: RlGroup[] = groups.map((g, b) => ({
@@ -220,12 +239,20 @@ export function grpoObjective(
         });
         return out;
       };
+      // Online: the samples come from this very policy, so its (detached) log-probabilities are the behaviour's.
+      const old = online ? Float64Array.from(logp.data) : perStep(oldLogp);
+      const ref = online
+        ? noGrad(() => {
+            const refTf = reference.teacherForce(reference.encode(batch.input), batch.G, batch.labels, batch.steps);
+            return Float64Array.from(stepLogProbs(refTf, batch.labels).data);
+          })
+        : perStep(refLogp);
       const beta = kl.beta;
       const { loss, diagnostics: d } = policyLoss(
         {
           logp,
-          oldLogp: perStep(oldLogp),
-          refLogp: perStep(refLogp),
+          oldLogp: old,
+          refLogp: ref,
           advantages: rowValues(batch, (_g, b) => advantages[b]),
           weights: batch.weights,
         },
@@ -255,6 +282,12 @@ export function grpoObjective(
       entropy.forEach((e, t) => {
         metrics[`entropy@${t + 1}`] = e;
       });
+      if (sampled !== null) {
+        metrics.sampledReward = sampled.meanReward;
+        metrics.sampledAccuracy = sampled.meanAccuracy;
+        metrics.sampleFailures = sampled.failed;
+        metrics.droppedQueries = sampled.droppedQueries;
+      }
       if (curriculum)
         metrics.curriculumNegatives = advantages.flat().filter((a) => a < 0).length / Math.max(1, stats.trajectories);
       return { loss, metrics };

@@ -11,7 +11,8 @@ import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
-import type { RolloutSet } from "../data/trajectories.js";
+import { selectSubset } from "../data/splits.js";
+import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
 import { answerPrompts, buildPrompt, vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
@@ -20,16 +21,17 @@ import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
-import { resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
+import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { preflight } from "../vlm/types.js";
+import { preflight, type Vlm } from "../vlm/types.js";
 import type { EmbeddingTable } from "./data.js";
 import { healthWarnings } from "./health.js";
 import { optimSchema } from "./loop.js";
+import { type OnlineConfig, OnlineSampler } from "./online.js";
 import type { ProgressStream } from "./progress.js";
 import { RewardSchema } from "./rewards.js";
 import { buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
@@ -42,12 +44,18 @@ import { loadTrainState } from "./train-state.js";
 /** What an RL run reads (not part of the hashed training config). */
 export const RlInputsSchema = z
   .object({
-    rollouts: z.string().min(1).describe("rollout set: a name under artifacts/rollouts/, or a file"),
+    rollouts: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("rollout set: a name under artifacts/rollouts/, or a file (not needed with --online)"),
     pools: z
       .string()
       .min(1)
       .optional()
-      .describe("pool set the rollouts were drawn from (needed when the rollouts do not carry their pools)"),
+      .describe(
+        "pool set the rollouts were drawn from (needed when the rollouts do not carry their pools, and with --online)",
+      ),
     dataset: z.string().min(1).describe("index dataset (the candidates)"),
     embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
     init: z
@@ -147,7 +155,7 @@ export type RlStageConfig = RceStageConfig | GrpoStageConfig;
 
 /** Metrics shown on the per-epoch progress line. */
 const DISPLAY: Record<RlStage, string[]> = {
-  rce: ["trainLoss", "temperature", "valRce", "valTop1", "selectionChange", "valAccuracy"],
+  rce: ["trainLoss", "temperature", "valRce", "valTop1", "selectionChange", "valAccuracy", "valAccuracyGain"],
   grpo: [
     "trainLoss",
     "policyLoss",
@@ -159,9 +167,11 @@ const DISPLAY: Record<RlStage, string[]> = {
     "clipLow",
     "clipHigh",
     "entropy",
+    "sampledAccuracy",
     "valRce",
     "selectionChange",
     "valAccuracy",
+    "valAccuracyGain",
   ],
 };
 
@@ -172,7 +182,11 @@ export function resolveMetric(config: RlStageConfig): RlStageConfig {
 }
 
 interface ResolvedRlInputs {
-  rollouts: { set: RolloutSet; file: string };
+  /** The offline data; null for online GRPO. */
+  rollouts: { set: RolloutSet; file: string } | null;
+  /** The dataset of the training queries (the rollouts' or the pools' queries). */
+  queryDataset: string;
+  promptOrder: PromptOrder;
   pools: { set: PoolSet; file: string } | null;
   queryEmb: EmbeddingTable;
   indexEmb: EmbeddingTable;
@@ -186,8 +200,12 @@ function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
   return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
 }
 
-function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
-  const rollouts = resolveRolloutSet(ws, inputs.rollouts);
+function resolveInputs(ws: Workspace, inputs: RlInputs, online: OnlineConfig | null): ResolvedRlInputs {
+  if (online === null && inputs.rollouts === undefined)
+    throw new LeverError("give the rollouts to train on (or train online with --online)", { field: "--rollouts" });
+  if (online !== null && inputs.pools === undefined)
+    throw new LeverError("online GRPO samples from each query's pool: give --pools", { field: "--pools" });
+  const rollouts = online === null && inputs.rollouts !== undefined ? resolveRolloutSet(ws, inputs.rollouts) : null;
   const pools = inputs.pools !== undefined ? resolvePoolSet(ws, inputs.pools) : null;
   if (pools !== null && pools.set.indexDataset !== inputs.dataset)
     throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${inputs.dataset}"`, {
@@ -195,7 +213,7 @@ function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
       field: "indexDataset",
     });
   const indexEmb = table(ws, inputs.dataset, inputs.embedding);
-  const queryDataset = rollouts.set.dataset;
+  const queryDataset = rollouts?.set.dataset ?? (pools as ResolvedSet<PoolSet>).set.queryDataset;
   const queryEmb = queryDataset === inputs.dataset ? indexEmb : table(ws, queryDataset, inputs.embedding);
   const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });
   const embedding = (dataset: string): ArtifactRef => {
@@ -204,7 +222,7 @@ function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
     return { path: ws.resolveArtifact(record.path), sha256: record.sha256 };
   };
   const files: Record<string, ArtifactRef> = {
-    rollouts: file(rollouts.file),
+    ...(rollouts !== null ? { rollouts: file(rollouts.file) } : {}),
     ...(pools !== null ? { pools: file(pools.file) } : {}),
     indexEmbedding: embedding(inputs.dataset),
     queryEmbedding: embedding(queryDataset),
@@ -212,7 +230,8 @@ function resolveInputs(ws: Workspace, inputs: RlInputs): ResolvedRlInputs {
     ...(inputs.reference !== undefined ? { reference: file(inputs.reference) } : {}),
   };
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
-  return { rollouts, pools, queryEmb, indexEmb, dataHashes, files: Object.values(files) };
+  const promptOrder = rollouts?.set.promptOrder ?? (online?.order as PromptOrder);
+  return { rollouts, queryDataset, promptOrder, pools, queryEmb, indexEmb, dataHashes, files: Object.values(files) };
 }
 
 export interface RlStageOptions {
@@ -254,7 +273,7 @@ function storedConfig(
     },
     dataHashes: hashes,
     config,
-    vlm: config.validation.answers ? vlm : null,
+    vlm: config.validation.answers || onlineOf(stage, config) !== null ? vlm : null,
   };
 }
 
@@ -272,7 +291,7 @@ const StoredSchema = z.object({
  */
 export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<RlStageResult> {
   const config = resolveMetric(opts.config);
-  const inputs = resolveInputs(ws, opts.inputs);
+  const inputs = resolveInputs(ws, opts.inputs, onlineOf(opts.stage, config));
   const stored = storedConfig(opts.stage, opts.inputs, inputs.dataHashes, config, opts.vlm);
   const unfinished = ws
     .listRuns({ kind: opts.stage, configHash: hashValue(stored) })
@@ -306,7 +325,7 @@ export async function resumeRlStage(
     throw new LeverError(`run ${runId} is already done`, { record: runId });
   const schema = stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema;
   const config = schema.parse(parsed.data.config);
-  const inputs = resolveInputs(ws, parsed.data.inputs);
+  const inputs = resolveInputs(ws, parsed.data.inputs, onlineOf(stage, config));
   for (const [name, hash] of Object.entries(parsed.data.dataHashes))
     if (inputs.dataHashes[name] !== hash)
       throw new LeverError(
@@ -332,21 +351,19 @@ async function execute(
   progress?: ProgressStream | null,
   note?: (text: string) => void,
 ): Promise<RlStageResult> {
-  const { groups, stats } = buildRlGroups(
-    inputs.rollouts.set,
-    inputs.pools?.set ?? null,
-    inputs.queryEmb,
-    inputs.indexEmb,
-    {
-      reward: config.reward,
-      shots: config.data.shots,
-      files: { rollouts: inputs.rollouts.file, pools: inputs.pools?.file ?? inputs.rollouts.file },
-    },
-  );
-  if (groups.length === 0) throw new LeverError("no query has a scored trajectory", { file: inputs.rollouts.file });
+  const online = onlineOf(stage, config);
+  const init: Checkpoint | undefined = refs.init !== undefined ? loadCheckpoint(refs.init) : undefined;
+  const { groups, stats } =
+    inputs.rollouts !== null
+      ? buildRlGroups(inputs.rollouts.set, inputs.pools?.set ?? null, inputs.queryEmb, inputs.indexEmb, {
+          reward: config.reward,
+          shots: config.data.shots,
+          files: { rollouts: inputs.rollouts.file, pools: inputs.pools?.file ?? inputs.rollouts.file },
+        })
+      : onlineGroups(ws, inputs, online as OnlineConfig, config.data.shots ?? init?.shots, config.seed);
+  if (groups.length === 0) throw new LeverError("no query has a scored trajectory", { file: inputs.rollouts?.file });
   if (inputs.queryEmb.dim !== inputs.indexEmb.dim)
     throw new LeverError(`query embeddings have dim ${inputs.queryEmb.dim}, candidates ${inputs.indexEmb.dim}`);
-  const init: Checkpoint | undefined = refs.init !== undefined ? loadCheckpoint(refs.init) : undefined;
   const modelConfig = init
     ? init.config
     : SelectorConfigSchema.parse({ ...config.model, d: inputs.queryEmb.dim, shots: stats.shots });
@@ -370,14 +387,34 @@ async function execute(
   const reference = referenceCkpt
     ? new PointerSelector(referenceCkpt.config, referenceCkpt.params, config.dtype)
     : start;
-  const poolOf = new Map<string, readonly string[]>();
-  for (const [id, q] of Object.entries(inputs.rollouts.set.queries)) {
-    const pool = q.pool ?? inputs.pools?.set.pools[id];
-    if (pool !== undefined) poolOf.set(id, pool);
-  }
-  const answerer = config.validation.answers
-    ? makeAnswerer(ws, inputs, refs.dataset, vlmSettings, config.seed)
-    : undefined;
+  const poolOf = new Map<string, readonly string[]>(Object.entries(inputs.pools?.set.pools ?? {}));
+  for (const [id, q] of Object.entries(inputs.rollouts?.set.queries ?? {})) if (q.pool) poolOf.set(id, q.pool);
+  const vlmCtx =
+    config.validation.answers || online !== null
+      ? vlmContext(
+          ws,
+          inputs,
+          refs.dataset,
+          vlmSettings,
+          config.seed,
+          online?.gtAnswers !== undefined && online.gtAnswers !== "none",
+        )
+      : null;
+  const answerer = config.validation.answers && vlmCtx !== null ? makeAnswerer(vlmCtx) : undefined;
+  const sampler =
+    online !== null && vlmCtx !== null
+      ? new OnlineSampler(online, {
+          queryEmb: inputs.queryEmb,
+          indexEmb: inputs.indexEmb,
+          shots: stats.shots,
+          reward: config.reward,
+          queryById: vlmCtx.queryById,
+          indexById: vlmCtx.indexById,
+          poolIds: (g) => poolOf.get(g.queryId) ?? [],
+          answer: { vlm: vlmCtx.vlm, ...vlmCtx.answering },
+        })
+      : undefined;
+  if (vlmCtx !== null) await vlmCtx.ready();
   const checkpointDir = checkpointDirOf(ws, runId, stage);
   const statePath = join(checkpointDir, STATE_FILE);
   const resume = resumed && existsSync(statePath) ? loadTrainState(statePath) : undefined;
@@ -387,12 +424,12 @@ async function execute(
     .reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
   const totalCount = start.specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
   let trainGroups = groups;
-  if (stage === "grpo" && (config as GrpoStageConfig).grpo.dropZeroVariance) {
+  if (stage === "grpo" && (config as GrpoStageConfig).grpo.dropZeroVariance && online === null) {
     trainGroups = groups.filter((g) => !g.rewards.every((r) => r === g.rewards[0]));
     if (trainGroups.length < 2)
       throw new LeverError(
         `${groups.length - trainGroups.length} of ${groups.length} queries have all-equal rewards and carry no policy gradient; use a denser reward (--reward-mode hybrid) or more diverse rollouts`,
-        { file: inputs.rollouts.file },
+        { file: inputs.rollouts?.file },
       );
   }
   const done = await executeStage(
@@ -441,7 +478,7 @@ async function execute(
           };
           return stage === "rce"
             ? rceObjective(model, objData, (config as RceStageConfig).rce, config.reward)
-            : grpoObjective(model, objData, (config as GrpoStageConfig).grpo, reference);
+            : grpoObjective(model, objData, (config as GrpoStageConfig).grpo, reference, sampler);
         },
         checkpointDir: dir,
         checkpoint: {
@@ -451,7 +488,7 @@ async function execute(
             runId,
             dataHashes: inputs.dataHashes,
             notes: {
-              promptOrder: inputs.rollouts.set.promptOrder,
+              promptOrder: inputs.promptOrder,
               configHash: hashValue(config),
               parent: refs.init !== undefined ? resolve(refs.init) : "seeded init",
               ...(inputs.pools !== null ? { poolSampler: inputs.pools.set.sampler } : {}),
@@ -475,35 +512,110 @@ async function execute(
   };
 }
 
-/** Answers validation queries through the one answering path (cached), for valAccuracy. */
-function makeAnswerer(
+/** The VLM with the items and settings the validation answers and online sampling use. */
+interface VlmContext {
+  vlm: Vlm;
+  queryById: ReadonlyMap<string, VqaItem>;
+  indexById: ReadonlyMap<string, VqaItem>;
+  order: PromptOrder;
+  answering: ReturnType<typeof vqaAnswering>;
+  /** Checks the server once (a no-op for the simulator). */
+  ready(): Promise<void>;
+}
+
+function vlmContext(
   ws: Workspace,
   inputs: ResolvedRlInputs,
   indexDataset: string,
   settings: VlmSettings,
   seed: number,
-): Answerer {
-  const queryDataset = inputs.rollouts.set.dataset;
+  scoring: boolean,
+): VlmContext {
   const index = ws.loadItems(indexDataset);
-  const queries = queryDataset === indexDataset ? index : ws.loadItems(queryDataset);
-  const indexById = new Map(index.map((item) => [item.questionId, item]));
-  const queryById = new Map<string, VqaItem>(queries.map((item) => [item.questionId, item]));
-  const { vlm } = createVlm(ws, settings, ws.requireDataset(queryDataset), { seed });
-  const answering = vqaAnswering("official");
-  const order = inputs.rollouts.set.promptOrder;
+  const queries = inputs.queryDataset === indexDataset ? index : ws.loadItems(inputs.queryDataset);
+  const { vlm } = createVlm(ws, settings, ws.requireDataset(inputs.queryDataset), { seed });
   let checked: Promise<void> | null = null;
+  return {
+    vlm,
+    queryById: new Map(queries.map((item) => [item.questionId, item])),
+    indexById: new Map(index.map((item) => [item.questionId, item])),
+    order: inputs.promptOrder,
+    answering: vqaAnswering("official"),
+    ready: () => {
+      checked ??= preflight(vlm, { scoring });
+      return checked;
+    },
+  };
+}
+
+/** Answers validation queries through the one answering path, for valAccuracy. */
+function makeAnswerer(ctx: VlmContext): Answerer {
   return async (queryIds, selections) => {
-    // The server is checked once, before the first validation answers (a no-op for the simulator).
-    checked ??= preflight(vlm, { scoring: false });
-    await checked;
     const items = queryIds.map((id) => {
-      const item = queryById.get(id);
-      if (item === undefined) throw new LeverError(`validation query "${id}" is not in dataset "${queryDataset}"`);
+      const item = ctx.queryById.get(id);
+      if (item === undefined) throw new LeverError(`validation query "${id}" is not in the query dataset`);
       return item;
     });
-    const prompts = items.map((item, i) => buildPrompt(item, selections[i], indexById, order));
-    const answers = await answerPrompts(prompts, items, { vlm, ...answering });
+    const prompts = items.map((item, i) => buildPrompt(item, selections[i], ctx.indexById, ctx.order));
+    const answers = await answerPrompts(prompts, items, { vlm: ctx.vlm, ...ctx.answering });
     if (answers === null) throw new LeverError("validation was interrupted");
     return answers.map((a) => a.accuracy);
+  };
+}
+
+/** The online stage's configuration, or null (RCE, offline GRPO). */
+function onlineOf(stage: RlStage, config: RlStageConfig): OnlineConfig | null {
+  if (stage !== "grpo") return null;
+  const online = (config as GrpoStageConfig).grpo.online;
+  return online.enabled ? online : null;
+}
+
+/** Online GRPO's groups: the chosen queries of the pool set with their pools, no trajectories yet. */
+function onlineGroups(
+  ws: Workspace,
+  inputs: ResolvedRlInputs,
+  online: OnlineConfig,
+  shots: number | undefined,
+  seed: number,
+): { groups: RlGroup[]; stats: RlDataStats } {
+  if (shots === undefined)
+    throw new LeverError("online GRPO needs the number of shots: give --shots or start from a checkpoint (--init)", {
+      field: "--shots",
+    });
+  const pools = (inputs.pools as ResolvedSet<PoolSet>).set;
+  const items = ws.loadItems(inputs.queryDataset).filter((item) => pools.pools[item.questionId] !== undefined);
+  const chosen = selectSubset(items, online.queries, seed);
+  const groups: RlGroup[] = chosen.map((item) => {
+    const queryRow = inputs.queryEmb.rowOf.get(item.questionId);
+    if (queryRow === undefined) throw new LeverError("query has no embedding row", { record: item.questionId });
+    const candRows = Int32Array.from(pools.pools[item.questionId], (id) => {
+      const row = inputs.indexEmb.rowOf.get(id);
+      if (row === undefined)
+        throw new LeverError(`candidate "${id}" has no embedding row`, { record: item.questionId, field: "pools" });
+      return row;
+    });
+    return {
+      queryId: item.questionId,
+      queryRow,
+      candRows,
+      trajectories: [],
+      rewards: [],
+      methods: [],
+      weights: [],
+      best: 0,
+    };
+  });
+  return {
+    groups,
+    stats: {
+      queries: groups.length,
+      trajectories: 0,
+      shots,
+      K: pools.k,
+      failedTrajectories: 0,
+      droppedQueries: 0,
+      zeroVarianceQueries: 0,
+      positiveFraction: Number.NaN,
+    },
   };
 }

@@ -8,14 +8,15 @@
  *                     checkpoint's (greedy decoding is prefix-consistent, so shot s is the first s picks),
  *                     and `selectionChange` = the share that differ at any shot;
  *   valAccuracy@s     with an answerer (a VLM): the mean VQA accuracy of the greedy choice at s shots,
- *                     and `valAccuracy` their mean — the honest selection metric when a VLM is at hand.
+ *                     and `valAccuracy` their mean — the honest selection metric when a VLM is at hand;
+ *                     `valAccuracyStart` is the starting checkpoint's, `valAccuracyGain` the difference.
  */
 
 import { greedyDecode } from "../selector/decode.js";
 import type { PointerSelector } from "../selector/model.js";
 import { sequenceLogProbs } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
-import { buildBatch, chunk } from "./batch.js";
+import { buildBatch, buildQueryInput, chunk } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
 import { rceValidationLoss } from "./rce.js";
 import type { RlGroup } from "./rl-data.js";
@@ -39,8 +40,8 @@ export function greedyPositions(model: PointerSelector, data: RlValidationData):
   const out: number[][] = [];
   noGrad(() => {
     for (const part of chunk(data.groups, data.batchQueries)) {
-      const batch = buildBatch(part, data.queryEmb, data.indexEmb, model.dtype);
-      out.push(...greedyDecode(model, model.encode(batch.input), data.shots).map((t) => t.positions));
+      const input = buildQueryInput(part, data.queryEmb, data.indexEmb, model.dtype);
+      out.push(...greedyDecode(model, model.encode(input), data.shots).map((t) => t.positions));
     }
   });
   return out;
@@ -48,6 +49,8 @@ export function greedyPositions(model: PointerSelector, data: RlValidationData):
 
 export class RlValidator {
   private readonly start: number[][];
+  /** The starting checkpoint's valAccuracy metrics (answered once, on the first validation). */
+  private startAccuracy: Record<string, number> | null = null;
 
   /** `startModel`: the starting checkpoint, whose greedy choices `selectionChange` compares with. */
   constructor(
@@ -60,9 +63,11 @@ export class RlValidator {
   async validate(model: PointerSelector): Promise<Record<string, number>> {
     const { groups, shots } = this.data;
     if (groups.length === 0) return {};
+    // Online training has no stored trajectories: only the greedy choices (and answers) are validated.
+    const scoredGroups = groups.filter((g) => g.trajectories.length > 0);
     let rceSum = 0;
     noGrad(() => {
-      for (const part of chunk(groups, this.data.batchQueries)) {
+      for (const part of chunk(scoredGroups, this.data.batchQueries)) {
         const batch = buildBatch(part, this.data.queryEmb, this.data.indexEmb, model.dtype);
         const tf = model.teacherForce(model.encode(batch.input), batch.G, batch.labels, batch.steps);
         const rewards = Array.from(batch.trajectoryOf, (t, r) =>
@@ -84,7 +89,7 @@ export class RlValidator {
         covered++;
         rewardSum += g.rewards[hit];
       }
-      if (picks[0] === g.trajectories[g.best][0]) top1++;
+      if (g.trajectories.length > 0 && picks[0] === g.trajectories[g.best][0]) top1++;
       let any = false;
       for (let s = 1; s <= shots; s++) {
         if (picks.slice(0, s).some((p, i) => p !== this.start[q][i])) {
@@ -95,17 +100,23 @@ export class RlValidator {
       if (any) changedAny++;
     });
     const n = groups.length;
+    const scored = scoredGroups.length;
     const metrics: Record<string, number> = {
-      valRce: rceSum / n,
-      valGreedyCoverage: covered / n,
+      ...(scored > 0 ? { valRce: rceSum / scored, valGreedyCoverage: covered / scored, valTop1: top1 / scored } : {}),
       ...(covered > 0 ? { valGreedyReward: rewardSum / covered } : {}),
-      valTop1: top1 / n,
       selectionChange: changedAny / n,
     };
     changed.forEach((c, s) => {
       metrics[`selectionChange@${s + 1}`] = c / n;
     });
-    if (this.data.answerer !== undefined) Object.assign(metrics, await this.accuracy(greedy));
+    if (this.data.answerer !== undefined) {
+      const now = await this.accuracy(greedy);
+      this.startAccuracy ??= await this.accuracy(this.start);
+      Object.assign(metrics, now, {
+        valAccuracyStart: this.startAccuracy.valAccuracy,
+        valAccuracyGain: now.valAccuracy - this.startAccuracy.valAccuracy,
+      });
+    }
     return metrics;
   }
 

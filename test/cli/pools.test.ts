@@ -90,11 +90,11 @@ describe("lever pools", () => {
     );
     expectUserError(
       await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "mix", "--ratios", "0.5,0.5,0.5"]),
-      /shares must sum to 1/,
+      /field "--ratios": the three shares must sum to 1/,
     );
     expectUserError(
       await runPoolsCli(["--queries", "val", "--index", "train", "--sampler", "random", "--ratios", "1,0,0"]),
-      /--ratios only applies to --sampler mix/,
+      /field "--ratios": ratios only apply to the mix sampler/,
     );
     expectUserError(await runPoolsCli(["--queries", "nope", "--index", "train", "--sampler", "random"]), /nope/);
     expectUserError(

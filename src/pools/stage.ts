@@ -1,0 +1,119 @@
+/**
+ * `lever pools` as a function: every query of a dataset gets its K candidates from the index through
+ * the pool contract, with the inputs' identities (items and embedding hashes) recorded in the pool
+ * set, stored as `artifacts/pools/NAME.json` (identical content is a no-op, other content needs
+ * `replace`, and a pool set a run read is never replaced). Used by the CLI and by `lever run`.
+ */
+import { z } from "zod";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { poolArtifactPath, writePoolSet } from "../store/sets.js";
+import type { ArtifactRef, Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { buildPoolSet, embeddingKindsFor } from "./artifact.js";
+import { DEFAULT_MIX_RATIOS, DEFAULT_POOL, type EmbeddingSet, SAMPLERS } from "./samplers.js";
+import { defaultGemm } from "./search.js";
+
+const share = z.number().min(0).max(1);
+
+export const PoolsSettingsSchema = z
+  .object({
+    queries: z.string().min(1).describe("dataset whose items get a pool"),
+    index: z.string().min(1).describe("dataset the candidates come from (the train split)"),
+    sampler: z.enum(SAMPLERS).default(DEFAULT_POOL.sampler).describe("how candidates are chosen"),
+    k: z.number().int().positive().default(DEFAULT_POOL.k).describe("candidates per query"),
+    seed: z.number().int().default(0).describe("seed of the random draws"),
+    ratios: z
+      .tuple([share, share, share])
+      .optional()
+      .describe(
+        `mix sampler: shares of random, text-similar and image-similar candidates (default ${DEFAULT_MIX_RATIOS.random},${DEFAULT_MIX_RATIOS.text},${DEFAULT_MIX_RATIOS.image})`,
+      ),
+    out: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("artefact name: artifacts/pools/NAME.json (default <queries>.<sampler>.k<K>.s<seed>)"),
+    replace: z.boolean().default(false).describe("overwrite an existing pool set of that name that has other content"),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if (s.ratios !== undefined && s.sampler !== "mix")
+      ctx.addIssue({ code: "custom", path: ["ratios"], message: "ratios only apply to the mix sampler" });
+    if (s.ratios !== undefined && Math.abs(s.ratios[0] + s.ratios[1] + s.ratios[2] - 1) > 1e-9)
+      ctx.addIssue({ code: "custom", path: ["ratios"], message: "the three shares must sum to 1" });
+  });
+export type PoolsSettings = z.output<typeof PoolsSettingsSchema>;
+
+export interface PoolsSummary {
+  name: string;
+  path: string;
+  sha256: string;
+  queries: number;
+  index: number;
+  sampler: string;
+  k: number;
+  seed: number;
+  ratios?: unknown;
+  /** The GEMM path of the similarity search (null for the random sampler). */
+  gemm: string | null;
+  seconds: number;
+}
+
+export function poolSetName(s: Pick<PoolsSettings, "out" | "queries" | "sampler" | "k" | "seed">): string {
+  return s.out ?? `${s.queries}.${s.sampler}.k${s.k}.s${s.seed}`;
+}
+
+export function makePools(ws: Workspace, s: PoolsSettings): PoolsSummary & { ref: ArtifactRef } {
+  const started = performance.now();
+  const name = poolSetName(s);
+  poolArtifactPath(name); // validate the name before any work
+  const queryRecord = ws.requireDataset(s.queries);
+  const indexRecord = ws.requireDataset(s.index);
+  const queries = ws.loadItems(queryRecord.name);
+  const index = ws.loadItems(indexRecord.name);
+  if (queries.length === 0) throw new LeverError(`dataset "${s.queries}" has no items`, { field: "--queries" });
+  const ratios = s.ratios === undefined ? undefined : { random: s.ratios[0], text: s.ratios[1], image: s.ratios[2] };
+  const kinds = embeddingKindsFor(s.sampler, s.k, ratios);
+  const queryEmbeddings: EmbeddingSet = {};
+  const indexEmbeddings: EmbeddingSet = {};
+  const embeddingHashes: Record<string, string> = {};
+  for (const kind of kinds) {
+    queryEmbeddings[kind] = loadDatasetEmbedding(ws, s.queries, kind);
+    indexEmbeddings[kind] = loadDatasetEmbedding(ws, s.index, kind);
+    for (const dataset of [s.queries, s.index])
+      embeddingHashes[`${dataset}/${kind}`] = ws.getEmbedding(dataset, kind)?.sha256 ?? "";
+  }
+  const { gemm, path: gemmPath } = defaultGemm();
+  const poolSet = buildPoolSet({
+    queryDataset: s.queries,
+    queries,
+    indexDataset: s.index,
+    index,
+    sampler: s.sampler,
+    k: s.k,
+    seed: s.seed,
+    ratios,
+    queryEmbeddings,
+    indexEmbeddings,
+    gemm,
+    provenance: {
+      itemsHashes: { [s.queries]: queryRecord.itemsHash, [s.index]: indexRecord.itemsHash },
+      ...(kinds.length > 0 ? { embeddings: embeddingHashes } : {}),
+    },
+  });
+  const ref = writePoolSet(ws, name, poolSet, { replace: s.replace });
+  return {
+    ref,
+    name,
+    path: ref.path,
+    sha256: ref.sha256,
+    queries: queries.length,
+    index: index.length,
+    sampler: s.sampler,
+    k: s.k,
+    seed: s.seed,
+    ...(poolSet.settings.ratios !== undefined ? { ratios: poolSet.settings.ratios } : {}),
+    gemm: kinds.length > 0 ? gemmPath : null,
+    seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
+  };
+}

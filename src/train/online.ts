@@ -1,0 +1,165 @@
+/**
+ * On-policy data for GRPO (`lever train grpo --online`): for every query of a batch, draw G
+ * trajectories from the CURRENT policy (softmax of its step scores at a sampling temperature, seeded
+ * per step), answer and score them through the rollout scorer — the evaluation's one answering path
+ * plus the annotator-answer probabilities (src/datagen/score.ts), with the workspace's response cache
+ * when it is on — and turn them into the query's group with rewards. A failed VLM call removes that
+ * trajectory (counted), never scores it 0. The sampling policy is the policy being updated, so the
+ * importance ratio of the update is exactly 1 (one update per sample, as TRL with num_iterations = 1).
+ */
+import { z } from "zod";
+import type { VqaItem } from "../data/item.js";
+import type { PromptOrder } from "../data/trajectories.js";
+import { GT_ANSWER_SETS, scoreTrajectories } from "../datagen/score.js";
+import type { AnswerDeps } from "../eval/answer.js";
+import { sampleDecode } from "../selector/decode.js";
+import type { PointerSelector } from "../selector/model.js";
+import { noGrad } from "../tensor/tensor.js";
+import { LeverError } from "../util/errors.js";
+import type { Rng } from "../util/rng.js";
+import { buildQueryInput } from "./batch.js";
+import type { EmbeddingTable } from "./data.js";
+import { type RewardConfig, trajectoryReward } from "./rewards.js";
+import type { RlGroup } from "./rl-data.js";
+
+export const OnlineSchema = z
+  .object({
+    enabled: z.boolean().default(false).meta({
+      flag: "online",
+      description:
+        "on-policy GRPO: sample each batch's trajectories from the current policy and score them with the VLM",
+    }),
+    queries: z
+      .string()
+      .regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all")
+      .default("all")
+      .describe("online: training queries among the pool set's queries (first:N, random:N or all)"),
+    samples: z.number().int().min(2).default(8).describe("online: trajectories sampled per query and step (G)"),
+    temperature: z
+      .number()
+      .positive()
+      .default(1)
+      .describe("online: sampling temperature on the policy's step scores (1 = the policy itself)"),
+    gtAnswers: z
+      .enum(GT_ANSWER_SETS)
+      .default("all")
+      .describe("online: annotator answers whose probability is scored (all: needed by hybrid and gtprob rewards)"),
+    correctThreshold: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe("online: vqaCorrect = 1 iff accuracy > 0 (0) or ≥ this threshold"),
+    order: z
+      .enum(["nearest", "farthest"])
+      .default("nearest")
+      .describe("online: prompt order (nearest: the first selected demonstration next to the query)"),
+  })
+  .strict();
+export type OnlineConfig = z.infer<typeof OnlineSchema>;
+
+export interface OnlineContext {
+  queryEmb: EmbeddingTable;
+  indexEmb: EmbeddingTable;
+  shots: number;
+  reward: RewardConfig;
+  /** Items of the query dataset and of the index, and each group's pool as question ids. */
+  queryById: ReadonlyMap<string, VqaItem>;
+  indexById: ReadonlyMap<string, VqaItem>;
+  poolIds(group: RlGroup): readonly string[];
+  answer: AnswerDeps;
+}
+
+export interface OnlineStats {
+  sampled: number;
+  failed: number;
+  /** Queries left with fewer than two scored samples (no group-relative signal). */
+  droppedQueries: number;
+  meanReward: number;
+  meanAccuracy: number;
+}
+
+export class OnlineSampler {
+  constructor(
+    private readonly config: OnlineConfig,
+    private readonly ctx: OnlineContext,
+  ) {}
+
+  /** Samples and scores G trajectories per query; returns the groups with their rewards. */
+  async sample(
+    model: PointerSelector,
+    groups: readonly RlGroup[],
+    rng: Rng,
+  ): Promise<{ groups: RlGroup[]; stats: OnlineStats }> {
+    const { ctx, config } = this;
+    const drawn = noGrad(() => {
+      const enc = model.encode(buildQueryInput(groups, ctx.queryEmb, ctx.indexEmb, model.dtype));
+      return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });
+    });
+    const scored = await Promise.all(
+      groups.map((g, b) => {
+        const query = ctx.queryById.get(g.queryId);
+        if (query === undefined) throw new LeverError(`query "${g.queryId}" is not in the query dataset`);
+        const pool = ctx.poolIds(g);
+        return scoreTrajectories(
+          query,
+          drawn[b].map((t) => t.positions.map((p) => pool[p])),
+          ctx.indexById,
+          {
+            gtAnswers: config.gtAnswers,
+            correctThreshold: config.correctThreshold,
+            order: config.order as PromptOrder,
+          },
+          ctx.answer,
+        );
+      }),
+    );
+    const stats: OnlineStats = { sampled: 0, failed: 0, droppedQueries: 0, meanReward: 0, meanAccuracy: 0 };
+    const out: RlGroup[] = [];
+    let rewardSum = 0;
+    let accSum = 0;
+    groups.forEach((g, b) => {
+      const trajectories: Int32Array[] = [];
+      const rewards: number[] = [];
+      scored[b].forEach((s, i) => {
+        stats.sampled++;
+        if (s.failure !== null || s.vqaAccScore === null) {
+          stats.failed++;
+          return;
+        }
+        const reward = trajectoryReward(
+          {
+            selected: [],
+            vqaAccScore: s.vqaAccScore,
+            ...(s.vqaCorrect !== null ? { vqaCorrect: s.vqaCorrect } : {}),
+            vqaGtProb: s.vqaGtProb,
+            gtLogprob: s.gtLogprob,
+          },
+          ctx.reward,
+          { queryId: g.queryId, index: i },
+        );
+        trajectories.push(Int32Array.from(drawn[b][i].positions));
+        rewards.push(reward);
+        rewardSum += reward;
+        accSum += s.vqaAccScore;
+      });
+      if (trajectories.length < 2) {
+        stats.droppedQueries++;
+        return;
+      }
+      const best = rewards.reduce((k, r, i) => (r > rewards[k] ? i : k), 0);
+      out.push({
+        ...g,
+        trajectories,
+        rewards,
+        methods: trajectories.map(() => "sample"),
+        weights: rewards.map(() => 1),
+        best,
+      });
+    });
+    const kept = stats.sampled - stats.failed;
+    stats.meanReward = kept > 0 ? rewardSum / kept : Number.NaN;
+    stats.meanAccuracy = kept > 0 ? accSum / kept : Number.NaN;
+    return { groups: out, stats };
+  }
+}
