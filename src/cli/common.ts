@@ -22,9 +22,9 @@ export function workspaceDir(command: Command): string {
 export async function withWorkspace<T>(
   command: Command,
   fn: (ws: Workspace) => T | Promise<T>,
-  options: { readOnly?: boolean } = {},
+  options: { readOnly?: boolean; create?: boolean } = {},
 ): Promise<T> {
-  const ws = Workspace.open(workspaceDir(command), { create: false, readOnly: options.readOnly });
+  const ws = Workspace.open(workspaceDir(command), { create: options.create ?? false, readOnly: options.readOnly });
   try {
     return await fn(ws);
   } catch (error) {

@@ -15,7 +15,8 @@ import { defaultGemm } from "./search.js";
 
 const share = z.number().min(0).max(1);
 
-export const PoolsSettingsSchema = z
+/** The fields (other schemas spread or omit them); `PoolsSettingsSchema` adds the cross-field checks. */
+export const PoolsFieldsSchema = z
   .object({
     queries: z.string().min(1).describe("dataset whose items get a pool"),
     index: z.string().min(1).describe("dataset the candidates come from (the train split)"),
@@ -35,13 +36,17 @@ export const PoolsSettingsSchema = z
       .describe("artefact name: artifacts/pools/NAME.json (default <queries>.<sampler>.k<K>.s<seed>)"),
     replace: z.boolean().default(false).describe("overwrite an existing pool set of that name that has other content"),
   })
-  .strict()
-  .superRefine((s, ctx) => {
-    if (s.ratios !== undefined && s.sampler !== "mix")
-      ctx.addIssue({ code: "custom", path: ["ratios"], message: "ratios only apply to the mix sampler" });
-    if (s.ratios !== undefined && Math.abs(s.ratios[0] + s.ratios[1] + s.ratios[2] - 1) > 1e-9)
-      ctx.addIssue({ code: "custom", path: ["ratios"], message: "the three shares must sum to 1" });
-  });
+  .strict();
+
+/** Mix shares only for the mix sampler, and they sum to 1. */
+export function checkPoolsSettings(s: { sampler: string; ratios?: readonly number[] }, ctx: z.RefinementCtx): void {
+  if (s.ratios !== undefined && s.sampler !== "mix")
+    ctx.addIssue({ code: "custom", path: ["ratios"], message: "ratios only apply to the mix sampler" });
+  if (s.ratios !== undefined && Math.abs(s.ratios[0] + s.ratios[1] + s.ratios[2] - 1) > 1e-9)
+    ctx.addIssue({ code: "custom", path: ["ratios"], message: "the three shares must sum to 1" });
+}
+
+export const PoolsSettingsSchema = PoolsFieldsSchema.superRefine(checkPoolsSettings);
 export type PoolsSettings = z.output<typeof PoolsSettingsSchema>;
 
 export interface PoolsSummary {

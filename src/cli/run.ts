@@ -1,0 +1,155 @@
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import { loadExperiment } from "../config/experiment.js";
+import { execute, plan, type RunPlan, readStageRecord, STAGES } from "../config/runner.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { printJson, withWorkspace } from "./common.js";
+
+interface RunFlags {
+  set: string[];
+  dryRun?: boolean;
+  quiet?: boolean;
+  json?: boolean;
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** The experiment file `lever demo` runs (shipped in the package's examples/). */
+export function demoExperimentFile(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of ["../../..", "../.."]) {
+    const file = join(here, up, "examples", "demo.yaml");
+    if (existsSync(file)) return file;
+  }
+  throw new LeverError("examples/demo.yaml is missing from this installation");
+}
+
+/** Registers `lever run`, `lever demo` and `lever status`. */
+export function register(program: Command): void {
+  const addRunOptions = (command: Command) =>
+    command
+      .option("--set <key=value>", "override a setting of the file (YAML value; a list is a sweep); repeatable", collect, [])
+      .option("--dry-run", "print the plan (variants, stages, what is shared and what is already done) and stop")
+      .option("--quiet", "no progress output of the stages")
+      .option("--json", "print the plan or the result as JSON");
+
+  addRunOptions(
+    program
+      .command("run")
+      .description(
+        "run an experiment file (YAML/JSON): data → pools → beams → SFT → rollouts → RCE → GRPO → evaluation → comparison → report; sweeps share identical upstream stages; resumable",
+      )
+      .argument("<file>", "experiment file (examples/*.yaml)"),
+  ).action(async (file: string, flags: RunFlags, command: Command) => runExperiment(command, file, flags));
+
+  addRunOptions(
+    program
+      .command("demo")
+      .description(
+        "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random and top-k with intervals, the HTML report",
+      ),
+  ).action(async (flags: RunFlags, command: Command) => runExperiment(command, demoExperimentFile(), flags));
+
+  program
+    .command("status")
+    .description("runs of the workspace: kind, name, status (interrupted when the process died), stages with progress, failures")
+    .option("--json", "print the runs as JSON")
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      await withWorkspace(
+        command,
+        (ws) => {
+          const rows = ws.listRuns().map((run) => ({
+            id: run.id,
+            kind: run.kind,
+            name: run.name,
+            status: run.status,
+            createdAt: run.createdAt,
+            error: run.error,
+            stages: ws.listStages(run.id).map((s) => ({
+              name: s.name,
+              status: s.status,
+              progress: s.progressTotal > 0 ? `${s.progressDone}/${s.progressTotal}` : "",
+              error: s.error,
+            })),
+          }));
+          if (flags.json) {
+            printJson(rows);
+            return;
+          }
+          if (rows.length === 0) process.stdout.write("no runs yet\n");
+          for (const r of rows) {
+            const stages = r.stages.map((s) => `${s.name} ${s.status}${s.progress ? ` ${s.progress}` : ""}`).join(", ");
+            process.stdout.write(
+              `${r.id.padEnd(14)} ${(r.name ?? "").padEnd(28)} ${r.status.padEnd(11)} ${stages}${r.error ? `  error: ${r.error}` : ""}\n`,
+            );
+          }
+        },
+        { readOnly: true },
+      );
+    });
+}
+
+function describePlan(ws: Workspace, p: RunPlan) {
+  return {
+    file: p.loaded.file,
+    variants: p.variants.map((v, i) => ({
+      index: i + 1,
+      label: v.variant.label || "(no sweep)",
+      stages: Object.fromEntries(v.stages.map((s) => [s.stage, s.id])),
+      eval: v.evalId,
+    })),
+    stages: p.unique.map(({ stage, variants }) => ({
+      stage: stage.stage,
+      id: stage.id,
+      usedBy: variants.map((i) => i + 1),
+      state: readStageRecord(ws, stage) !== null ? "done" : "to run",
+    })),
+  };
+}
+
+async function runExperiment(command: Command, file: string, flags: RunFlags): Promise<void> {
+  const loaded = loadExperiment(file, flags.set);
+  const p = plan(loaded);
+  await withWorkspace(
+    command,
+    async (ws) => {
+      const described = describePlan(ws, p);
+      if (flags.dryRun) {
+        if (flags.json) printJson(described);
+        else {
+          process.stdout.write(`${described.variants.length} variant(s) of ${file}\n`);
+          for (const v of described.variants) process.stdout.write(`  #${v.index} ${v.label}\n`);
+          for (const stage of STAGES) {
+            const rows = described.stages.filter((s) => s.stage === stage);
+            for (const s of rows)
+              process.stdout.write(
+                `  ${s.stage.padEnd(9)} ${s.id}  ${s.state.padEnd(7)} used by variant${s.usedBy.length > 1 ? "s" : ""} ${s.usedBy.join(", ")}${s.usedBy.length > 1 ? " (shared)" : ""}\n`,
+              );
+          }
+        }
+        return;
+      }
+      const controller = new AbortController();
+      const onSigint = () => controller.abort();
+      process.once("SIGINT", onSigint);
+      try {
+        const report = await execute(ws, p, {
+          log: (line) => process.stderr.write(`${line}\n`),
+          progress: flags.quiet ? null : process.stderr,
+          signal: controller.signal,
+        });
+        if (flags.json) printJson({ plan: described, ...report });
+        else {
+          if (report.comparison !== null) process.stdout.write(`${report.comparison}\n`);
+          if (report.reportPath !== null) process.stdout.write(`report: ${report.reportPath}\n`);
+        }
+      } finally {
+        process.removeListener("SIGINT", onSigint);
+      }
+    },
+    { create: true },
+  );
+}
