@@ -31,7 +31,12 @@ export function demoExperimentFile(): string {
 export function register(program: Command): void {
   const addRunOptions = (command: Command) =>
     command
-      .option("--set <key=value>", "override a setting of the file (YAML value; a list is a sweep); repeatable", collect, [])
+      .option(
+        "--set <key=value>",
+        "override a setting of the file (YAML value; a list is a sweep); repeatable",
+        collect,
+        [],
+      )
       .option("--dry-run", "print the plan (variants, stages, what is shared and what is already done) and stop")
       .option("--quiet", "no progress output of the stages")
       .option("--json", "print the plan or the result as JSON");
@@ -55,7 +60,9 @@ export function register(program: Command): void {
 
   program
     .command("status")
-    .description("runs of the workspace: kind, name, status (interrupted when the process died), stages with progress, failures")
+    .description(
+      "runs of the workspace: kind, name, status (interrupted when the process died), stages with progress, failures",
+    )
     .option("--json", "print the runs as JSON")
     .action(async (flags: { json?: boolean }, command: Command) => {
       await withWorkspace(

@@ -457,7 +457,7 @@ async function runStage(
             ? (e.grpo as NonNullable<Experiment["grpo"]>)
             : (() => {
                 const o = e.online as NonNullable<Experiment["online"]>;
-                return { ...o, grpo: { ...o.grpo, online: { ...o.grpo.online, enabled: true } } };
+                return { ...o, online: { ...o.online, enabled: true } };
               })();
       const result = await runRlStage(ws, {
         stage: stage.stage === "rce" ? "rce" : "grpo",

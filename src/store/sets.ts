@@ -17,7 +17,6 @@ import {
 import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
 import { canonicalJson, sha256 } from "../util/hash.js";
-import { parseOrThrow } from "../util/validate.js";
 import { NAME_PATTERN } from "./datasets.js";
 import type { ArtifactRef } from "./types.js";
 import type { Workspace } from "./workspace.js";

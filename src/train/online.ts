@@ -91,7 +91,8 @@ export class OnlineSampler {
     groups: readonly RlGroup[],
     rng: Rng,
   ): Promise<{ groups: RlGroup[]; stats: OnlineStats }> {
-    const { ctx, config } = this;
+    const ctx = this.ctx;
+    const config = this.config;
     const drawn = noGrad(() => {
       const enc = model.encode(buildQueryInput(groups, ctx.queryEmb, ctx.indexEmb, model.dtype));
       return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });

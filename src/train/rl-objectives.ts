@@ -41,7 +41,7 @@ import type { ObjectiveState } from "./train-state.js";
 
 export const RceSchema = z
   .object({
-    temperature: TemperatureSchema.default(TemperatureSchema.parse({})),
+    temperature: TemperatureSchema.meta({ flagPrefix: "temperature" }).default(TemperatureSchema.parse({})),
     rewards: z
       .enum(["raw", "normalized"])
       .default("raw")
@@ -53,9 +53,9 @@ export type RceConfig = z.infer<typeof RceSchema>;
 
 export const GrpoSchema = z
   .object({
-    advantage: AdvantageSchema.default(AdvantageSchema.parse({})),
-    loss: PolicyLossSchema.default(PolicyLossSchema.parse({})),
-    kl: KlControlSchema.default(KlControlSchema.parse({})),
+    advantage: AdvantageSchema.meta({ flagPrefix: "advantage" }).default(AdvantageSchema.parse({})),
+    loss: PolicyLossSchema.meta({ flagPrefix: "loss" }).default(PolicyLossSchema.parse({})),
+    kl: KlControlSchema.meta({ flagPrefix: "kl" }).default(KlControlSchema.parse({})),
     ppoEpochs: z
       .number()
       .int()
@@ -73,12 +73,13 @@ export const GrpoSchema = z
         topK: z.number().int().positive().default(5).describe("trajectories kept per query during the curriculum"),
       })
       .strict()
+      .meta({ flagPrefix: "curriculum" })
       .default({ epochs: 0, topK: 5 }),
     dropZeroVariance: z
       .boolean()
       .default(true)
       .describe("leave out queries whose rewards are all equal (they carry no policy gradient)"),
-    online: OnlineSchema.default(OnlineSchema.parse({})),
+    online: OnlineSchema.meta({ flagPrefix: "online" }).default(OnlineSchema.parse({})),
     policyDropout: z
       .boolean()
       .default(false)

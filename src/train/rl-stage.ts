@@ -129,7 +129,7 @@ export const RceStageConfigSchema = z
         metric: AUTO_METRIC,
       }).parse({}),
     ),
-    rce: RceSchema.default(RceSchema.parse({})),
+    ...RceSchema.shape,
   })
   .strict();
 export type RceStageConfig = z.output<typeof RceStageConfigSchema>;
@@ -145,7 +145,7 @@ export const GrpoStageConfigSchema = z
   .object({
     ...common,
     optim: grpoOptim.default(grpoOptim.parse({})),
-    grpo: GrpoSchema.default(GrpoSchema.parse({})),
+    ...GrpoSchema.shape,
   })
   .strict();
 export type GrpoStageConfig = z.output<typeof GrpoStageConfigSchema>;
@@ -424,7 +424,7 @@ async function execute(
     .reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
   const totalCount = start.specs.reduce((n, s) => n + s.shape.reduce((a, b) => a * b, 1), 0);
   let trainGroups = groups;
-  if (stage === "grpo" && (config as GrpoStageConfig).grpo.dropZeroVariance && online === null) {
+  if (stage === "grpo" && (config as GrpoStageConfig).dropZeroVariance && online === null) {
     trainGroups = groups.filter((g) => !g.rewards.every((r) => r === g.rewards[0]));
     if (trainGroups.length < 2)
       throw new LeverError(
@@ -477,8 +477,8 @@ async function execute(
             validator,
           };
           return stage === "rce"
-            ? rceObjective(model, objData, (config as RceStageConfig).rce, config.reward)
-            : grpoObjective(model, objData, (config as GrpoStageConfig).grpo, reference, sampler);
+            ? rceObjective(model, objData, config as RceStageConfig, config.reward)
+            : grpoObjective(model, objData, config as GrpoStageConfig, reference, sampler);
         },
         checkpointDir: dir,
         checkpoint: {
@@ -566,7 +566,7 @@ function makeAnswerer(ctx: VlmContext): Answerer {
 /** The online stage's configuration, or null (RCE, offline GRPO). */
 function onlineOf(stage: RlStage, config: RlStageConfig): OnlineConfig | null {
   if (stage !== "grpo") return null;
-  const online = (config as GrpoStageConfig).grpo.online;
+  const online = (config as GrpoStageConfig).online;
   return online.enabled ? online : null;
 }
 

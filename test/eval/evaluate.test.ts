@@ -115,7 +115,10 @@ describe("evaluate on the simulator", () => {
     // The cache is off for the simulator by default; on, a second run is served by it alone.
     const first = await evaluate(sim.ws, options({ run: "e2e-cached", cache: "on" }), { progress: null });
     expect(first.stats.evaluated).toBe(850);
-    const result = await evaluate(sim.ws, options({ run: "e2e-copy", cache: "on" }), { progress: null, wrapBackend: wrap });
+    const result = await evaluate(sim.ws, options({ run: "e2e-copy", cache: "on" }), {
+      progress: null,
+      wrapBackend: wrap,
+    });
     expect(result.stats.evaluated).toBe(850);
     expect(counter.prompts).toBe(0);
     expect(result.vlm?.calls).toBe(0);

@@ -63,7 +63,8 @@ function grpo(over: Record<string, unknown> = {}, grpoOver: Record<string, unkno
     optim: { epochs: 4, batchQueries: 16, lr: 3e-3 },
     validation: { answers: false },
     data: { valFraction: 0.25 },
-    grpo: { kl: { beta: 0.04 }, ...grpoOver },
+    kl: { beta: 0.04 },
+    ...grpoOver,
     seed: 5,
     ...over,
   });

@@ -1,0 +1,91 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadExperiment, parseSetOption } from "../../src/config/experiment.js";
+import { plan } from "../../src/config/runner.js";
+import { leverErrorOf } from "../helpers/errors.js";
+
+const dir = mkdtempSync(join(tmpdir(), "lever-experiment-"));
+const write = (name: string, text: string) => {
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+};
+
+const BASE = `name: t
+data:
+  synth: { seed: 3, trainItems: 300, valItems: 60 }
+pools: { sampler: mix, k: 16 }
+beams: { anchors: "first:20", shots: 2 }
+sft: { optim: { epochs: 1 } }
+rollouts: { queries: "first:30", shots: 2 }
+rce: { optim: { epochs: 1 } }
+`;
+
+describe("experiment files", () => {
+  it("a list where one value is expected is a sweep; lists of list fields are not; grids expand in file order", () => {
+    const file = write(
+      "sweep.yaml",
+      `${BASE}grpo:\n  kl: { beta: [0.12, 0.15, 0.18] }\n  seed: [1, 2, 3]\neval: { shots: [1, 2] }\n`,
+    );
+    const loaded = loadExperiment(file);
+    expect(loaded.sweeps).toEqual([
+      ["grpo", "kl", "beta"],
+      ["grpo", "seed"],
+    ]);
+    expect(loaded.variants).toHaveLength(9);
+    expect(loaded.variants[0].label).toBe("grpo.kl.beta=0.12, grpo.seed=1");
+    expect(loaded.variants[8].label).toBe("grpo.kl.beta=0.18, grpo.seed=3");
+    expect(loaded.variants[4].experiment.grpo?.kl.beta).toBe(0.15);
+    expect(loaded.variants[4].experiment.eval.shots).toEqual([1, 2]); // a list field stays one value
+    // A list of lists at a list field is a sweep.
+    const shots = loadExperiment(write("shots.yaml", `${BASE}eval: { shots: [[1], [2, 4]] }\n`));
+    expect(shots.variants.map((v) => v.experiment.eval.shots)).toEqual([[1], [2, 4]]);
+  });
+
+  it("--set overrides any key with a YAML value (and can make a sweep)", () => {
+    expect(parseSetOption("grpo.kl.beta=[0.1, 0.2]")).toEqual({ path: ["grpo", "kl", "beta"], value: [0.1, 0.2] });
+    const file = write("set.yaml", BASE);
+    const loaded = loadExperiment(file, ["sft.optim.lr=0.001", "rce.seed=[5, 6]"]);
+    expect(loaded.variants).toHaveLength(2);
+    expect(loaded.variants[1].experiment.sft?.optim.lr).toBe(0.001);
+    expect(loaded.variants[1].experiment.rce?.seed).toBe(6);
+    expect(leverErrorOf(() => parseSetOption("noequals")).message).toMatch(/key\.path=value/);
+  });
+
+  it("validation errors name the file, the key and its line; unknown keys are rejected", () => {
+    const bad = write("bad.yaml", `${BASE}grpo:\n  kl:\n    beta: -1\n`);
+    expect(leverErrorOf(() => loadExperiment(bad)).message).toMatch(
+      /bad\.yaml, field "grpo\.kl\.beta": Too small.*\(line 11\)/,
+    );
+    const typo = write("typo.yaml", `${BASE}sft:\n  optim: { epohcs: 3 }\n`);
+    expect(leverErrorOf(() => loadExperiment(typo)).message).toMatch(
+      /typo\.yaml.*Unrecognized key|duplicated|not valid YAML/,
+    );
+    const unknown = write("unknown.yaml", `${BASE}grpoo: {}\n`);
+    expect(leverErrorOf(() => loadExperiment(unknown)).message).toMatch(
+      /unknown\.yaml, field "grpoo": Unrecognized key.*\(line 9\)/,
+    );
+    const both = write("both.yaml", `name: t\ndata: {}\n`);
+    expect(leverErrorOf(() => loadExperiment(both)).message).toMatch(/exactly one of data\.synth and data\.import/);
+  });
+
+  it("plans shared stages: a β × seed sweep runs every upstream stage once", () => {
+    const file = write("plan.yaml", `${BASE}grpo:\n  kl: { beta: [0.1, 0.2] }\n  seed: [1, 2, 3]\n`);
+    const p = plan(loadExperiment(file));
+    const byStage = (stage: string) => p.unique.filter((u) => u.stage.stage === stage);
+    for (const stage of ["data", "pools", "beams", "sft", "rollouts", "rce"]) {
+      expect(byStage(stage), stage).toHaveLength(1);
+      expect(byStage(stage)[0].variants).toHaveLength(6);
+    }
+    expect(byStage("grpo")).toHaveLength(6);
+    expect(new Set(p.variants.map((v) => v.evalId)).size).toBe(1);
+    expect(p.variants[0].stages.find((s) => s.stage === "grpo")?.label).toBe("grpo_beta-0.1_seed-1");
+    // Changing an upstream setting changes every identity downstream of it, and only those.
+    const other = plan(loadExperiment(file, ["sft.optim.lr=0.0002"]));
+    const id = (pp: typeof p, stage: string) => pp.variants[0].stages.find((s) => s.stage === stage)?.id;
+    for (const stage of ["data", "pools", "beams"]) expect(id(other, stage)).toBe(id(p, stage));
+    for (const stage of ["sft", "rollouts", "rce", "grpo"]) expect(id(other, stage)).not.toBe(id(p, stage));
+  });
+});

@@ -1,0 +1,74 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadExperiment } from "../../src/config/experiment.js";
+import { execute, plan } from "../../src/config/runner.js";
+import { Workspace } from "../../src/store/workspace.js";
+
+const dir = mkdtempSync(join(tmpdir(), "lever-runner-"));
+const file = join(dir, "tiny.yaml");
+writeFileSync(
+  file,
+  `name: tiny
+data:
+  synth: { seed: 4, trainItems: 300, valItems: 60, embedding: { dim: 16 } }
+pools: { sampler: mix, k: 12 }
+beams: { anchors: "first:24", shots: 2, beamSize: 2, budget: 6 }
+sft: { model: { hidden: 16 }, optim: { epochs: 1, batchQueries: 8 } }
+rollouts: { queries: "first:30", shots: 2, beamWidth: 2, temperatures: [1], samples: 2 }
+rce: { model: { hidden: 16 }, optim: { epochs: 1, batchQueries: 8 } }
+grpo:
+  optim: { epochs: 1, batchQueries: 8 }
+  kl: { beta: [0, 0.2] }
+  seed: [1, 2]
+online:
+  optim: { epochs: 1, batchQueries: 8 }
+  online: { queries: "first:24", samples: 4 }
+eval: { queries: all, shots: [1, 2], baselines: [zero, random, topk-joint], resamples: 200 }
+compare: { baseline: topk-joint, subsets: ["all"], resamples: 200 }
+`,
+);
+
+async function runTiny(sets: string[] = []) {
+  const ws = Workspace.open(join(dir, "ws"));
+  const lines: string[] = [];
+  try {
+    const p = plan(loadExperiment(file, sets));
+    const report = await execute(ws, p, { log: (l) => lines.push(l), progress: null });
+    return { report, lines };
+  } finally {
+    ws.close();
+  }
+}
+
+describe("lever run (a tiny synthetic world, every stage)", () => {
+  it("a β × seed sweep runs the upstream stages once, evaluates every variant, groups seeds, writes the report; a rerun reuses everything; an upstream change reruns what depends on it", async () => {
+    const first = await runTiny();
+    const c = first.report.counts;
+    for (const stage of ["data", "pools", "beams", "sft", "rollouts", "rce", "online"] as const)
+      expect(c[stage], stage).toEqual({ run: 1, reused: 3 });
+    expect(c.grpo).toEqual({ run: 4, reused: 0 });
+    expect(first.report.evalRuns).toHaveLength(1);
+    // One eval run: the baselines plus sft, rce, four GRPO variants and online, labelled by what was swept.
+    expect(first.report.comparison).toContain("selector:grpo_beta-0.2_seed-2");
+    expect(first.report.comparison).toContain("selector:online");
+    // The seeds of one β form one row (mean ± sd over the seeds).
+    expect(first.report.comparison).toMatch(/grpo_beta-0\.2 .*over 2 seeds/);
+    expect(first.report.reportPath).not.toBeNull();
+    expect(existsSync(first.report.reportPath as string)).toBe(true);
+    expect(readFileSync(first.report.reportPath as string, "utf8")).toContain("<svg");
+
+    const again = await runTiny();
+    for (const [stage, n] of Object.entries(again.report.counts)) expect(n.run, stage).toBe(0);
+    // 7 shared stages and the 4 GRPO variants, each found done.
+    expect(again.lines.filter((l) => l.endsWith("done earlier, reused") || l.includes("reused by")).length).toBe(11);
+
+    // A changed SFT setting reruns SFT and everything downstream of it, nothing upstream.
+    const changed = await runTiny(["sft.optim.lr=0.0003"]);
+    const k = changed.report.counts;
+    for (const stage of ["data", "pools", "beams"] as const) expect(k[stage].run, stage).toBe(0);
+    for (const stage of ["sft", "rollouts", "rce", "online"] as const) expect(k[stage].run, stage).toBe(1);
+    expect(k.grpo.run).toBe(4);
+  }, 180_000);
+});
