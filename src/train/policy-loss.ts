@@ -68,7 +68,11 @@ export interface PolicyDiagnostics {
   kl: number | null;
   /** β·KL as added to the loss (0 when β = 0). */
   klTerm: number;
-  /** |β·KL| / (|L| + |β·KL|): how much of the objective is the KL penalty. */
+  /**
+   * How much of the update the KL penalty drives: ‖∇β·KL‖ / (‖∇L‖ + ‖∇β·KL‖), gradients with respect
+   * to the per-step log-probabilities. (A share of loss VALUES would mislead: with group-normalised
+   * advantages the surrogate's value is ≈ 0 by construction at ratio 1, however strong its gradient.)
+   */
   klShare: number;
   /** Over real rows (and steps with step ratios). */
   ratioMean: number;
@@ -186,14 +190,38 @@ export function policyLoss(
   const policyValue = policy.item();
   const klValue = kl === null ? null : kl.item();
   const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;
-  const denom = Math.abs(policyValue) + Math.abs(klTerm);
+  // Gradient norms of both terms with respect to logp, in closed form. The surrogate's gradient is
+  // −c·A·r where its unclipped branch is active (both branches tie inside the clip range), else 0.
+  let polSq = 0;
+  let klSq = 0;
+  const ref = inputs.refLogp === null ? null : realRows(inputs.refLogp, current, weights, S);
+  for (let r = 0; r < R; r++) {
+    if (!(weights[r] > 0)) continue;
+    const c = weights[r] / (weightSum * cols);
+    for (let t = 0; t < S; t++) {
+      const j = step ? r * S + t : r;
+      const v = ratio.data[j];
+      const clipped = Math.min(Math.max(v, 1 - cfg.epsLow), 1 + cfg.epsHigh);
+      const active = v * adv[r] <= clipped * adv[r] || clipped === v;
+      const g = active ? c * adv[r] * v : 0;
+      polSq += g * g;
+      if (beta > 0 && ref !== null) {
+        const delta = ref[r * S + t] - current[r * S + t];
+        const dk = cfg.klEstimator === "k1" ? 1 : cfg.klEstimator === "k2" ? -delta : 1 - Math.exp(delta);
+        const gk = (beta * weights[r] * dk) / (weightSum * S);
+        klSq += gk * gk;
+      }
+    }
+  }
+  const polNorm = Math.sqrt(polSq);
+  const klNorm = Math.sqrt(klSq);
   return {
     loss,
     diagnostics: {
       policyLoss: policyValue,
       kl: klValue,
       klTerm,
-      klShare: denom === 0 ? 0 : Math.abs(klTerm) / denom,
+      klShare: polNorm + klNorm === 0 ? 0 : klNorm / (polNorm + klNorm),
       ratioMean: ratioSum / entries,
       ratioMin,
       ratioMax,
