@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { check, LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { compareQuestionIds } from "./item.js";
@@ -16,6 +17,11 @@ export interface SubsetRecord {
  * stream. Both return items in question-id order, whatever the input order.
  */
 export type SubsetSpec = { kind: "all" } | { kind: "first"; n: number } | { kind: "random"; n: number };
+
+/** A subset spec as a settings field: "first:N", "random:N" or "all". */
+export const SubsetSpecSchema = z
+  .string()
+  .regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all");
 
 export function parseSubsetSpec(text: string, field = "subset"): SubsetSpec {
   const trimmed = text.trim();

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { SubsetSpecSchema } from "../data/splits.js";
 import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { createVlm } from "../eval/backend.js";
@@ -27,8 +28,6 @@ import { type CallCounter, callCounter, type VlmCalls } from "./vlm-calls.js";
 
 export const BEAMS_STAGE = "beams";
 
-const SUBSET = /^(all|(first|random):[1-9]\d*)$/;
-
 export const BeamsSettingsSchema = z
   .object({
     dataset: z.string().min(1).describe("dataset of the anchors (the train split; the pools' query dataset)"),
@@ -36,11 +35,9 @@ export const BeamsSettingsSchema = z
       .string()
       .min(1)
       .describe("pool set under artifacts/pools/ holding each anchor's candidates (made by lever pools)"),
-    anchors: z
-      .string()
-      .regex(SUBSET, "expected first:N, random:N or all")
-      .default("first:100")
-      .describe("anchors: first:N (lowest question ids), random:N (seeded) or all, among the items with a pool"),
+    anchors: SubsetSpecSchema.default("first:100").describe(
+      "anchors: first:N (lowest question ids), random:N (seeded) or all, among the items with a pool",
+    ),
     shots: z.number().int().positive().default(2).describe("demonstrations per sequence (search depth)"),
     beamSize: z.number().int().positive().default(5).describe("sequences kept after every step"),
     budget: z

@@ -13,6 +13,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
+import { SubsetSpecSchema } from "../data/splits.js";
 import { PROMPT_ORDERS, type PromptOrder, type RolloutQuery, type RolloutSet } from "../data/trajectories.js";
 import { vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
@@ -40,7 +41,6 @@ import { callCounter, type VlmCalls } from "./vlm-calls.js";
 
 export const ROLLOUTS_STAGE = "rollouts";
 
-const SUBSET = /^(all|(first|random):[1-9]\d*)$/;
 const count = (description: string, value: number) =>
   z.number().int().nonnegative().default(value).describe(description);
 
@@ -48,11 +48,9 @@ export const RolloutsSettingsSchema = z
   .object({
     dataset: z.string().min(1).describe("dataset of the queries (the train split; the pools' query dataset)"),
     pools: z.string().min(1).describe("pool set under artifacts/pools/ holding each query's candidates"),
-    queries: z
-      .string()
-      .regex(SUBSET, "expected first:N, random:N or all")
-      .default("first:100")
-      .describe("queries: first:N (lowest question ids), random:N (seeded) or all, among the items with a pool"),
+    queries: SubsetSpecSchema.default("first:100").describe(
+      "queries: first:N (lowest question ids), random:N (seeded) or all, among the items with a pool",
+    ),
     checkpoint: z
       .string()
       .min(1)

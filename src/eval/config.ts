@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { SubsetSpecSchema } from "../data/splits.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
@@ -20,11 +21,9 @@ export const EvalSettingsSchema = z
   .object({
     dataset: z.string().min(1).describe("query dataset (the eval split)"),
     index: z.string().min(1).describe("index dataset the demonstrations come from (the train split)"),
-    queries: z
-      .string()
-      .regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all")
-      .default("first:100")
-      .describe("query subset: first:N (lowest question ids), random:N (seeded) or all"),
+    queries: SubsetSpecSchema.default("first:100").describe(
+      "query subset: first:N (lowest question ids), random:N (seeded) or all",
+    ),
     shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
     retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
       flag: "retriever",

@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import type { VqaItem } from "../data/item.js";
+import { SubsetSpecSchema } from "../data/splits.js";
 import type { PromptOrder } from "../data/trajectories.js";
 import { GT_ANSWER_SETS, scoreTrajectories } from "../datagen/score.js";
 import type { AnswerDeps } from "../eval/answer.js";
@@ -29,11 +30,9 @@ export const OnlineSchema = z
       description:
         "on-policy GRPO: sample each batch's trajectories from the current policy and score them with the VLM",
     }),
-    queries: z
-      .string()
-      .regex(/^(all|(first|random):[1-9]\d*)$/, "expected first:N, random:N or all")
-      .default("all")
-      .describe("online: training queries among the pool set's queries (first:N, random:N or all)"),
+    queries: SubsetSpecSchema.default("all").describe(
+      "online: training queries among the pool set's queries (first:N, random:N or all)",
+    ),
     samples: z.number().int().min(2).default(8).describe("online: trajectories sampled per query and step (G)"),
     temperature: z
       .number()
