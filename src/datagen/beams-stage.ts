@@ -13,17 +13,17 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { createVlm } from "../eval/backend.js";
-import { createProgress, type ProgressStream, silentProgress } from "../eval/progress.js";
+import { createProgress, silentProgress } from "../eval/progress.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { preflight, type Vlm } from "../vlm/types.js";
+import { preflight } from "../vlm/types.js";
 import { type BeamSearchSettings, checkSearchSettings, searchAnchor } from "./beams.js";
-import { poolItems, resolvePools, Similarity, selectWithPools } from "./inputs.js";
-import { findOrCreateRun, runItems } from "./stage.js";
+import { openStageInputs, poolItems, Similarity } from "./inputs.js";
+import { findOrCreateRun, runItems, type StageHooks, stageOutputFields } from "./stage.js";
 import { type CallCounter, callCounter, type VlmCalls } from "./vlm-calls.js";
 
 export const BEAMS_STAGE = "beams";
@@ -59,31 +59,13 @@ export const BeamsSettingsSchema = z
         "where each new demonstration goes: nearest (first selected next to the query, later ones farther) or farthest",
       ),
     seed: z.number().int().min(0).max(0xffffffff).default(0).describe("seed of --anchors random:N"),
-    concurrency: z
-      .number()
-      .int()
-      .positive()
-      .default(8)
-      .describe("anchors searched at once (results do not depend on it)"),
-    out: z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")
-      .describe("artefact name: writes artifacts/beams/NAME.json"),
-    replace: z.boolean().default(false).describe("overwrite an existing beam artefact that has other content"),
+    ...stageOutputFields("beams", "anchors"),
   })
   .strict();
 export type BeamsSettings = z.output<typeof BeamsSettingsSchema>;
 export type BeamsSettingsInput = z.input<typeof BeamsSettingsSchema>;
 
-export interface BeamsHooks {
-  signal?: AbortSignal;
-  /** Progress output (default stderr); null = silent. */
-  progress?: ProgressStream | null;
-  /** Wraps the backend before the cache (latency injection, fault injection). */
-  wrapBackend?: (backend: Vlm) => Vlm;
-  /** Informational lines (a lease taken over from a dead process). */
-  note?: (text: string) => void;
-}
+export type BeamsHooks = StageHooks;
 
 /** One stored anchor: its beams (best first), the baseline and the requests it took. */
 interface StoredAnchor {
@@ -117,17 +99,13 @@ export async function runBeams(
 ): Promise<BeamsResult> {
   const started = performance.now();
   beamArtifactPath(settings.out); // validate the name before any work
-  const dataset = ws.requireDataset(settings.dataset);
-  const pools = resolvePools(ws, settings.pools, settings.dataset);
-  const indexRecord = ws.requireDataset(pools.set.indexDataset);
-  const anchors = selectWithPools(
-    ws.loadItems(settings.dataset),
-    pools.set,
-    settings.anchors,
-    settings.seed,
-    "--anchors",
-  );
-  const indexById = new Map(ws.loadItems(indexRecord.name).map((item) => [item.questionId, item]));
+  const {
+    dataset,
+    pools,
+    index: indexRecord,
+    items: anchors,
+    indexById,
+  } = openStageInputs(ws, settings, settings.anchors, "--anchors");
   const K = pools.set.k;
   const search: BeamSearchSettings = {
     beamSize: settings.beamSize,

@@ -53,6 +53,21 @@ export function selectWithPools(
   return selectSubset(withPool, parsed, seed);
 }
 
+/** What both stages open first: the query dataset, its pool set, the index dataset and the items. */
+export function openStageInputs(
+  ws: Workspace,
+  settings: { dataset: string; pools: string; seed: number },
+  subset: string,
+  field: string,
+) {
+  const dataset = ws.requireDataset(settings.dataset);
+  const pools = resolvePools(ws, settings.pools, settings.dataset);
+  const index = ws.requireDataset(pools.set.indexDataset);
+  const items = selectWithPools(ws.loadItems(settings.dataset), pools.set, subset, settings.seed, field);
+  const indexById = new Map(ws.loadItems(index.name).map((item) => [item.questionId, item]));
+  return { dataset, pools, index, items, indexById };
+}
+
 /** The items of a pool, in pool order, from the index dataset's items. */
 export function poolItems(ids: readonly string[], indexById: ReadonlyMap<string, VqaItem>, queryId: string): VqaItem[] {
   return ids.map((id, p) => {

@@ -17,7 +17,7 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import { PROMPT_ORDERS, type PromptOrder, type RolloutQuery, type RolloutSet } from "../data/trajectories.js";
 import { vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
-import { createProgress, type ProgressStream, silentProgress } from "../eval/progress.js";
+import { createProgress, silentProgress } from "../eval/progress.js";
 import { type OpenedSelector, openSelector } from "../eval/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
@@ -30,12 +30,12 @@ import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { preflight, type Vlm } from "../vlm/types.js";
-import { poolItems, resolvePools, Similarity, selectWithPools } from "./inputs.js";
+import { preflight } from "../vlm/types.js";
+import { openStageInputs, poolItems, Similarity } from "./inputs.js";
 import type { ProposalSettings } from "./proposals.js";
 import { type QueryRollouts, type RolloutSettings, rolloutQuery } from "./rollouts.js";
 import { GT_ANSWER_SETS } from "./score.js";
-import { findOrCreateRun, runItems } from "./stage.js";
+import { findOrCreateRun, runItems, type StageHooks, stageOutputFields } from "./stage.js";
 import { type RolloutStats, rolloutStats } from "./stats.js";
 import { callCounter, type VlmCalls } from "./vlm-calls.js";
 
@@ -111,24 +111,13 @@ export const RolloutsSettingsSchema = z
       .max(0xffffffff)
       .default(0)
       .describe("seed of --queries random:N, samples and random trajectories"),
-    concurrency: z.number().int().positive().default(8).describe("queries in flight (results do not depend on it)"),
-    out: z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")
-      .describe("artefact name: writes artifacts/rollouts/NAME.json"),
-    replace: z.boolean().default(false).describe("overwrite an existing rollout artefact that has other content"),
+    ...stageOutputFields("rollouts", "queries"),
   })
   .strict();
 export type RolloutsSettings = z.output<typeof RolloutsSettingsSchema>;
 export type RolloutsSettingsInput = z.input<typeof RolloutsSettingsSchema>;
 
-export interface RolloutsHooks {
-  signal?: AbortSignal;
-  progress?: ProgressStream | null;
-  wrapBackend?: (backend: Vlm) => Vlm;
-  /** Informational lines (a lease taken over from a dead process). */
-  note?: (text: string) => void;
-}
+export type RolloutsHooks = StageHooks;
 
 export interface RolloutsResult {
   runId: string;
@@ -150,17 +139,13 @@ export async function runRollouts(
 ): Promise<RolloutsResult> {
   const started = performance.now();
   rolloutArtifactPath(settings.out);
-  const dataset = ws.requireDataset(settings.dataset);
-  const pools = resolvePools(ws, settings.pools, settings.dataset);
-  const indexRecord = ws.requireDataset(pools.set.indexDataset);
-  const queries = selectWithPools(
-    ws.loadItems(settings.dataset),
-    pools.set,
-    settings.queries,
-    settings.seed,
-    "--queries",
-  );
-  const indexById = new Map(ws.loadItems(indexRecord.name).map((item) => [item.questionId, item]));
+  const {
+    dataset,
+    pools,
+    index: indexRecord,
+    items: queries,
+    indexById,
+  } = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
 
   const matrices = (kind: EmbeddingKind) => ({

@@ -8,9 +8,42 @@
  * is work. The final artefact is assembled by the caller from the stored items in key order, so a
  * run that was killed and restarted produces the same bytes as one that never stopped.
  */
-import type { Progress } from "../eval/progress.js";
+import { z } from "zod";
+import type { Progress, ProgressStream } from "../eval/progress.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
+import type { Vlm } from "../vlm/types.js";
+
+/** The settings both stages end with: how many items run at once and the artefact they write. */
+export function stageOutputFields(folder: "beams" | "rollouts", items: string) {
+  return {
+    concurrency: z
+      .number()
+      .int()
+      .positive()
+      .default(8)
+      .describe(`${items} in flight at once (results do not depend on it)`),
+    out: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")
+      .describe(`artefact name: writes artifacts/${folder}/NAME.json`),
+    replace: z
+      .boolean()
+      .default(false)
+      .describe(`overwrite an existing ${folder === "beams" ? "beam" : "rollout"} artefact that has other content`),
+  };
+}
+
+/** How a caller (CLI, experiment runner, test) steers a running stage. */
+export interface StageHooks {
+  signal?: AbortSignal;
+  /** Progress output (default stderr); null = silent. */
+  progress?: ProgressStream | null;
+  /** Wraps the backend before the cache (latency injection, fault injection). */
+  wrapBackend?: (backend: Vlm) => Vlm;
+  /** Informational lines (a lease taken over from a dead process). */
+  note?: (text: string) => void;
+}
 
 export type ItemOutcome<T> = { ok: true; value: T } | { ok: false; error: string };
 
