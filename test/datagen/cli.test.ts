@@ -13,32 +13,19 @@ import { type DatagenWorkspace, datagenWorkspace } from "./helpers.js";
 let w: DatagenWorkspace;
 let checkpoint: string;
 
+// The commands the tests run (and rerun, to see the run resume).
+const beamsCommand = () => [
+  ...["beams", "--dataset", "train", "--pools", "p", "--anchors", "random:40", "--shots", "2"],
+  ...["--beam-size", "3", "--budget", "6", "--out", "b", ...w.worldFlag],
+];
+const rolloutsCommand = () => [
+  ...["rollouts", "--dataset", "train", "--pools", "p", "--queries", "first:12"],
+  ...["--checkpoint", checkpoint, "--out", "r", ...w.worldFlag],
+];
+
 beforeAll(async () => {
   w = await datagenWorkspace();
-  const beams = JSON.parse(
-    await runCliOk(
-      w.args(
-        "beams",
-        "--dataset",
-        "train",
-        "--pools",
-        "p",
-        "--anchors",
-        "random:40",
-        "--shots",
-        "2",
-        "--beam-size",
-        "3",
-        "--budget",
-        "6",
-        "--out",
-        "b",
-        "--json",
-        "--quiet",
-        ...w.worldFlag,
-      ),
-    ),
-  );
+  const beams = JSON.parse(await runCliOk(w.args(...beamsCommand(), "--json", "--quiet")));
   expect(beams.artifact.path).toBe("beams/b.json");
   const sft = JSON.parse(
     await runCliOk(
@@ -63,26 +50,7 @@ beforeAll(async () => {
 
 describe("lever beams (CLI)", () => {
   it("prints a summary with the artefact, the calls and the statistics, and records the settings", async () => {
-    const result = await runCli(
-      w.args(
-        "beams",
-        "--dataset",
-        "train",
-        "--pools",
-        "p",
-        "--anchors",
-        "random:40",
-        "--shots",
-        "2",
-        "--beam-size",
-        "3",
-        "--budget",
-        "6",
-        "--out",
-        "b",
-        ...w.worldFlag,
-      ),
-    );
+    const result = await runCli(w.args(...beamsCommand()));
     expect(result.code).toBe(0);
     // A rerun of the same command resumes the same run: nothing to search, no VLM call.
     expect(result.stderr).toMatch(
@@ -130,24 +98,7 @@ describe("lever beams (CLI)", () => {
 
 describe("lever rollouts (CLI)", () => {
   it("proposes from the checkpoint and retrieval/random, and round-trips through the Lever-Plus RL JSON losslessly", async () => {
-    const out = await runCliOk(
-      w.args(
-        "rollouts",
-        "--dataset",
-        "train",
-        "--pools",
-        "p",
-        "--queries",
-        "first:12",
-        "--checkpoint",
-        checkpoint,
-        "--out",
-        "r",
-        "--json",
-        "--quiet",
-        ...w.worldFlag,
-      ),
-    );
+    const out = await runCliOk(w.args(...rolloutsCommand(), "--json", "--quiet"));
     const summary = JSON.parse(out);
     expect(summary.artifact.path).toBe("rollouts/r.json");
     expect(Object.keys(summary.stats.methods).sort()).toEqual(["beam", "greedy", "random", "retrieval", "sample"]);
@@ -174,22 +125,7 @@ describe("lever rollouts (CLI)", () => {
     expect(source?.format).toBe("leverplus.rl_data");
     expect(back).toEqual(set);
 
-    const again = await runCli(
-      w.args(
-        "rollouts",
-        "--dataset",
-        "train",
-        "--pools",
-        "p",
-        "--queries",
-        "first:12",
-        "--checkpoint",
-        checkpoint,
-        "--out",
-        "r",
-        ...w.worldFlag,
-      ),
-    );
+    const again = await runCli(w.args(...rolloutsCommand()));
     expect(again.code).toBe(0);
     expect(again.stderr).toMatch(/\(resumed\): 12 queries, 12 already stored, 0 rolled out; VLM: 0 calls/);
     expect(again.stdout).toMatch(
