@@ -13,7 +13,6 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { createVlm } from "../eval/backend.js";
-import { createProgress, silentProgress } from "../eval/progress.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
@@ -154,58 +153,43 @@ export async function runBeams(
   };
   const { runId, resumed } = findOrCreateRun(ws, "beams", config, settings.seed);
   ws.beginStage(runId, BEAMS_STAGE, { restart: true });
-  const display =
-    hooks.progress === null
-      ? silentProgress
-      : createProgress({
-          label: `beams ${runId}`,
-          stream: hooks.progress,
-          activity: () => `VLM calls ${counter.calls}`,
-        });
   const anchorById = new Map(anchors.map((a) => [a.questionId, a]));
   const signal = hooks.signal;
-  let items: Awaited<ReturnType<typeof runItems<StoredAnchor>>>;
-  try {
-    items = await runItems<StoredAnchor>({
-      ws,
-      runId,
-      stage: BEAMS_STAGE,
-      keys: anchors.map((a) => a.questionId),
-      concurrency: settings.concurrency,
-      signal,
-      progress: display,
-      note: hooks.note,
-      // Beam search only scores answers: the server must return prompt log-probabilities.
-      beforeWork: () => preflight(vlm.vlm, { scoring: true, signal }),
-      work: async (key) => {
-        const query = anchorById.get(key)!;
-        const ids = pools.set.pools[key];
-        const found = await searchAnchor(
-          {
-            query,
-            pool: poolItems(ids, indexById, key),
-            prior: similarity?.toCandidates(key, ids),
-          },
-          search,
-          (requests) => vlm.vlm.scoreAnswer(requests, { signal }),
-        );
-        if (!found.ok) return { ok: false, error: found.error };
-        return {
-          ok: true,
-          value: {
-            beams: found.beams.map((b) => ({ selected: b.selected, score: b.score, shotScores: b.shotScores })),
-            baseLogprob: found.baseLogprob,
-            requests: found.requests,
-          },
-        };
-      },
-    });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    ws.failStage(runId, BEAMS_STAGE, message);
-    ws.finishRun(runId, "failed", message);
-    throw error;
-  }
+  const items = await runItems<StoredAnchor>({
+    ws,
+    runId,
+    stage: BEAMS_STAGE,
+    keys: anchors.map((a) => a.questionId),
+    concurrency: settings.concurrency,
+    signal,
+    progress: hooks.progress,
+    activity: () => `VLM calls ${counter.calls}`,
+    note: hooks.note,
+    // Beam search only scores answers: the server must return prompt log-probabilities.
+    beforeWork: () => preflight(vlm.vlm, { scoring: true, signal }),
+    work: async (key) => {
+      const query = anchorById.get(key)!;
+      const ids = pools.set.pools[key];
+      const found = await searchAnchor(
+        {
+          query,
+          pool: poolItems(ids, indexById, key),
+          prior: similarity?.toCandidates(key, ids),
+        },
+        search,
+        (requests) => vlm.vlm.scoreAnswer(requests, { signal }),
+      );
+      if (!found.ok) return { ok: false, error: found.error };
+      return {
+        ok: true,
+        value: {
+          beams: found.beams.map((b) => ({ selected: b.selected, score: b.score, shotScores: b.shotScores })),
+          baseLogprob: found.baseLogprob,
+          requests: found.requests,
+        },
+      };
+    },
+  });
 
   const stored = [...items.done.values()];
   const failures = [...items.failed].map(([anchor, error]) => ({ anchor, error }));

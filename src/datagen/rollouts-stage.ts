@@ -17,7 +17,6 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import { PROMPT_ORDERS, type PromptOrder, type RolloutQuery, type RolloutSet } from "../data/trajectories.js";
 import { vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
-import { createProgress, silentProgress } from "../eval/progress.js";
 import { type OpenedSelector, openSelector } from "../eval/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
@@ -238,61 +237,46 @@ export async function runRollouts(
   const { runId, resumed } = findOrCreateRun(ws, "rollouts", config, settings.seed);
   const earlier = new Set((ws.getStage(runId, ROLLOUTS_STAGE)?.artifacts ?? []).map((a) => a.sha256));
   ws.beginStage(runId, ROLLOUTS_STAGE, { restart: true });
-  const display =
-    hooks.progress === null
-      ? silentProgress
-      : createProgress({
-          label: `rollouts ${runId}`,
-          stream: hooks.progress,
-          activity: () => `VLM calls ${counter.calls}`,
-        });
   const queryById = new Map(queries.map((q) => [q.questionId, q]));
   const answering = vqaAnswering(settings.metricVariant);
   const signal = hooks.signal;
   const root = new Rng(settings.seed).child("rollouts");
-  let items: Awaited<ReturnType<typeof runItems<QueryRollouts>>>;
-  try {
-    items = await runItems<QueryRollouts>({
-      ws,
-      runId,
-      stage: ROLLOUTS_STAGE,
-      keys: queries.map((q) => q.questionId),
-      concurrency: settings.concurrency,
-      signal,
-      progress: display,
-      redo: (value) => value.failed > 0,
-      note: hooks.note,
-      beforeWork: () => preflight(vlm.vlm, { scoring: settings.gtAnswers !== "none", signal }),
-      work: async (key) => {
-        const query = queryById.get(key)!;
-        const ids = pools.set.pools[key];
-        const policy =
-          selector !== undefined
-            ? { model: selector.model, enc: noGrad(() => selector.model.encode(selector.input([query], [ids]))) }
-            : undefined;
-        const value = await rolloutQuery(
-          {
-            query,
-            pool: poolItems(ids, indexById, key),
-            similarity: similarity.toCandidates(key, ids),
-            rng: root.child(key),
-            policy,
-          },
-          rollout,
-          indexById,
-          { vlm: vlm.vlm, ...answering, signal },
-        );
-        // A query cut short by the signal holds "aborted" failures that say nothing about the VLM.
-        if (signal?.aborted && value.failed > 0) return { ok: false, error: "aborted" };
-        return { ok: true, value };
-      },
-    });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    ws.failStage(runId, ROLLOUTS_STAGE, message);
-    ws.finishRun(runId, "failed", message);
-    throw error;
-  }
+  const items = await runItems<QueryRollouts>({
+    ws,
+    runId,
+    stage: ROLLOUTS_STAGE,
+    keys: queries.map((q) => q.questionId),
+    concurrency: settings.concurrency,
+    signal,
+    progress: hooks.progress,
+    activity: () => `VLM calls ${counter.calls}`,
+    redo: (value) => value.failed > 0,
+    note: hooks.note,
+    beforeWork: () => preflight(vlm.vlm, { scoring: settings.gtAnswers !== "none", signal }),
+    work: async (key) => {
+      const query = queryById.get(key)!;
+      const ids = pools.set.pools[key];
+      const policy =
+        selector !== undefined
+          ? { model: selector.model, enc: noGrad(() => selector.model.encode(selector.input([query], [ids]))) }
+          : undefined;
+      const value = await rolloutQuery(
+        {
+          query,
+          pool: poolItems(ids, indexById, key),
+          similarity: similarity.toCandidates(key, ids),
+          rng: root.child(key),
+          policy,
+        },
+        rollout,
+        indexById,
+        { vlm: vlm.vlm, ...answering, signal },
+      );
+      // A query cut short by the signal holds "aborted" failures that say nothing about the VLM.
+      if (signal?.aborted && value.failed > 0) return { ok: false, error: "aborted" };
+      return { ok: true, value };
+    },
+  });
 
   const groups: Record<string, RolloutQuery> = {};
   const topups: QueryRollouts["topup"][] = [];

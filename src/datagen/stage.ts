@@ -9,7 +9,7 @@
  * run that was killed and restarted produces the same bytes as one that never stopped.
  */
 import { z } from "zod";
-import type { Progress, ProgressStream } from "../eval/progress.js";
+import { createProgress, type ProgressStream, silentProgress } from "../eval/progress.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
@@ -56,7 +56,10 @@ export interface ItemStageOptions<T> {
   /** Items in flight at once. */
   concurrency: number;
   signal?: AbortSignal;
-  progress?: Progress;
+  /** Progress output (default stderr); null = silent. */
+  progress?: ProgressStream | null;
+  /** What the progress line shows beside the count (e.g. the VLM calls so far). */
+  activity?: () => string;
   /** A stored done item for which this is true is processed again (e.g. it holds failed requests). */
   redo?: (value: T) => boolean;
   /** Runs once before the first item, only when there is work (the VLM's preflight check). */
@@ -91,8 +94,22 @@ export function findOrCreateRun(
   return { runId: ws.createRun({ kind, config, seed }), resumed: false };
 }
 
-/** Runs (or resumes) the items of a stage. Throws only when `work` throws outside an abort. */
+/**
+ * Runs (or resumes) the items of a stage. Throws only when `beforeWork` throws or `work` throws
+ * outside an abort; the stage and its run are then recorded as failed with the message.
+ */
 export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemStageResult<T>> {
+  try {
+    return await runStageItems(options);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    options.ws.failStage(options.runId, options.stage, message);
+    options.ws.finishRun(options.runId, "failed", message);
+    throw error;
+  }
+}
+
+async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStageResult<T>> {
   const { ws, runId, stage, signal } = options;
   const wanted = new Set(options.keys);
   const done = new Map<string, T>();
@@ -115,7 +132,11 @@ export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemSta
     lease.release();
     throw error;
   }
-  options.progress?.start(options.keys.length, done.size);
+  const progress =
+    options.progress === null
+      ? silentProgress
+      : createProgress({ label: `${stage} ${runId}`, stream: options.progress, activity: options.activity });
+  progress.start(options.keys.length, done.size);
   let next = 0;
   let broken = false;
   const worker = async () => {
@@ -141,7 +162,7 @@ export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemSta
       result.processed++;
       lease.beat();
       ws.updateStageProgress(runId, stage, done.size, options.keys.length);
-      options.progress?.advance(1);
+      progress.advance(1);
       // An in-process VLM resolves through microtasks only: let signals and timers run between items.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -149,7 +170,7 @@ export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemSta
   try {
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   } finally {
-    options.progress?.finish();
+    progress.finish();
     lease.release();
   }
   result.aborted = result.skipped + result.processed < options.keys.length;
