@@ -12,8 +12,10 @@
  *   data → pools → beams → sft → rollouts → rce → grpo
  *                                            └──→ online (from rce)
  *   eval reads data, the pools' sampler and K, and every trained checkpoint of the variants.
- * Operational VLM settings (cache, timeouts, replicas, concurrency) do not enter identities; what
- * changes an answer (backend, world, model, layout, prompts, generation settings) does.
+ * Operational settings do not enter identities — the VLM's cache, timeouts, replicas and
+ * concurrency, and the stages' own `concurrency` (beams, rollouts, eval) and `batchSize` (eval), on
+ * which no result depends; what changes an answer (backend, world, model, layout, prompts, generation
+ * settings) does.
  */
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -72,6 +74,13 @@ export function vlmIdentity(vlm: VlmSettings): Record<string, unknown> {
   return Object.fromEntries(Object.entries(vlm).filter(([k]) => !OPERATIONAL_VLM_KEYS.has(k)));
 }
 
+/** Stage settings that change how fast a stage runs, never its result. */
+const OPERATIONAL_STAGE_KEYS = new Set(["concurrency", "batchSize"]);
+
+function withoutOperational(settings: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => !OPERATIONAL_STAGE_KEYS.has(k)));
+}
+
 export interface PlannedStage {
   stage: StageName;
   id: string;
@@ -106,13 +115,13 @@ export function planVariant(v: Variant): PlannedVariant {
   };
   add("data", e.data, []);
   add("pools", e.pools, ["data"]);
-  if (e.beams) add("beams", { beams: e.beams, vlm, embedding: e.embedding }, ["pools"]);
+  if (e.beams) add("beams", { beams: withoutOperational(e.beams), vlm, embedding: e.embedding }, ["pools"]);
   if (e.sft) {
     if (!e.beams) throw new LeverError("the sft section needs a beams section (SFT trains on beams)", { field: "sft" });
     add("sft", { sft: e.sft, embedding: e.embedding }, ["beams", "pools"]);
   }
   if (e.rollouts)
-    add("rollouts", { rollouts: e.rollouts, vlm, embedding: e.embedding }, [
+    add("rollouts", { rollouts: withoutOperational(e.rollouts), vlm, embedding: e.embedding }, [
       "pools",
       ...(e.sft ? (["sft"] as const) : []),
     ]);
@@ -138,7 +147,7 @@ export function planVariant(v: Variant): PlannedVariant {
   if (e.online) add("online", { online: e.online, vlm, embedding: e.embedding }, ["pools", ...start]);
   const { baselines: _b, ...evalSettings } = e.eval;
   const evalId = short({
-    eval: evalSettings,
+    eval: withoutOperational(evalSettings),
     pools: { sampler: e.pools.sampler, k: e.pools.k },
     vlm,
     data: ids.data,

@@ -20,6 +20,10 @@
  *           which are samples of the behaviour policy, not of the current one — exact in expectation
  *           when the two coincide (one update per rollout), an approximation otherwise, as in TRL.
  *   total   L + β·KL; β = 0 leaves the KL out of the graph (the gradient is the surrogate's).
+ *   share   klShare = Σ|∂(β·KL)/∂logp| / (Σ|∂L/∂logp| + Σ|∂(β·KL)/∂logp|), over the real rows and
+ *           steps: how much of the gradient (with respect to the log-probabilities both terms act on)
+ *           is the KL penalty's. Not a ratio of loss VALUES: at r = 1 the surrogate's value is
+ *           −mean(A), which group-relative advantages make ≈ 0 whatever the strength of its gradient.
  * Neither the ratio nor the estimators are clamped: a blow-up shows in the diagnostics and the
  * training loop stops on a non-finite loss.
  */
@@ -68,7 +72,7 @@ export interface PolicyDiagnostics {
   kl: number | null;
   /** β·KL as added to the loss (0 when β = 0). */
   klTerm: number;
-  /** |β·KL| / (|L| + |β·KL|): how much of the objective is the KL penalty. */
+  /** The KL penalty's share of the gradient with respect to the log-probabilities (header). */
   klShare: number;
   /** Over real rows (and steps with step ratios). */
   ratioMean: number;
@@ -89,6 +93,18 @@ function realRows(values: ArrayLike<number>, fill: ArrayLike<number>, weights: A
   for (let r = 0; r < weights.length; r++)
     if (!(weights[r] > 0)) for (let c = 0; c < cols; c++) out[r * cols + c] = fill[r * cols + c];
   return out;
+}
+
+/** |∂k(δ)/∂logp| of an estimator at δ = refLogp − logp: k1 1, k2 |δ|, k3 |1 − e^δ|. */
+function klSlope(delta: number, estimator: KlEstimator): number {
+  switch (estimator) {
+    case "k1":
+      return 1;
+    case "k2":
+      return Math.abs(delta);
+    case "k3":
+      return Math.abs(1 - Math.exp(delta));
+  }
 }
 
 function klEstimate(delta: Tensor, estimator: KlEstimator): Tensor {
@@ -153,9 +169,12 @@ export function policyLoss(
 
   // KL toward the reference, per step.
   let kl: Tensor | null = null;
+  let ref: Float64Array | null = null;
   if (inputs.refLogp !== null) {
-    const ref = realRows(inputs.refLogp, current, weights, S);
-    const klOf = () => T.sum(T.mul(klEstimate(T.sub(Tensor.from(ref, [R, S], dt), logp), cfg.klEstimator), rowCoef(S)));
+    ref = realRows(inputs.refLogp, current, weights, S);
+    const refValues = ref;
+    const klOf = () =>
+      T.sum(T.mul(klEstimate(T.sub(Tensor.from(refValues, [R, S], dt), logp), cfg.klEstimator), rowCoef(S)));
     kl = beta > 0 ? klOf() : noGrad(klOf);
   }
   const loss = beta > 0 && kl !== null ? T.add(policy, T.scale(kl, beta)) : policy;
@@ -181,19 +200,34 @@ export function policyLoss(
       entries++;
     }
   }
+  // Gradient magnitudes with respect to logp of the surrogate (|A|·r·w/(Σw·n) where the unclipped term
+  // is the minimum, 0 where clipped; a sequence ratio reaches every step) and of β·KL (β·|k'(δ)|·w/(Σw·S)).
+  let policySlope = 0;
+  let klSlopeSum = 0;
+  for (let r = 0; r < R; r++) {
+    if (!(weights[r] > 0)) continue;
+    const w = weights[r] / weightSum;
+    for (let t = 0; t < S; t++) {
+      const v = ratio.data[step ? r * S + t : r];
+      const clipped = (adv[r] > 0 && v > 1 + cfg.epsHigh) || (adv[r] < 0 && v < 1 - cfg.epsLow);
+      if (!clipped) policySlope += (w * Math.abs(adv[r]) * v) / cols;
+      if (beta > 0 && ref !== null)
+        klSlopeSum += (beta * w * klSlope(ref[r * S + t] - current[r * S + t], cfg.klEstimator)) / S;
+    }
+  }
   const advMean = advs.reduce((s, v) => s + v, 0) / advs.length;
   const advVar = advs.reduce((s, v) => s + (v - advMean) * (v - advMean), 0) / advs.length;
   const policyValue = policy.item();
   const klValue = kl === null ? null : kl.item();
   const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;
-  const denom = Math.abs(policyValue) + Math.abs(klTerm);
+  const slopes = policySlope + klSlopeSum;
   return {
     loss,
     diagnostics: {
       policyLoss: policyValue,
       kl: klValue,
       klTerm,
-      klShare: denom === 0 ? 0 : Math.abs(klTerm) / denom,
+      klShare: slopes === 0 ? 0 : klSlopeSum / slopes,
       ratioMean: ratioSum / entries,
       ratioMin,
       ratioMax,

@@ -88,4 +88,27 @@ describe("experiment files", () => {
     for (const stage of ["data", "pools", "beams"]) expect(id(other, stage)).toBe(id(p, stage));
     for (const stage of ["sft", "rollouts", "rce", "grpo"]) expect(id(other, stage)).not.toBe(id(p, stage));
   });
+
+  it("operational settings (concurrency, batch size, VLM cache and timeouts) change no identity", () => {
+    const file = write("ops.yaml", `${BASE}grpo: { optim: { epochs: 1 } }\neval: { queries: all }\n`);
+    const p = plan(loadExperiment(file));
+    const ops = plan(
+      loadExperiment(file, [
+        "beams.concurrency=16",
+        "rollouts.concurrency=32",
+        "eval.concurrency=12",
+        "eval.batchSize=8",
+        "vlm.cache=on",
+        "vlm.timeoutMs=120000",
+      ]),
+    );
+    expect(ops.variants[0].stages).toEqual(p.variants[0].stages);
+    expect(ops.variants[0].evalId).toBe(p.variants[0].evalId);
+    // What changes a result does.
+    const beams = plan(loadExperiment(file, ["beams.beamSize=3"]));
+    expect(beams.variants[0].stages.find((s) => s.stage === "beams")?.id).not.toBe(
+      p.variants[0].stages.find((s) => s.stage === "beams")?.id,
+    );
+    expect(plan(loadExperiment(file, ["eval.seed=1"])).variants[0].evalId).not.toBe(p.variants[0].evalId);
+  });
 });

@@ -147,7 +147,38 @@ describe("KL estimators by hand", () => {
     expect(d.kl).toBeCloseTo(want[klEstimator], 12);
     expect(d.klTerm).toBeCloseTo(0.3 * want[klEstimator], 12);
     expect(loss.item()).toBeCloseTo(-0.2 + 0.3 * want[klEstimator], 12);
-    expect(d.klShare).toBeCloseTo(Math.abs(d.klTerm) / (0.2 + Math.abs(d.klTerm)), 12);
+  });
+
+  it.each(["step", "sequence"] as const)(
+    "%s ratios: klShare is the KL term's share of the L1 norm of ∂loss/∂logp",
+    (ratioLevel) => {
+      for (const klEstimator of KL_ESTIMATORS) {
+        const c = cfg({ ratioLevel, klEstimator });
+        const policyGrad = gradOf(handInputs(), c, 0);
+        const klGrad = gradOf(handInputs(), c, 0.3).map((g, i) => g - policyGrad[i]);
+        const l1 = (xs: number[]) => xs.reduce((a, v) => a + Math.abs(v), 0);
+        const { diagnostics: d } = policyLoss(handInputs(), c, 0.3);
+        expect(d.klShare).toBeCloseTo(l1(klGrad) / (l1(policyGrad) + l1(klGrad)), 12);
+      }
+    },
+  );
+
+  it("on-policy (ratio 1, advantages summing to 0 per group) the surrogate's value is 0 but its gradient is not: klShare stays small", () => {
+    // One group of 4 rows × 2 steps at ratio 1, A = ±1; the reference is slightly off (δ = 0.05).
+    const logp = [-0.5, -1.0, -0.7, -1.3, -0.9, -0.4, -1.1, -0.6];
+    const inputs: PolicyLossInputs = {
+      logp: Tensor.param(Float64Array.from(logp), [4, 2]),
+      oldLogp: logp,
+      refLogp: logp.map((v) => v + 0.05),
+      advantages: [1, -1, 1, -1],
+      weights: [1, 1, 1, 1],
+    };
+    const { diagnostics: d } = policyLoss(inputs, cfg(), 0.04);
+    expect(d.policyLoss).toBeCloseTo(0, 12);
+    // surrogate: |A|·r/(4·2) per step = 1/8 × 8 steps = 1; KL: 0.04·|1 − e^0.05|/8 × 8 steps
+    const kl = 0.04 * (Math.exp(0.05) - 1);
+    expect(d.klShare).toBeCloseTo(kl / (1 + kl), 12);
+    expect(d.klShare).toBeLessThan(0.01);
   });
 
   it("k1 adds β·w/(S·Σw) to each step's gradient, k2 −β·δ·w/(S·Σw), k3 β·(1 − e^δ)·w/(S·Σw)", () => {
