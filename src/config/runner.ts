@@ -239,7 +239,12 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const note = (text: string) => hooks.log(`note: ${text}`);
   const progress = hooks.progress as unknown as { write(text: string): unknown; isTTY?: boolean } | null;
   const trainingRuns: string[] = [];
+  // Ctrl-C: the stage at work stores what it finished and stops (a training stage runs to its end);
+  // no further stage starts.
+  const interrupted = () =>
+    new LeverError("interrupted; rerun the same command to resume (finished stages and work are kept)");
   for (const { stage, variants } of p.unique) {
+    if (hooks.signal?.aborted) throw interrupted();
     const key = `${stage.stage}-${stage.id}`;
     const v = p.variants[variants[0]];
     const e = v.variant.experiment;
@@ -279,6 +284,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const byEval = new Map<string, PlannedVariant[]>();
   for (const pv of p.variants) byEval.set(pv.evalId, [...(byEval.get(pv.evalId) ?? []), pv]);
   for (const [evalId, group] of byEval) {
+    if (hooks.signal?.aborted) throw interrupted();
     const first = group[0].variant.experiment;
     const data = outputs.get(`data-${group[0].stages.find((s) => s.stage === "data")?.id}`) as Outputs;
     const selectors = new Map<string, string>(); // label → checkpoint path
@@ -414,6 +420,8 @@ async function runStage(
         withWorld(e.vlm, data),
         { progress: ctx.progress, note: ctx.note, signal: ctx.signal },
       );
+      if (result.artifact === null && ctx.signal?.aborted === true)
+        throw new LeverError("interrupted during the beam search; rerun the same command to resume");
       if (result.artifact === null)
         throw new LeverError(`beam search stopped with ${result.failures.length} failed anchors; rerun to retry them`);
       return { name: result.artifact.name, runId: result.runId };
@@ -449,6 +457,8 @@ async function runStage(
         withWorld(e.vlm, data),
         { progress: ctx.progress, note: ctx.note, signal: ctx.signal },
       );
+      if (result.artifact === null && ctx.signal?.aborted === true)
+        throw new LeverError("interrupted during the rollouts; rerun the same command to resume");
       if (result.artifact === null)
         throw new LeverError("rollouts stopped before every query was scored; rerun to resume");
       return { name: result.artifact.name, runId: result.runId };

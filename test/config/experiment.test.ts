@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadExperiment, parseSetOption } from "../../src/config/experiment.js";
-import { plan } from "../../src/config/runner.js";
+import { execute, plan } from "../../src/config/runner.js";
+import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-experiment-"));
@@ -110,5 +111,34 @@ describe("experiment files", () => {
       p.variants[0].stages.find((s) => s.stage === "beams")?.id,
     );
     expect(plan(loadExperiment(file, ["eval.seed=1"])).variants[0].evalId).not.toBe(p.variants[0].evalId);
+  });
+
+  it("eval settings the chain sets itself (pool sampler, K, selector embedding) are rejected, not ignored", () => {
+    for (const key of ["k: 16", "poolSampler: random", "selectorEmbedding: image", "retrievers: [zero]"]) {
+      const file = write("evalk.yaml", `${BASE}eval: { ${key} }\n`);
+      expect(leverErrorOf(() => loadExperiment(file)).message, key).toMatch(
+        /field "eval\.[a-zA-Z]+": Unrecognized key/,
+      );
+    }
+  });
+
+  it("after Ctrl-C (an aborted signal) no further stage starts", async () => {
+    const ws = Workspace.open(join(dir, "ws-abort"));
+    const controller = new AbortController();
+    controller.abort();
+    const lines: string[] = [];
+    try {
+      await expect(
+        execute(ws, plan(loadExperiment(write("abort.yaml", BASE))), {
+          log: (l) => lines.push(l),
+          progress: null,
+          signal: controller.signal,
+        }),
+      ).rejects.toThrow(/interrupted; rerun the same command to resume/);
+      expect(lines).toEqual([]);
+      expect(ws.listDatasets()).toEqual([]);
+    } finally {
+      ws.close();
+    }
   });
 });
