@@ -21,7 +21,7 @@ import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } f
 import { dirname, join, resolve } from "node:path";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { runBeams } from "../datagen/beams-stage.js";
-import { runRollouts } from "../datagen/rollouts-stage.js";
+import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
 import { makePools } from "../pools/stage.js";
@@ -461,6 +461,8 @@ async function runStage(
         throw new LeverError("interrupted during the rollouts; rerun the same command to resume");
       if (result.artifact === null)
         throw new LeverError("rollouts stopped before every query was scored; rerun to resume");
+      // As `lever rollouts`: the stage is not done while trajectories failed, so the rerun retries them.
+      if (result.stats.failed.trajectories > 0) throw failedTrajectoriesError(result);
       return { name: result.artifact.name, runId: result.runId };
     }
     case "rce":
