@@ -140,7 +140,12 @@ async function runExperiment(command: Command, file: string, flags: RunFlags): P
         return;
       }
       const controller = new AbortController();
-      const onSigint = () => controller.abort();
+      const onSigint = () => {
+        process.stderr.write(
+          "\ninterrupt: stopping once the work in flight is stored (a training stage finishes its run first); Ctrl-C again stops at once — a rerun resumes either way\n",
+        );
+        controller.abort();
+      };
       process.once("SIGINT", onSigint);
       try {
         const report = await execute(ws, p, {

@@ -71,7 +71,7 @@ export function register(program: Command): void {
         `trained K     ${c.trainedK ?? "unknown"}   shots ${c.shots}`,
         `parameters    ${info.parameters.toLocaleString("en-US")}`,
         ...info.groups.map((g) => `  ${g.group.padEnd(12)} ${g.count.toLocaleString("en-US").padStart(10)}`),
-        `provenance    stage ${c.provenance.stage}, run ${c.provenance.runId ?? "-"}, epoch ${c.provenance.epoch ?? "-"}, created ${c.provenance.createdAt}`,
+        `provenance    stage ${c.provenance.stage}, run ${c.provenance.runId ?? "-"}, epoch ${c.provenance.epoch === null ? "-" : c.provenance.epoch + 1}, created ${c.provenance.createdAt}`,
         ...Object.entries(c.provenance.metrics).map(([k, v]) => `  ${k.padEnd(12)} ${v}`),
         ...Object.entries(c.provenance.dataHashes).map(([k, v]) => `  ${k.padEnd(12)} sha256 ${v}`),
       ];

@@ -66,7 +66,8 @@ export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index:
       .default(["zero", "random", "topk-image", "topk-text", "topk-joint"])
       .describe("baseline retrievers evaluated beside the trained selectors (oracle: simulator only)"),
   })
-  .omit({ retrievers: true });
+  // Set by the chain: the trained selectors are the retrievers, and every pool is built like the training pools.
+  .omit({ retrievers: true, k: true, poolSampler: true, selectorEmbedding: true });
 
 export const ExperimentSchema = z
   .object({

@@ -12,14 +12,16 @@
  *   data → pools → beams → sft → rollouts → rce → grpo
  *                                            └──→ online (from rce)
  *   eval reads data, the pools' sampler and K, and every trained checkpoint of the variants.
- * Operational VLM settings (cache, timeouts, replicas, concurrency) do not enter identities; what
- * changes an answer (backend, world, model, layout, prompts, generation settings) does.
+ * Operational settings do not enter identities — the VLM's cache, timeouts, replicas and
+ * concurrency, and the stages' own `concurrency` (beams, rollouts, eval) and `batchSize` (eval), on
+ * which no result depends; what changes an answer (backend, world, model, layout, prompts, generation
+ * settings) does.
  */
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { runBeams } from "../datagen/beams-stage.js";
-import { runRollouts } from "../datagen/rollouts-stage.js";
+import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
 import { makePools } from "../pools/stage.js";
@@ -72,6 +74,13 @@ export function vlmIdentity(vlm: VlmSettings): Record<string, unknown> {
   return Object.fromEntries(Object.entries(vlm).filter(([k]) => !OPERATIONAL_VLM_KEYS.has(k)));
 }
 
+/** Stage settings that change how fast a stage runs, never its result. */
+const OPERATIONAL_STAGE_KEYS = new Set(["concurrency", "batchSize"]);
+
+function withoutOperational(settings: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => !OPERATIONAL_STAGE_KEYS.has(k)));
+}
+
 export interface PlannedStage {
   stage: StageName;
   id: string;
@@ -106,13 +115,13 @@ export function planVariant(v: Variant): PlannedVariant {
   };
   add("data", e.data, []);
   add("pools", e.pools, ["data"]);
-  if (e.beams) add("beams", { beams: e.beams, vlm, embedding: e.embedding }, ["pools"]);
+  if (e.beams) add("beams", { beams: withoutOperational(e.beams), vlm, embedding: e.embedding }, ["pools"]);
   if (e.sft) {
     if (!e.beams) throw new LeverError("the sft section needs a beams section (SFT trains on beams)", { field: "sft" });
     add("sft", { sft: e.sft, embedding: e.embedding }, ["beams", "pools"]);
   }
   if (e.rollouts)
-    add("rollouts", { rollouts: e.rollouts, vlm, embedding: e.embedding }, [
+    add("rollouts", { rollouts: withoutOperational(e.rollouts), vlm, embedding: e.embedding }, [
       "pools",
       ...(e.sft ? (["sft"] as const) : []),
     ]);
@@ -138,7 +147,7 @@ export function planVariant(v: Variant): PlannedVariant {
   if (e.online) add("online", { online: e.online, vlm, embedding: e.embedding }, ["pools", ...start]);
   const { baselines: _b, ...evalSettings } = e.eval;
   const evalId = short({
-    eval: evalSettings,
+    eval: withoutOperational(evalSettings),
     pools: { sampler: e.pools.sampler, k: e.pools.k },
     vlm,
     data: ids.data,
@@ -230,7 +239,12 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const note = (text: string) => hooks.log(`note: ${text}`);
   const progress = hooks.progress as unknown as { write(text: string): unknown; isTTY?: boolean } | null;
   const trainingRuns: string[] = [];
+  // Ctrl-C: the stage at work stores what it finished and stops (a training stage runs to its end);
+  // no further stage starts.
+  const interrupted = () =>
+    new LeverError("interrupted; rerun the same command to resume (finished stages and work are kept)");
   for (const { stage, variants } of p.unique) {
+    if (hooks.signal?.aborted) throw interrupted();
     const key = `${stage.stage}-${stage.id}`;
     const v = p.variants[variants[0]];
     const e = v.variant.experiment;
@@ -270,6 +284,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const byEval = new Map<string, PlannedVariant[]>();
   for (const pv of p.variants) byEval.set(pv.evalId, [...(byEval.get(pv.evalId) ?? []), pv]);
   for (const [evalId, group] of byEval) {
+    if (hooks.signal?.aborted) throw interrupted();
     const first = group[0].variant.experiment;
     const data = outputs.get(`data-${group[0].stages.find((s) => s.stage === "data")?.id}`) as Outputs;
     const selectors = new Map<string, string>(); // label → checkpoint path
@@ -405,6 +420,8 @@ async function runStage(
         withWorld(e.vlm, data),
         { progress: ctx.progress, note: ctx.note, signal: ctx.signal },
       );
+      if (result.artifact === null && ctx.signal?.aborted === true)
+        throw new LeverError("interrupted during the beam search; rerun the same command to resume");
       if (result.artifact === null)
         throw new LeverError(`beam search stopped with ${result.failures.length} failed anchors; rerun to retry them`);
       return { name: result.artifact.name, runId: result.runId };
@@ -440,8 +457,12 @@ async function runStage(
         withWorld(e.vlm, data),
         { progress: ctx.progress, note: ctx.note, signal: ctx.signal },
       );
+      if (result.artifact === null && ctx.signal?.aborted === true)
+        throw new LeverError("interrupted during the rollouts; rerun the same command to resume");
       if (result.artifact === null)
         throw new LeverError("rollouts stopped before every query was scored; rerun to resume");
+      // As `lever rollouts`: the stage is not done while trajectories failed, so the rerun retries them.
+      if (result.stats.failed.trajectories > 0) throw failedTrajectoriesError(result);
       return { name: result.artifact.name, runId: result.runId };
     }
     case "rce":

@@ -3,7 +3,9 @@
  * anyone noticing (advantage std ≈ 0.006, KL penalty dominating the loss, 100 % identical selections
  * across β values, KL of 10-17 from a stale reference), turned into warnings that name the likely
  * cause and what to change. Input: the epoch's metrics (means of the step diagnostics plus
- * validation). Thresholds are documented with each check.
+ * validation). Thresholds are documented with each check. On-policy training (online GRPO) updates
+ * once per sample, so its ratio is 1 by construction and the clipping checks do not apply.
+ * What each warning means and what to change: docs/training.md, "Health warnings".
  */
 
 export interface HealthWarning {
@@ -14,7 +16,12 @@ export interface HealthWarning {
 
 const pct = (x: number) => `${(100 * x).toFixed(0)} %`;
 
-export function healthWarnings(epoch: number, m: Record<string, number>): HealthWarning[] {
+export interface HealthOptions {
+  /** The samples come from the policy being updated (online GRPO): the ratio is always 1. */
+  onPolicy?: boolean;
+}
+
+export function healthWarnings(epoch: number, m: Record<string, number>, opts: HealthOptions = {}): HealthWarning[] {
   const out: HealthWarning[] = [];
   const warn = (code: HealthWarning["code"], message: string) => out.push({ epoch, code, message });
   // More than half of the groups with advantage std < 0.05: most queries contribute (almost) nothing.
@@ -23,21 +30,22 @@ export function healthWarnings(epoch: number, m: Record<string, number>): Health
       "low-advantage-std",
       `advantage std < 0.05 in ${pct(m.lowAdvStdShare)} of the groups: most queries' rewards are (nearly) tied, so they give no policy gradient — use a denser reward (--reward-mode hybrid), more diverse rollouts (more samples, higher temperatures, the balanced top-up) or leave tied groups out (--drop-zero-variance)`,
     );
-  // The KL term is more than half of the objective: the policy is mostly pulled back to the reference.
+  // The KL term is more than half of the gradient: the policy is mostly pulled back to the reference.
   if (m.klShare > 0.5)
     warn(
       "kl-dominates",
-      `β·KL is ${pct(m.klShare)} of the loss: the penalty dominates the policy gradient — lower --kl-beta, or use --kl-kind adaptive with a --target-kl`,
+      `β·KL makes ${pct(m.klShare)} of the gradient: the penalty outweighs the policy gradient — lower --kl-beta, or use --kl-kind adaptive with a --target-kl`,
     );
   const clip = (m.clipLow ?? 0) + (m.clipHigh ?? 0);
+  const offPolicy = opts.onPolicy !== true;
   // Ratios never leave the trust region: each update is tiny relative to ε (or the behaviour policy is refreshed so often that it never can).
-  if (m.clipLow !== undefined && clip < 1e-3)
+  if (offPolicy && m.clipLow !== undefined && clip < 1e-3)
     warn(
       "clip-never",
       `the clipped surrogate never clipped (clip fraction ${clip.toExponential(1)}): updates are small relative to ε — if selections do not change either, raise --lr or --ppo-epochs`,
     );
   // Ratios are clipped almost everywhere: the policy has left the trust region and most rows give no gradient.
-  if (clip > 0.9)
+  if (offPolicy && clip > 0.9)
     warn(
       "clip-always",
       `${pct(clip)} of the ratios are clipped: the policy moved far from the behaviour policy, so most trajectories give no gradient — lower --lr or refresh the behaviour policy more often (--ppo-epochs 1)`,

@@ -40,7 +40,10 @@
  * default, clamp 3), "rank" 1 − 2·rank/(M − 1) with rank 0 the best and tied rewards sharing their
  * average rank, "none" the raw rewards. A group of one trajectory, or whose rewards are all equal,
  * normalises to all zeros under every method but "none" (Lever-Plus passed such groups through raw,
- * so an all-correct group kept a large positive reward while an all-wrong one kept 0).
+ * so an all-correct group kept a large positive reward while an all-wrong one kept 0). Only RCE with
+ * `rewards: normalized` reads it; GRPO computes its advantages from the raw rewards, so that
+ * `advantage.kind` is the one place where GRPO normalises (Dr. GRPO's "mean" would otherwise become a
+ * z-score again).
  */
 import { z } from "zod";
 import type { Trajectory } from "../data/trajectories.js";
@@ -81,7 +84,9 @@ export const RewardSchema = z
     normalize: z
       .enum(REWARD_NORMALIZATIONS)
       .default("zscore-clamp")
-      .describe("Per-query normalisation of a group's rewards"),
+      .describe(
+        "per-query normalisation of a group's rewards, read by RCE with rewards: normalized (GRPO normalises through advantage.kind)",
+      ),
     normalizeClamp: z.number().positive().default(3).describe("zscore-clamp: bound on |normalised reward|"),
   })
   .strict();

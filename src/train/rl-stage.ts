@@ -443,7 +443,9 @@ async function execute(
       note,
       display: DISPLAY[stage],
       health:
-        stage === "grpo" ? healthWarnings : (epoch, m) => healthWarnings(epoch, { selectionChange: m.selectionChange }),
+        stage === "grpo"
+          ? (epoch, m) => healthWarnings(epoch, m, { onPolicy: online !== null })
+          : (epoch, m) => healthWarnings(epoch, { selectionChange: m.selectionChange }),
     },
     (dir, hooks) =>
       runTraining<RlGroup>({

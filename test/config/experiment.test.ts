@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadExperiment, parseSetOption } from "../../src/config/experiment.js";
-import { plan } from "../../src/config/runner.js";
+import { execute, plan } from "../../src/config/runner.js";
+import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-experiment-"));
@@ -87,5 +88,57 @@ describe("experiment files", () => {
     const id = (pp: typeof p, stage: string) => pp.variants[0].stages.find((s) => s.stage === stage)?.id;
     for (const stage of ["data", "pools", "beams"]) expect(id(other, stage)).toBe(id(p, stage));
     for (const stage of ["sft", "rollouts", "rce", "grpo"]) expect(id(other, stage)).not.toBe(id(p, stage));
+  });
+
+  it("operational settings (concurrency, batch size, VLM cache and timeouts) change no identity", () => {
+    const file = write("ops.yaml", `${BASE}grpo: { optim: { epochs: 1 } }\neval: { queries: all }\n`);
+    const p = plan(loadExperiment(file));
+    const ops = plan(
+      loadExperiment(file, [
+        "beams.concurrency=16",
+        "rollouts.concurrency=32",
+        "eval.concurrency=12",
+        "eval.batchSize=8",
+        "vlm.cache=on",
+        "vlm.timeoutMs=120000",
+      ]),
+    );
+    expect(ops.variants[0].stages).toEqual(p.variants[0].stages);
+    expect(ops.variants[0].evalId).toBe(p.variants[0].evalId);
+    // What changes a result does.
+    const beams = plan(loadExperiment(file, ["beams.beamSize=3"]));
+    expect(beams.variants[0].stages.find((s) => s.stage === "beams")?.id).not.toBe(
+      p.variants[0].stages.find((s) => s.stage === "beams")?.id,
+    );
+    expect(plan(loadExperiment(file, ["eval.seed=1"])).variants[0].evalId).not.toBe(p.variants[0].evalId);
+  });
+
+  it("eval settings the chain sets itself (pool sampler, K, selector embedding) are rejected, not ignored", () => {
+    for (const key of ["k: 16", "poolSampler: random", "selectorEmbedding: image", "retrievers: [zero]"]) {
+      const file = write("evalk.yaml", `${BASE}eval: { ${key} }\n`);
+      expect(leverErrorOf(() => loadExperiment(file)).message, key).toMatch(
+        /field "eval\.[a-zA-Z]+": Unrecognized key/,
+      );
+    }
+  });
+
+  it("after Ctrl-C (an aborted signal) no further stage starts", async () => {
+    const ws = Workspace.open(join(dir, "ws-abort"));
+    const controller = new AbortController();
+    controller.abort();
+    const lines: string[] = [];
+    try {
+      await expect(
+        execute(ws, plan(loadExperiment(write("abort.yaml", BASE))), {
+          log: (l) => lines.push(l),
+          progress: null,
+          signal: controller.signal,
+        }),
+      ).rejects.toThrow(/interrupted; rerun the same command to resume/);
+      expect(lines).toEqual([]);
+      expect(ws.listDatasets()).toEqual([]);
+    } finally {
+      ws.close();
+    }
   });
 });

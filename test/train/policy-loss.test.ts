@@ -154,6 +154,25 @@ describe("KL estimators by hand", () => {
     expect(d.klShare).toBeCloseTo(norm(gKl) / (norm(gPolicy) + norm(gKl)), 10);
   });
 
+  it("on-policy (ratio 1, group advantages summing to 0) the surrogate's value is 0 but its gradient is not: klShare stays small", () => {
+    // One group of 4 rows × 2 steps at ratio 1, A = ±1; the reference is slightly off (δ = 0.05).
+    const logp = [-0.5, -1.0, -0.7, -1.3, -0.9, -0.4, -1.1, -0.6];
+    const inputs: PolicyLossInputs = {
+      logp: Tensor.param(Float64Array.from(logp), [4, 2]),
+      oldLogp: logp,
+      refLogp: logp.map((v) => v + 0.05),
+      advantages: [1, -1, 1, -1],
+      weights: [1, 1, 1, 1],
+    };
+    const { diagnostics: d } = policyLoss(inputs, cfg(), 0.04);
+    expect(d.policyLoss).toBeCloseTo(0, 12);
+    // Every step's surrogate gradient has magnitude |A|·r/(4·2) = 1/8 and every KL gradient
+    // 0.04·|1 − e^0.05|/8, so the two L2 norms stand in the ratio 1 : 0.04·(e^0.05 − 1).
+    const kl = 0.04 * (Math.exp(0.05) - 1);
+    expect(d.klShare).toBeCloseTo(kl / (1 + kl), 12);
+    expect(d.klShare).toBeLessThan(0.01);
+  });
+
   it("k1 adds β·w/(S·Σw) to each step's gradient, k2 −β·δ·w/(S·Σw), k3 β·(1 − e^δ)·w/(S·Σw)", () => {
     const base = gradOf(handInputs(), cfg(), 0);
     const dkl = {

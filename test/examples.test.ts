@@ -1,0 +1,99 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadExperiment } from "../src/config/experiment.js";
+import { plan, type RunPlan, STAGES } from "../src/config/runner.js";
+
+const dir = "examples";
+const load = (name: string) => plan(loadExperiment(join(dir, name)));
+
+/** How many distinct stages of each kind the plan runs, and how many variants use each. */
+function shape(p: RunPlan): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const { stage, variants } of p.unique) (out[stage.stage] ??= []).push(variants.length);
+  return out;
+}
+
+const idOf = (p: RunPlan, stage: string) => p.variants[0].stages.find((s) => s.stage === stage)?.id;
+
+describe("examples/", () => {
+  const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
+
+  it("holds the documented experiment files", () => {
+    expect(files.sort()).toEqual(["beta-seed-sweep.yaml", "demo.yaml", "okvqa-vllm.yaml"]);
+  });
+
+  it.each(files)("%s loads, validates and plans", (file) => {
+    const p = load(file);
+    expect(p.variants.length).toBeGreaterThan(0);
+    for (const v of p.variants) expect(v.stages[0].stage).toBe("data");
+  });
+
+  it("demo.yaml: one variant, every stage once, one evaluation", () => {
+    const p = load("demo.yaml");
+    expect(p.variants).toHaveLength(1);
+    expect(shape(p)).toEqual(Object.fromEntries(STAGES.map((s) => [s, [1]])));
+    expect(p.variants[0].variant.experiment.vlm.vlm).toBe("sim");
+  });
+
+  it("okvqa-vllm.yaml: real files and a vLLM server; one variant through offline GRPO", () => {
+    const p = load("okvqa-vllm.yaml");
+    expect(p.variants).toHaveLength(1);
+    expect(shape(p)).toEqual({
+      data: [1],
+      pools: [1],
+      beams: [1],
+      sft: [1],
+      rollouts: [1],
+      rce: [1],
+      grpo: [1],
+    });
+    const e = p.variants[0].variant.experiment;
+    expect(e.data.import?.train.questions).toMatch(/OpenEnded_mscoco_train2014_questions\.json$/);
+    expect(e.data.import?.val.annotations).toMatch(/mscoco_val2014_annotations\.json$/);
+    expect(Object.keys(e.data.import?.embeddings.train ?? {}).sort()).toEqual(["image", "joint", "text"]);
+    expect(e.vlm).toMatchObject({ vlm: "openai", model: "Qwen/Qwen2.5-VL-3B-Instruct" });
+    expect(e.pools).toMatchObject({ sampler: "mix", k: 32 });
+    expect(e.beams).toMatchObject({ anchors: "random:800", shots: 4, budget: 8 });
+    expect(e.eval).toMatchObject({ queries: "first:800", shots: [1, 2, 3, 4] });
+    // More replicas (an operational setting) plan the very same stages and evaluation.
+    const more = plan(loadExperiment(join(dir, "okvqa-vllm.yaml"), ["vlm.baseUrls=[http://a:8000, http://b:8000]"]));
+    expect(more.variants[0].stages).toEqual(p.variants[0].stages);
+    expect(more.variants[0].evalId).toBe(p.variants[0].evalId);
+  });
+
+  it("beta-seed-sweep.yaml: 3 β × 3 seeds = 9 variants sharing one of each upstream stage, 9 GRPO runs", () => {
+    const p = load("beta-seed-sweep.yaml");
+    expect(p.loaded.sweeps).toEqual([
+      ["grpo", "kl", "beta"],
+      ["grpo", "seed"],
+    ]);
+    expect(p.variants).toHaveLength(9);
+    expect(shape(p)).toEqual({
+      data: [9],
+      pools: [9],
+      beams: [9],
+      sft: [9],
+      rollouts: [9],
+      rce: [9],
+      grpo: [1, 1, 1, 1, 1, 1, 1, 1, 1],
+    });
+    expect(new Set(p.variants.map((v) => v.evalId)).size).toBe(1);
+    const labels = p.variants.map((v) => v.stages.find((s) => s.stage === "grpo")?.label);
+    expect(labels[0]).toBe("grpo_beta-0.12_seed-1");
+    expect(labels[8]).toBe("grpo_beta-0.18_seed-3");
+    // The seeds of one β collapse to one name: one row of the comparison.
+    expect(new Set(labels.map((l) => l?.replace(/_seed-[^_]+/g, "")))).toEqual(
+      new Set(["grpo_beta-0.12", "grpo_beta-0.15", "grpo_beta-0.18"]),
+    );
+    expect(p.variants[0].variant.experiment.compare?.baseline).toBe("selector:rce");
+  });
+
+  it("the sweep's upstream stages are the demo's: a workspace that ran `lever demo` reuses them", () => {
+    const demo = load("demo.yaml");
+    const sweep = load("beta-seed-sweep.yaml");
+    for (const stage of ["data", "pools", "beams", "sft", "rollouts", "rce"])
+      expect(idOf(sweep, stage), stage).toBe(idOf(demo, stage));
+    expect(idOf(sweep, "grpo")).not.toBe(idOf(demo, "grpo"));
+  });
+});

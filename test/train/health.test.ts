@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { healthWarnings } from "../../src/train/health.js";
+
+/** An epoch that trains as it should: no warning. */
+const HEALTHY = {
+  lowAdvStdShare: 0.1,
+  klShare: 0.2,
+  clipLow: 0.02,
+  clipHigh: 0.01,
+  selectionChange: 0.3,
+  kl: 0.05,
+};
+
+const codes = (m: Record<string, number>, onPolicy = false) => healthWarnings(2, m, { onPolicy }).map((w) => w.code);
+
+describe("RL health warnings", () => {
+  it("a healthy epoch raises none", () => {
+    expect(codes(HEALTHY)).toEqual([]);
+  });
+
+  it("each check fires just past its threshold and names the epoch", () => {
+    expect(codes({ ...HEALTHY, lowAdvStdShare: 0.51 })).toEqual(["low-advantage-std"]);
+    expect(codes({ ...HEALTHY, lowAdvStdShare: 0.5 })).toEqual([]);
+    expect(codes({ ...HEALTHY, klShare: 0.51 })).toEqual(["kl-dominates"]);
+    expect(codes({ ...HEALTHY, clipLow: 0.0004, clipHigh: 0.0004 })).toEqual(["clip-never"]);
+    expect(codes({ ...HEALTHY, clipLow: 0.5, clipHigh: 0.41 })).toEqual(["clip-always"]);
+    expect(codes({ ...HEALTHY, selectionChange: 0 })).toEqual(["no-selection-change"]);
+    expect(codes({ ...HEALTHY, kl: 10.5 })).toEqual(["kl-explodes"]);
+    expect(healthWarnings(2, { ...HEALTHY, kl: 12 })[0]).toMatchObject({ epoch: 2, code: "kl-explodes" });
+  });
+
+  it("on-policy training (ratio 1 by construction) gets no clipping warnings, the others still apply", () => {
+    expect(codes({ ...HEALTHY, clipLow: 0, clipHigh: 0 })).toEqual(["clip-never"]);
+    expect(codes({ ...HEALTHY, clipLow: 0, clipHigh: 0 }, true)).toEqual([]);
+    expect(codes({ ...HEALTHY, clipLow: 0.95, clipHigh: 0 }, true)).toEqual([]);
+    expect(codes({ ...HEALTHY, clipLow: 0, clipHigh: 0, klShare: 0.9 }, true)).toEqual(["kl-dominates"]);
+  });
+
+  it("metrics a stage does not log raise nothing (RCE logs no clip fractions)", () => {
+    expect(codes({ selectionChange: 0.2 })).toEqual([]);
+  });
+});
