@@ -44,7 +44,7 @@ export function greedyDecode(model: PointerSelector, enc: Encoded, shots: number
         out[b].positions.push(picks[b]);
         out[b].logprob += logp[b * enc.K + picks[b]];
       }
-      model.advance(enc, state, picks);
+      if (t + 1 < shots) model.advance(enc, state, picks); // no state is needed after the last pick
     }
     return out;
   });
@@ -94,7 +94,7 @@ export function beamDecode(model: PointerSelector, enc: Encoded, shots: number, 
       reorderRows(state, parents, K);
       paths = Array.from(parents, (p, i) => [...paths[p], chosen[i]]);
       score = nextScore;
-      model.advance(enc, state, chosen);
+      if (t + 1 < shots) model.advance(enc, state, chosen);
     }
     const out: Trajectory[][] = [];
     for (let b = 0; b < B; b++) {
@@ -155,7 +155,7 @@ export function sampleDecode(
         rows[r].logprob += logp[r * K + k];
         rows[r].sampleLogprob += logq[r * K + k];
       }
-      model.advance(enc, state, picks);
+      if (t + 1 < shots) model.advance(enc, state, picks); // no state is needed after the last pick
     }
     return Array.from({ length: B }, (_, b) => rows.slice(b * G, (b + 1) * G));
   });

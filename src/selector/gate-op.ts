@@ -28,29 +28,64 @@ export function gateUpdate(a: Tensor, b: Tensor, h: Tensor, c: Tensor): Tensor {
   else gateForwardTypeScript(A, Bd, hs, cs, H, out, g, y, norms);
   const result = new Tensor(out, h.shape);
   if (!needsGrad(a, b, h, c)) return result;
-  result.setGradFn([a, b, h, c], (grad) => {
-    const ga = a.requiresGrad ? gradBuffer(a) : null;
-    const gb = b.requiresGrad ? gradBuffer(b) : null;
-    const gh = h.requiresGrad ? gradBuffer(h) : null;
-    const gc = c.requiresGrad ? gradBuffer(c) : null;
-    for (let r = 0; r < rows; r++) {
-      const o = r * H;
-      const n = norms[r];
-      let dot = 0;
-      if (n > 1e-12) for (let j = o; j < o + H; j++) dot += (y[j] / n) * grad[j];
-      const inv = 1 / Math.max(n, 1e-12);
-      for (let j = o; j < o + H; j++) {
-        const dy = n > 1e-12 ? (grad[j] - (y[j] / n) * dot) * inv : grad[j] * inv;
-        const gj = g[j];
-        const dz = dy * (hs[j] - cs[j]) * gj * (1 - gj);
-        if (ga) ga[j] += dz;
-        if (gb) gb[j] += dz;
-        if (gh) gh[j] += dy * gj;
-        if (gc) gc[j] += dy * (1 - gj);
-      }
-    }
-  });
+  result.setGradFn([a, b, h, c], (grad) =>
+    gateBackward(
+      grad,
+      hs,
+      cs,
+      g,
+      y,
+      norms,
+      H,
+      a.requiresGrad ? gradBuffer(a) : null,
+      b.requiresGrad ? gradBuffer(b) : null,
+      h.requiresGrad ? gradBuffer(h) : null,
+      c.requiresGrad ? gradBuffer(c) : null,
+    ),
+  );
   return result;
+}
+
+/**
+ * The backward loop (rows of H values): accumulates into the gradients that are given. A module-level
+ * function, not a closure per call, so V8 keeps its optimised code (see src/tensor/README.md).
+ */
+function gateBackward(
+  grad: Data,
+  hs: Data,
+  cs: Data,
+  g: Float64Array,
+  y: Float64Array,
+  norms: Float64Array,
+  H: number,
+  ga: Data | null,
+  gb: Data | null,
+  gh: Data | null,
+  gc: Data | null,
+): void {
+  const rows = norms.length;
+  const yHat = new Float64Array(H); // ŷ = y/‖y‖ of the row, divided once
+  for (let r = 0; r < rows; r++) {
+    const o = r * H;
+    const n = norms[r];
+    const unit = n > 1e-12;
+    let dot = 0;
+    if (unit)
+      for (let j = 0; j < H; j++) {
+        yHat[j] = y[o + j] / n;
+        dot += yHat[j] * grad[o + j];
+      }
+    const inv = 1 / Math.max(n, 1e-12);
+    for (let j = o; j < o + H; j++) {
+      const dy = unit ? (grad[j] - yHat[j - o] * dot) * inv : grad[j] * inv;
+      const gj = g[j];
+      const dz = dy * (hs[j] - cs[j]) * gj * (1 - gj);
+      if (ga) ga[j] += dz;
+      if (gb) gb[j] += dz;
+      if (gh) gh[j] += dy * gj;
+      if (gc) gc[j] += dy * (1 - gj);
+    }
+  }
 }
 
 /** The forward loop (also the reference for the native gateForward; rows of H values). */

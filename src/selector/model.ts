@@ -297,8 +297,12 @@ export class PointerSelector {
     return scores;
   }
 
-  /** Takes positions `chosen` [R] (labels or picks) and updates the row state. */
-  advance(enc: Encoded, state: RowState, chosen: Int32Array): void {
+  /**
+   * Takes positions `chosen` [R] (labels or picks): checks them, marks them unavailable and returns
+   * their rows in the [B·K] candidate table. `advance` without the state update, which a pass skips
+   * after its last step (the updated state would score no further step).
+   */
+  take(enc: Encoded, state: RowState, chosen: Int32Array): Int32Array {
     const { K } = enc;
     const { G } = state;
     const R = enc.B * G;
@@ -312,6 +316,13 @@ export class PointerSelector {
       state.unavailable[r * K + a] = 1;
       flat[r] = Math.floor(r / G) * K + a;
     }
+    return flat;
+  }
+
+  /** Takes positions `chosen` [R] (labels or picks) and updates the row state. */
+  advance(enc: Encoded, state: RowState, chosen: Int32Array): void {
+    const { K } = enc;
+    const flat = this.take(enc, state, chosen);
     const candRows = T.reshape(enc.candHat, [enc.B * K, this.config.hidden]);
     const c = T.indexSelect(candRows, flat, 0); // ĉ_chosen [R, H]
     if (enc.gram !== null) {
@@ -350,9 +361,9 @@ export class PointerSelector {
     for (let t = 0; t < steps; t++) {
       scores.push(this.stepScores(enc, state));
       masks.push(state.unavailable.slice());
-      const chosen = new Int32Array(R);
-      for (let r = 0; r < R; r++) chosen[r] = labels[r * steps + t];
-      this.advance(enc, state, chosen);
+      const chosen = stepLabels(labels, R, steps, t);
+      if (t + 1 < steps) this.advance(enc, state, chosen);
+      else this.take(enc, state, chosen); // labels checked; no state after the last step
     }
     return { G, scores, masks };
   }
@@ -375,16 +386,26 @@ export function stepLabels(labels: Int32Array, rows: number, steps: number, t: n
   return out;
 }
 
+/** Per step the log-softmax [R, K] of the scores under their masks (differentiable; −∞ where masked). */
+export function stepLogSoftmax(tf: TeacherForced): Tensor[] {
+  return tf.scores.map((s, t) => T.logSoftmax(s, tf.masks[t]));
+}
+
 /**
  * log p(label_t) per row and step, [R, S] (differentiable): the per-step log-probabilities of the
  * labels under the masks they were scored with. GRPO takes its step-level ratios from these.
+ * `logSoftmax`: the pass's `stepLogSoftmax` when the caller already has it (e.g. for the entropy).
  */
-export function stepLogProbs(tf: TeacherForced, labels: Int32Array): Tensor {
+export function stepLogProbs(
+  tf: TeacherForced,
+  labels: Int32Array,
+  logSoftmax: readonly Tensor[] = stepLogSoftmax(tf),
+): Tensor {
   const S = tf.scores.length;
   if (S === 0) throw new LeverError("log-probabilities of zero steps");
-  const columns = tf.scores.map((s, t) => {
-    const rows = s.shape[0];
-    const lp = T.gatherLast(T.logSoftmax(s, tf.masks[t]), stepLabels(labels, rows, S, t));
+  const columns = logSoftmax.map((lsm, t) => {
+    const rows = lsm.shape[0];
+    const lp = T.gatherLast(lsm, stepLabels(labels, rows, S, t));
     return T.reshape(lp, [rows, 1]);
   });
   return S === 1 ? columns[0] : T.concat(columns, 1);

@@ -399,42 +399,58 @@ const UNARY = {
   },
 } satisfies Record<string, UnaryOp>;
 
-/** Ops with scalar parameters, as a UnaryOp per parameter value. */
+/**
+ * Ops with scalar parameters (p, q): the same shape as the unary table, the scalars passed in, so
+ * the loops stay module-level functions whose optimised code V8 keeps (see src/tensor/README.md).
+ */
+interface ScalarOp {
+  forward(x: Data, y: Data, p: number, q: number): void;
+  backward(x: Data, y: Data, g: Data, gx: Data, p: number, q: number): void;
+}
+
 const WITH_SCALARS = {
-  scale: (s: number): UnaryOp => ({
-    forward(x, y) {
+  scale: {
+    forward(x, y, s) {
       for (let i = 0; i < x.length; i++) y[i] = x[i] * s;
     },
     // (s·x)' = s
-    backward(_x, _y, g, gx) {
+    backward(_x, _y, g, gx, s) {
       for (let i = 0; i < gx.length; i++) gx[i] += g[i] * s;
     },
-  }),
-  addScalar: (s: number): UnaryOp => ({
-    forward(x, y) {
+  },
+  addScalar: {
+    forward(x, y, s) {
       for (let i = 0; i < x.length; i++) y[i] = x[i] + s;
     },
     // (x + s)' = 1
     backward(_x, _y, g, gx) {
       for (let i = 0; i < gx.length; i++) gx[i] += g[i];
     },
-  }),
-  clamp: (lo: number, hi: number): UnaryOp => ({
-    forward(x, y) {
+  },
+  clamp: {
+    forward(x, y, lo, hi) {
       for (let i = 0; i < x.length; i++) y[i] = Math.min(Math.max(x[i], lo), hi);
     },
     // clamp' = 1 on the closed interval lo ≤ x ≤ hi, else 0 (PyTorch)
-    backward(x, _y, g, gx) {
+    backward(x, _y, g, gx, lo, hi) {
       for (let i = 0; i < x.length; i++) if (x[i] >= lo && x[i] <= hi) gx[i] += g[i];
     },
-  }),
-};
+  },
+} satisfies Record<string, ScalarOp>;
 
 function unary(op: UnaryOp, a: Tensor): Tensor {
   const out = allocData(a.dtype, a.size);
   op.forward(a.data, out);
   const result = new Tensor(out, a.shape);
   if (needsGrad(a)) result.setGradFn([a], (g) => op.backward(a.data, out, g, gradBuffer(a)));
+  return result;
+}
+
+function withScalars(op: ScalarOp, a: Tensor, p: number, q = 0): Tensor {
+  const out = allocData(a.dtype, a.size);
+  op.forward(a.data, out, p, q);
+  const result = new Tensor(out, a.shape);
+  if (needsGrad(a)) result.setGradFn([a], (g) => op.backward(a.data, out, g, gradBuffer(a), p, q));
   return result;
 }
 
@@ -451,7 +467,7 @@ export function softplusScalar(v: number): number {
 
 /** a · s */
 export function scale(a: Tensor, s: number): Tensor {
-  return unary(WITH_SCALARS.scale(s), a);
+  return withScalars(WITH_SCALARS.scale, a, s);
 }
 /** −a */
 export function neg(a: Tensor): Tensor {
@@ -459,11 +475,11 @@ export function neg(a: Tensor): Tensor {
 }
 /** a + s */
 export function addScalar(a: Tensor, s: number): Tensor {
-  return unary(WITH_SCALARS.addScalar(s), a);
+  return withScalars(WITH_SCALARS.addScalar, a, s);
 }
 /** torch.clamp: gradient passes where lo ≤ a ≤ hi. */
 export function clamp(a: Tensor, lo: number, hi: number): Tensor {
-  return unary(WITH_SCALARS.clamp(lo, hi), a);
+  return withScalars(WITH_SCALARS.clamp, a, lo, hi);
 }
 export function exp(a: Tensor): Tensor {
   return unary(UNARY.exp, a);

@@ -136,13 +136,15 @@ export function linearColumns(x: Tensor, weight: Tensor, start: number, length: 
       gemmData(false, false, rows, inF, outF, 1, g, outF, block(weight.data), ldw, 1, gradBuffer(x), inF);
     if (weight.requiresGrad)
       gemmData(true, false, outF, inF, rows, 1, g, outF, x.data, inF, 1, block(gradBuffer(weight)), ldw);
-    if (bias?.requiresGrad) {
-      const gb = gradBuffer(bias);
-      for (let r = 0; r < rows; r++) {
-        const o = r * outF;
-        for (let j = 0; j < outF; j++) gb[j] += g[o + j];
-      }
-    }
+    if (bias?.requiresGrad) sumRowsInto(g, rows, outF, gradBuffer(bias));
   });
   return result;
+}
+
+/** gb += Σ_r g[r, :] (a bias gradient). */
+function sumRowsInto(g: Data, rows: number, cols: number, gb: Data): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * cols;
+    for (let j = 0; j < cols; j++) gb[j] += g[o + j];
+  }
 }

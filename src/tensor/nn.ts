@@ -64,33 +64,54 @@ export function layerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null,
   }
   const result = new Tensor(out, x.shape);
   if (!needsGrad(...inputs)) return result;
-  result.setGradFn(inputs, (g) => {
-    const gw = weight?.requiresGrad ? gradBuffer(weight) : null;
-    const gb = bias?.requiresGrad ? gradBuffer(bias) : null;
-    const gx = x.requiresGrad ? gradBuffer(x) : null;
-    for (let r = 0; r < rows; r++) {
-      const o = r * k;
-      let meanG = 0;
-      let meanGH = 0;
-      for (let j = 0; j < k; j++) {
-        const gj = g[o + j];
-        if (gw) gw[j] += gj * xhat[o + j];
-        if (gb) gb[j] += gj;
-        const gh = w ? gj * w[j] : gj;
-        meanG += gh;
-        meanGH += gh * xhat[o + j];
-      }
-      if (!gx) continue;
-      meanG /= k;
-      meanGH /= k;
-      const s = rstd[r];
-      for (let j = 0; j < k; j++) {
-        const gh = w ? g[o + j] * w[j] : g[o + j];
-        gx[o + j] += s * (gh - meanG - xhat[o + j] * meanGH);
-      }
-    }
-  });
+  result.setGradFn(inputs, (g) =>
+    layerNormBackward(
+      g,
+      xhat,
+      rstd,
+      k,
+      w,
+      weight?.requiresGrad ? gradBuffer(weight) : null,
+      bias?.requiresGrad ? gradBuffer(bias) : null,
+      x.requiresGrad ? gradBuffer(x) : null,
+    ),
+  );
   return result;
+}
+
+/** layerNorm's backward over rows of k: the affine parameters' gradients and dx (when given). */
+function layerNormBackward(
+  g: Data,
+  xhat: Float64Array,
+  rstd: Float64Array,
+  k: number,
+  w: Data | undefined,
+  gw: Data | null,
+  gb: Data | null,
+  gx: Data | null,
+): void {
+  const rows = rstd.length;
+  for (let r = 0; r < rows; r++) {
+    const o = r * k;
+    let meanG = 0;
+    let meanGH = 0;
+    for (let j = 0; j < k; j++) {
+      const gj = g[o + j];
+      if (gw) gw[j] += gj * xhat[o + j];
+      if (gb) gb[j] += gj;
+      const gh = w ? gj * w[j] : gj;
+      meanG += gh;
+      meanGH += gh * xhat[o + j];
+    }
+    if (!gx) continue;
+    meanG /= k;
+    meanGH /= k;
+    const s = rstd[r];
+    for (let j = 0; j < k; j++) {
+      const gh = w ? g[o + j] * w[j] : g[o + j];
+      gx[o + j] += s * (gh - meanG - xhat[o + j] * meanGH);
+    }
+  }
 }
 
 /**
@@ -98,18 +119,26 @@ export function layerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null,
  * a fully masked row is all −∞). Shared by softmax, logSoftmax and crossEntropy.
  */
 export function logSoftmaxRows(x: Data, rows: number, k: number, mask: Uint8Array | undefined, logp: Data): void {
-  const ml = mask ? mask.length : 0;
   for (let r = 0; r < rows; r++) {
     const o = r * k;
+    const m = maskRow(mask, o);
     let max = Number.NEGATIVE_INFINITY;
-    for (let j = 0; j < k; j++) if (!mask?.[(o + j) % ml] && x[o + j] > max) max = x[o + j];
+    for (let j = 0; j < k; j++) if (!mask?.[m + j] && x[o + j] > max) max = x[o + j];
     let s = 0;
-    for (let j = 0; j < k; j++) if (!mask?.[(o + j) % ml]) s += Math.exp(x[o + j] - max);
+    for (let j = 0; j < k; j++) if (!mask?.[m + j]) s += Math.exp(x[o + j] - max);
     const lse = max + Math.log(s); // −∞ for a fully masked row
     for (let j = 0; j < k; j++) {
-      logp[o + j] = mask?.[(o + j) % ml] ? Number.NEGATIVE_INFINITY : x[o + j] - lse;
+      logp[o + j] = mask?.[m + j] ? Number.NEGATIVE_INFINITY : x[o + j] - lse;
     }
   }
+}
+
+/**
+ * Where the row starting at element `o` begins in a mask that repeats over the leading dims (its
+ * length is a multiple of the row length, see checkMask): one modulo per row instead of per element.
+ */
+function maskRow(mask: Uint8Array | undefined, o: number): number {
+  return mask === undefined ? 0 : o % mask.length;
 }
 
 /** Softmax over the last dim; masked entries (mask = 1) get probability 0, a fully masked row is all 0. */
@@ -121,19 +150,20 @@ export function softmax(x: Tensor, mask?: Uint8Array): Tensor {
   for (let i = 0; i < p.length; i++) p[i] = Math.exp(p[i]);
   const result = new Tensor(p, x.shape);
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      const ml = mask ? mask.length : 0;
-      for (let r = 0; r < rows; r++) {
-        const o = r * k;
-        let dot = 0;
-        for (let j = 0; j < k; j++) if (!mask?.[(o + j) % ml]) dot += p[o + j] * g[o + j];
-        // Masked entries get no gradient (and a NaN/∞ upstream there is never read).
-        for (let j = 0; j < k; j++) if (!mask?.[(o + j) % ml]) gx[o + j] += p[o + j] * (g[o + j] - dot);
-      }
-    });
+    result.setGradFn([x], (g) => softmaxBackward(g, p, rows, k, mask, gradBuffer(x)));
   }
   return result;
+}
+
+/** softmax's backward: gx += p ⊙ (g − p·g) per row; masked entries get no gradient (a NaN/∞ upstream there is never read). */
+function softmaxBackward(g: Data, p: Data, rows: number, k: number, mask: Uint8Array | undefined, gx: Data): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * k;
+    const m = maskRow(mask, o);
+    let dot = 0;
+    for (let j = 0; j < k; j++) if (!mask?.[m + j]) dot += p[o + j] * g[o + j];
+    for (let j = 0; j < k; j++) if (!mask?.[m + j]) gx[o + j] += p[o + j] * (g[o + j] - dot);
+  }
 }
 
 /** log-softmax over the last dim; masked entries are −∞ and get zero gradient (no NaN, even for a fully masked row). */
@@ -144,20 +174,29 @@ export function logSoftmax(x: Tensor, mask?: Uint8Array): Tensor {
   logSoftmaxRows(x.data, rows, k, mask, logp);
   const result = new Tensor(logp, x.shape);
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      const ml = mask ? mask.length : 0;
-      for (let r = 0; r < rows; r++) {
-        const o = r * k;
-        let gsum = 0;
-        for (let j = 0; j < k; j++) if (!mask?.[(o + j) % ml]) gsum += g[o + j];
-        for (let j = 0; j < k; j++) {
-          if (!mask?.[(o + j) % ml]) gx[o + j] += g[o + j] - Math.exp(logp[o + j]) * gsum;
-        }
-      }
-    });
+    result.setGradFn([x], (g) => logSoftmaxBackward(g, logp, rows, k, mask, gradBuffer(x)));
   }
   return result;
+}
+
+/** logSoftmax's backward: gx += g − softmax·Σg per row; masked entries get no gradient. */
+function logSoftmaxBackward(
+  g: Data,
+  logp: Data,
+  rows: number,
+  k: number,
+  mask: Uint8Array | undefined,
+  gx: Data,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const o = r * k;
+    const m = maskRow(mask, o);
+    let gsum = 0;
+    for (let j = 0; j < k; j++) if (!mask?.[m + j]) gsum += g[o + j];
+    for (let j = 0; j < k; j++) {
+      if (!mask?.[m + j]) gx[o + j] += g[o + j] - Math.exp(logp[o + j]) * gsum;
+    }
+  }
 }
 
 /** F.normalize(x, dim = −1): x / max(‖x‖₂, eps). */
@@ -177,23 +216,28 @@ export function l2Normalize(x: Tensor, eps = 1e-12): Tensor {
   }
   const result = new Tensor(out, x.shape);
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      for (let r = 0; r < rows; r++) {
-        const o = r * k;
-        const n = norms[r];
-        if (n > eps) {
-          // y = x/‖x‖ ⇒ dx = (g − y·(y·g)) / ‖x‖, with y recomputed in float64 from x.
-          let dot = 0;
-          for (let j = 0; j < k; j++) dot += (xs[o + j] / n) * g[o + j];
-          for (let j = 0; j < k; j++) gx[o + j] += (g[o + j] - (xs[o + j] / n) * dot) / n;
-        } else {
-          for (let j = 0; j < k; j++) gx[o + j] += g[o + j] / eps;
-        }
-      }
-    });
+    result.setGradFn([x], (g) => l2NormalizeBackward(g, xs, norms, k, eps, gradBuffer(x)));
   }
   return result;
+}
+
+/** l2Normalize's backward: y = x/‖x‖ ⇒ dx = (g − y·(y·g)) / ‖x‖, y recomputed in float64 from x (once per row). */
+function l2NormalizeBackward(g: Data, xs: Data, norms: Float64Array, k: number, eps: number, gx: Data): void {
+  const y = new Float64Array(k);
+  for (let r = 0; r < norms.length; r++) {
+    const o = r * k;
+    const n = norms[r];
+    if (n > eps) {
+      let dot = 0;
+      for (let j = 0; j < k; j++) {
+        y[j] = xs[o + j] / n;
+        dot += y[j] * g[o + j];
+      }
+      for (let j = 0; j < k; j++) gx[o + j] += (g[o + j] - y[j] * dot) / n;
+    } else {
+      for (let j = 0; j < k; j++) gx[o + j] += g[o + j] / eps;
+    }
+  }
 }
 
 /**

@@ -1,5 +1,5 @@
 /** Reductions (sum, mean) over all elements or one axis, and argmax over the last axis (no grad). */
-import { allocData, gradBuffer, needsGrad, normAxis, Tensor } from "./tensor.js";
+import { allocData, type Data, gradBuffer, needsGrad, normAxis, Tensor } from "./tensor.js";
 
 /** Splits `shape` around `axis` into [outer, n, inner] (row-major). */
 export function splitAt(shape: readonly number[], axis: number): [number, number, number] {
@@ -19,11 +19,7 @@ function reduce(name: string, a: Tensor, axis: number | undefined, keepDim: bool
     out[0] = s * factor;
     const result = new Tensor(out, keepDim ? a.shape.map(() => 1) : []);
     if (needsGrad(a)) {
-      result.setGradFn([a], (g) => {
-        const ga = gradBuffer(a);
-        const gv = g[0] * factor;
-        for (let i = 0; i < ga.length; i++) ga[i] += gv;
-      });
+      result.setGradFn([a], (g) => addToAll(gradBuffer(a), g[0] * factor));
     }
     return result;
   }
@@ -44,19 +40,26 @@ function reduce(name: string, a: Tensor, axis: number | undefined, keepDim: bool
   const shape = keepDim ? a.shape.map((d, i) => (i === ax ? 1 : d)) : a.shape.filter((_, i) => i !== ax);
   const result = new Tensor(out, shape);
   if (needsGrad(a)) {
-    result.setGradFn([a], (g) => {
-      const ga = gradBuffer(a);
-      for (let o = 0; o < outer; o++) {
-        const base = o * n * inner;
-        const ob = o * inner;
-        for (let k = 0; k < n; k++) {
-          const row = base + k * inner;
-          for (let i = 0; i < inner; i++) ga[row + i] += g[ob + i] * factor;
-        }
-      }
-    });
+    result.setGradFn([a], (g) => reduceBackward(g, outer, n, inner, factor, gradBuffer(a)));
   }
   return result;
+}
+
+/** A full reduction's backward: every element gets the same gradient. */
+function addToAll(ga: Data, gv: number): void {
+  for (let i = 0; i < ga.length; i++) ga[i] += gv;
+}
+
+/** A reduction's backward along an axis: every reduced element gets its output's gradient × factor. */
+function reduceBackward(g: Data, outer: number, n: number, inner: number, factor: number, ga: Data): void {
+  for (let o = 0; o < outer; o++) {
+    const base = o * n * inner;
+    const ob = o * inner;
+    for (let k = 0; k < n; k++) {
+      const row = base + k * inner;
+      for (let i = 0; i < inner; i++) ga[row + i] += g[ob + i] * factor;
+    }
+  }
 }
 
 /** Sum of all elements (shape []), or along `axis` (dropped unless keepDim). */

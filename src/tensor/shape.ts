@@ -1,6 +1,16 @@
 /** Shape and indexing ops: reshape (a view), permute/transpose, concat/stack, narrow, gathers. */
 import { splitAt } from "./reduce.js";
-import { allocData, commonDtype, formatShape, gradBuffer, needsGrad, normAxis, shapeSize, Tensor } from "./tensor.js";
+import {
+  allocData,
+  commonDtype,
+  type Data,
+  formatShape,
+  gradBuffer,
+  needsGrad,
+  normAxis,
+  shapeSize,
+  Tensor,
+} from "./tensor.js";
 
 /** Same data under a new shape (no copy; one dimension may be −1). */
 export function reshape(x: Tensor, shape: number[]): Tensor {
@@ -56,12 +66,14 @@ export function permute(x: Tensor, perm: number[]): Tensor {
   for (let o = 0; o < n; o++) out[o] = x.data[src[o]];
   const result = new Tensor(out, shape);
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      for (let o = 0; o < n; o++) gx[src[o]] += g[o];
-    });
+    result.setGradFn([x], (g) => permuteBackward(g, src, gradBuffer(x)));
   }
   return result;
+}
+
+/** permute's backward: output element o's gradient goes back to input offset src[o]. */
+function permuteBackward(g: Data, src: Int32Array, gx: Data): void {
+  for (let o = 0; o < src.length; o++) gx[src[o]] += g[o];
 }
 
 /** Swaps two dimensions (default: the last two). */
@@ -103,18 +115,20 @@ export function concat(tensors: Tensor[], axis = 0): Tensor {
   if (needsGrad(...tensors)) {
     result.setGradFn(tensors, (g) => {
       tensors.forEach((t, k) => {
-        if (!t.requiresGrad) return;
-        const gt = gradBuffer(t);
-        const chunk = t.shape[ax] * inner;
-        for (let o = 0; o < outer; o++) {
-          const src = o * rowOut + starts[k];
-          const dst = o * chunk;
-          for (let i = 0; i < chunk; i++) gt[dst + i] += g[src + i];
-        }
+        if (t.requiresGrad) concatBackward(g, outer, rowOut, starts[k], t.shape[ax] * inner, gradBuffer(t));
       });
     });
   }
   return result;
+}
+
+/** concat's backward for one input: its `chunk`-wide block at `start` of every output row. */
+function concatBackward(g: Data, outer: number, rowOut: number, start: number, chunk: number, gt: Data): void {
+  for (let o = 0; o < outer; o++) {
+    const src = o * rowOut + start;
+    const dst = o * chunk;
+    for (let i = 0; i < chunk; i++) gt[dst + i] += g[src + i];
+  }
 }
 
 /** Stacks same-shaped tensors along a new dimension `axis`. */
@@ -198,18 +212,21 @@ export function indexSelect(x: Tensor, indices: Int32Array, axis = 0): Tensor {
   }
   const result = new Tensor(out, shape);
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      for (let o = 0; o < outer; o++) {
-        for (let k = 0; k < m; k++) {
-          const dst = (o * n + indices[k]) * inner;
-          const src = (o * m + k) * inner;
-          for (let i = 0; i < inner; i++) gx[dst + i] += g[src + i];
-        }
-      }
-    });
+    result.setGradFn([x], (g) => indexSelectBackward(g, indices, outer, n, inner, gradBuffer(x)));
   }
   return result;
+}
+
+/** indexSelect's backward: scatter-adds each picked slice's gradient back to its source slice. */
+function indexSelectBackward(g: Data, indices: Int32Array, outer: number, n: number, inner: number, gx: Data): void {
+  const m = indices.length;
+  for (let o = 0; o < outer; o++) {
+    for (let k = 0; k < m; k++) {
+      const dst = (o * n + indices[k]) * inner;
+      const src = (o * m + k) * inner;
+      for (let i = 0; i < inner; i++) gx[dst + i] += g[src + i];
+    }
+  }
 }
 
 /** out[r] = x[r, index[r]] for x viewed as [rows, K] (K = last dim); output shape = x.shape without K. */
@@ -223,10 +240,12 @@ export function gatherLast(x: Tensor, index: Int32Array): Tensor {
   for (let r = 0; r < rows; r++) out[r] = x.data[r * k + index[r]];
   const result = new Tensor(out, x.shape.slice(0, -1));
   if (needsGrad(x)) {
-    result.setGradFn([x], (g) => {
-      const gx = gradBuffer(x);
-      for (let r = 0; r < rows; r++) gx[r * k + index[r]] += g[r];
-    });
+    result.setGradFn([x], (g) => gatherLastBackward(g, index, k, gradBuffer(x)));
   }
   return result;
+}
+
+/** gatherLast's backward: each row's gradient goes to the picked entry. */
+function gatherLastBackward(g: Data, index: Int32Array, k: number, gx: Data): void {
+  for (let r = 0; r < index.length; r++) gx[r * k + index[r]] += g[r];
 }

@@ -59,7 +59,9 @@ function groupAdvantage(rewards: readonly number[], cfg: AdvantageConfig): numbe
   if (cfg.kind === "rank") return rankScores(rewards);
   const { mean, std } = meanStd(rewards);
   const scale = cfg.kind === "zscore" ? Math.max(std, cfg.stdFloor) : 1;
-  return rewards.map((r) => (r - mean) / scale);
+  const out = new Array<number>(rewards.length);
+  for (let i = 0; i < rewards.length; i++) out[i] = (rewards[i] - mean) / scale;
+  return out;
 }
 
 /** Advantages of each group's trajectories (same shape as `rewards`) and batch statistics. */
@@ -69,19 +71,29 @@ export function groupAdvantages(
 ): { advantages: number[][]; stats: AdvantageStats } {
   let zeroVarianceGroups = 0;
   let lowStd = 0;
-  const advantages = rewards.map((group, i) => {
+  const advantages: number[][] = [];
+  for (const [i, group] of rewards.entries()) {
     if (group.length === 0) throw new RangeError(`groupAdvantages: group ${i} has no trajectories`);
     if (isDegenerate(group)) zeroVarianceGroups++;
     const a = groupAdvantage(group, cfg);
     const c = cfg.clip;
-    const clipped = c === null ? a : a.map((v) => Math.min(c, Math.max(-c, v)));
-    if (meanStd(clipped).std < LOW_ADVANTAGE_STD) lowStd++;
-    return clipped;
-  });
+    if (c !== null) for (let j = 0; j < a.length; j++) a[j] = Math.min(c, Math.max(-c, a[j]));
+    if (meanStd(a).std < LOW_ADVANTAGE_STD) lowStd++;
+    advantages.push(a);
+  }
+  // Plain loops, not callbacks: this runs every step (see src/tensor/README.md on closures in hot code).
   const all = advantages.flat();
   const n = all.length;
-  const mean = n === 0 ? 0 : all.reduce((s, v) => s + v, 0) / n;
-  const variance = n === 0 ? 0 : all.reduce((s, v) => s + (v - mean) * (v - mean), 0) / n;
+  let sum = 0;
+  let maxAbs = 0;
+  for (let j = 0; j < n; j++) {
+    sum += all[j];
+    maxAbs = Math.max(maxAbs, Math.abs(all[j]));
+  }
+  const mean = n === 0 ? 0 : sum / n;
+  let ss = 0;
+  for (let j = 0; j < n; j++) ss += (all[j] - mean) * (all[j] - mean);
+  const variance = n === 0 ? 0 : ss / n;
   return {
     advantages,
     stats: {
@@ -90,7 +102,7 @@ export function groupAdvantages(
       zeroVarianceGroups,
       mean,
       std: Math.sqrt(variance),
-      maxAbs: all.reduce((m, v) => Math.max(m, Math.abs(v)), 0),
+      maxAbs,
       lowStdShare: rewards.length === 0 ? 0 : lowStd / rewards.length,
     },
   };

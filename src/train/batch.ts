@@ -44,16 +44,17 @@ export function buildQueryInput(
   });
   const compact = new Map<number, number>();
   const slots = new Int32Array(B * K).fill(-1);
-  groups.forEach((g, b) => {
-    g.candRows.forEach((row, k) => {
-      let c = compact.get(row);
+  for (let b = 0; b < B; b++) {
+    const rows = groups[b].candRows;
+    for (let k = 0; k < rows.length; k++) {
+      let c = compact.get(rows[k]);
       if (c === undefined) {
         c = compact.size;
-        compact.set(row, c);
+        compact.set(rows[k], c);
       }
       slots[b * K + k] = c;
-    });
-  });
+    }
+  }
   const table = alloc(dtype, compact.size * d);
   for (const [row, c] of compact) table.set(indexEmb.data.subarray(row * d, (row + 1) * d), c * d);
   return { queries, table, slots, K };
@@ -72,7 +73,8 @@ export function buildBatch(
   const weights = new Float64Array(B * G);
   const real = new Uint8Array(B * G);
   const trajectoryOf = new Int32Array(B * G).fill(-1);
-  groups.forEach((g, b) => {
+  for (let b = 0; b < B; b++) {
+    const g = groups[b];
     for (let i = 0; i < G; i++) {
       const r = b * G + i;
       const has = i < g.trajectories.length;
@@ -83,7 +85,7 @@ export function buildBatch(
         trajectoryOf[r] = i;
       }
     }
-  });
+  }
   return {
     groups,
     input: buildQueryInput(groups, queryEmb, indexEmb, dtype),

@@ -26,7 +26,7 @@
 import { z } from "zod";
 import type { TeacherForced } from "../selector/model.js";
 import * as T from "../tensor/ops.js";
-import { noGrad, Tensor } from "../tensor/tensor.js";
+import { type Data, noGrad, Tensor } from "../tensor/tensor.js";
 
 export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export type KlEstimator = (typeof KL_ESTIMATORS)[number];
@@ -147,12 +147,11 @@ export function policyLoss(
   const adv = realRows(inputs.advantages, zeros, weights, 1);
   const A = Tensor.from(adv, [R, 1], dt);
   const surrogate = T.minimum(T.mul(ratio, A), T.mul(T.clamp(ratio, 1 - cfg.epsLow, 1 + cfg.epsHigh), A));
-  const rowCoef = (n: number) =>
-    Tensor.from(
-      Float64Array.from({ length: R }, (_, r) => (weights[r] > 0 ? weights[r] / (weightSum * n) : 0)),
-      [R, 1],
-      dt,
-    );
+  const rowCoef = (n: number) => {
+    const coef = new Float64Array(R);
+    for (let r = 0; r < R; r++) coef[r] = weights[r] > 0 ? weights[r] / (weightSum * n) : 0;
+    return Tensor.from(coef, [R, 1], dt);
+  };
   const policy = T.neg(T.sum(T.mul(surrogate, rowCoef(cols))));
 
   // KL toward the reference, per step.
@@ -185,8 +184,16 @@ export function policyLoss(
       entries++;
     }
   }
-  const advMean = advs.reduce((s, v) => s + v, 0) / advs.length;
-  const advVar = advs.reduce((s, v) => s + (v - advMean) * (v - advMean), 0) / advs.length;
+  let advSum = 0;
+  let advMaxAbs = 0;
+  for (const v of advs) {
+    advSum += v;
+    advMaxAbs = Math.max(advMaxAbs, Math.abs(v));
+  }
+  const advMean = advSum / advs.length;
+  let advSs = 0;
+  for (const v of advs) advSs += (v - advMean) * (v - advMean);
+  const advVar = advSs / advs.length;
   const policyValue = policy.item();
   const klValue = kl === null ? null : kl.item();
   const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;
@@ -229,7 +236,7 @@ export function policyLoss(
       clipHigh: high / entries,
       advMean,
       advStd: Math.sqrt(advVar),
-      advMaxAbs: advs.reduce((m, v) => Math.max(m, Math.abs(v)), 0),
+      advMaxAbs,
     },
   };
 }
@@ -237,24 +244,27 @@ export function policyLoss(
 /**
  * Mean policy entropy −Σ_k p_k log p_k over the available positions, per step (numbers, no
  * gradient), averaged over rows with positive weight (all rows when `weights` is omitted).
+ * `logSoftmax`: the pass's `stepLogSoftmax` when the caller already has it.
  */
-export function stepEntropy(tf: TeacherForced, weights?: ArrayLike<number>): number[] {
-  return noGrad(() =>
-    tf.scores.map((s, t) => {
-      const [R, K] = s.shape;
-      const lp = T.logSoftmax(s, tf.masks[t]).data;
-      const mask = tf.masks[t];
-      let sum = 0;
-      let weightSum = 0;
-      for (let r = 0; r < R; r++) {
-        const w = weights === undefined ? 1 : weights[r];
-        if (!(w > 0)) continue;
-        let h = 0;
-        for (let k = 0; k < K; k++) if (!mask[r * K + k]) h -= Math.exp(lp[r * K + k]) * lp[r * K + k];
-        sum += w * h;
-        weightSum += w;
-      }
-      return sum / weightSum;
-    }),
-  );
+export function stepEntropy(tf: TeacherForced, weights?: ArrayLike<number>, logSoftmax?: readonly Tensor[]): number[] {
+  return tf.scores.map((s, t) => {
+    const [R, K] = s.shape;
+    const lp = (logSoftmax?.[t] ?? noGrad(() => T.logSoftmax(s, tf.masks[t]))).data;
+    return meanEntropy(lp, tf.masks[t], R, K, weights);
+  });
+}
+
+/** Σ_r w_r·(−Σ_k p_k log p_k) / Σ_r w_r over the rows of [R, K] log-probabilities (a module-level loop: see src/tensor/README.md). */
+function meanEntropy(lp: Data, mask: Uint8Array, R: number, K: number, weights: ArrayLike<number> | undefined): number {
+  let sum = 0;
+  let weightSum = 0;
+  for (let r = 0; r < R; r++) {
+    const w = weights === undefined ? 1 : weights[r];
+    if (!(w > 0)) continue;
+    let h = 0;
+    for (let k = 0; k < K; k++) if (!mask[r * K + k]) h -= Math.exp(lp[r * K + k]) * lp[r * K + k];
+    sum += w * h;
+    weightSum += w;
+  }
+  return sum / weightSum;
 }

@@ -168,15 +168,19 @@ export function scoredTrajectories(trajectories: readonly Trajectory[]): {
 /** Mean and unbiased standard deviation (0 for fewer than two values). */
 export function meanStd(xs: readonly number[]): { mean: number; std: number } {
   const n = xs.length;
-  const mean = n === 0 ? Number.NaN : xs.reduce((a, v) => a + v, 0) / n;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += xs[i];
+  const mean = n === 0 ? Number.NaN : sum / n;
   if (n < 2) return { mean, std: 0 };
-  const ss = xs.reduce((a, v) => a + (v - mean) * (v - mean), 0);
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += (xs[i] - mean) * (xs[i] - mean);
   return { mean, std: Math.sqrt(ss / (n - 1)) };
 }
 
 /** True for a group of fewer than two values or whose values are all equal. */
 export function isDegenerate(xs: readonly number[]): boolean {
-  return xs.every((v) => v === xs[0]);
+  for (let i = 1; i < xs.length; i++) if (xs[i] !== xs[0]) return false;
+  return true;
 }
 
 /** 1 − 2·rank/(M − 1), rank 0 = the largest value, ties sharing their average rank; M = 1 → 0. */

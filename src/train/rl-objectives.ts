@@ -24,7 +24,7 @@
  * continues exactly.
  */
 import { z } from "zod";
-import { PointerSelector, sequenceLogProbs, stepLogProbs } from "../selector/model.js";
+import { PointerSelector, sequenceLogProbs, stepLogProbs, stepLogSoftmax } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
 import { AdvantageSchema, groupAdvantages } from "./advantages.js";
 import { type Batch, buildBatch, chunk } from "./batch.js";
@@ -99,11 +99,35 @@ export interface RlObjectiveData {
 /** Each row's value of a per-trajectory quantity (0 on padding rows). */
 function rowValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly number[]): Float64Array {
   const out = new Float64Array(batch.trajectoryOf.length);
-  batch.trajectoryOf.forEach((t, r) => {
-    if (t < 0) return;
+  for (let r = 0; r < out.length; r++) {
+    const t = batch.trajectoryOf[r];
+    if (t < 0) continue;
     const b = Math.floor(r / batch.G);
     out[r] = perGroup(batch.groups[b] as RlGroup, b)[t];
-  });
+  }
+  return out;
+}
+
+/**
+ * Each row's S per-step values [R·S] from per-group tables (`source[index of the group's query]`,
+ * [trajectories·S]); `kept[b][t]` is the table trajectory of row t of group b (0 on padding rows).
+ */
+function perStepValues(
+  batch: Batch,
+  source: readonly Float64Array[],
+  sourceOf: readonly number[],
+  kept: readonly number[][],
+  S: number,
+): Float64Array {
+  const out = new Float64Array(batch.trajectoryOf.length * S);
+  for (let r = 0; r < batch.trajectoryOf.length; r++) {
+    const t = batch.trajectoryOf[r];
+    if (t < 0) continue;
+    const b = Math.floor(r / batch.G);
+    const own = source[sourceOf[b]];
+    const i = kept[b][t];
+    for (let s = 0; s < S; s++) out[r * S + s] = own[i * S + s];
+  }
   return out;
 }
 
@@ -141,15 +165,29 @@ function groupLogProbs(policy: PointerSelector, groups: readonly RlGroup[], data
       const tf = policy.teacherForce(policy.encode(batch.input), batch.G, batch.labels, batch.steps);
       const lp = stepLogProbs(tf, batch.labels).data;
       const S = batch.steps;
-      part.forEach((g, b) => {
-        const own = new Float64Array(g.trajectories.length * S);
-        for (let i = 0; i < g.trajectories.length; i++)
-          for (let t = 0; t < S; t++) own[i * S + t] = lp[(b * batch.G + i) * S + t];
+      for (let b = 0; b < part.length; b++) {
+        const n = part[b].trajectories.length;
+        const own = new Float64Array(n * S);
+        for (let i = 0; i < n; i++) for (let t = 0; t < S; t++) own[i * S + t] = lp[(b * batch.G + i) * S + t];
         out.push(own);
-      });
+      }
     }
   });
   return out;
+}
+
+/** Same architecture, dtype and bit-identical weights: every forward pass gives the same numbers. */
+function sameModel(a: PointerSelector, b: PointerSelector): boolean {
+  if (a === b) return true;
+  if (a.dtype !== b.dtype) return false;
+  const keys = Object.keys(a.config) as (keyof PointerSelector["config"])[];
+  if (keys.length !== Object.keys(b.config).length || keys.some((k) => a.config[k] !== b.config[k])) return false;
+  for (const [name, p] of a.params) {
+    const q = b.params.get(name)?.data;
+    if (q === undefined || q.length !== p.data.length) return false;
+    for (let i = 0; i < q.length; i++) if (!Object.is(p.data[i], q[i])) return false;
+  }
+  return true;
 }
 
 /** The trajectories of a group kept by the curriculum: the top k by reward (ties: listed order). */
@@ -186,10 +224,14 @@ export function grpoObjective(
   let behaviourEpoch = -1;
   let sampled: OnlineStats | null = null;
   const kl = new KlController(cfg.kl);
+  // A behaviour snapshot equal to the reference (the first refresh when the reference is the
+  // starting checkpoint) has the reference's log-probabilities: the same pass would recompute them.
+  const behaviourLogProbs = () =>
+    sameModel(behaviour, reference) ? refLogp : groupLogProbs(behaviour, data.train, data);
   const refresh = (epoch: number) => {
     behaviour.load(model.values());
     behaviourEpoch = epoch;
-    if (!online) oldLogp = groupLogProbs(behaviour, data.train, data);
+    if (!online) oldLogp = behaviourLogProbs();
   };
   return {
     get beta() {
@@ -198,7 +240,7 @@ export function grpoObjective(
     startEpoch(epoch) {
       if (online) return;
       if (behaviourEpoch < 0 || epoch - behaviourEpoch >= cfg.ppoEpochs) refresh(epoch);
-      else if (oldLogp.length === 0) oldLogp = groupLogProbs(behaviour, data.train, data); // resumed mid-cycle
+      else if (oldLogp.length === 0) oldLogp = behaviourLogProbs(); // resumed mid-cycle
     },
     ...(online
       ? {
@@ -224,22 +266,14 @@ export function grpoObjective(
       const batch = buildBatch(views, data.queryEmb, data.indexEmb, model.dtype);
       const enc = model.encode(batch.input, { training: cfg.policyDropout, rng: ctx.rng });
       const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
-      const logp = stepLogProbs(tf, batch.labels);
+      const logSoftmax = stepLogSoftmax(tf);
+      const logp = stepLogProbs(tf, batch.labels, logSoftmax);
       const { advantages, stats } = groupAdvantages(
         views.map((v) => v.rewards),
         cfg.advantage,
       );
-      const perStep = (source: Float64Array[]) => {
-        const out = new Float64Array(batch.trajectoryOf.length * S);
-        batch.trajectoryOf.forEach((t, r) => {
-          if (t < 0) return;
-          const b = Math.floor(r / batch.G);
-          const own = source[index.get(groups[b].queryId) as number];
-          const i = kept[b][t];
-          for (let s = 0; s < S; s++) out[r * S + s] = own[i * S + s];
-        });
-        return out;
-      };
+      const sourceOf = groups.map((g) => index.get(g.queryId) as number);
+      const perStep = (source: Float64Array[]) => perStepValues(batch, source, sourceOf, kept, S);
       // Online: the samples come from this very policy, so its (detached) log-probabilities are the behaviour's.
       const old = online ? Float64Array.from(logp.data) : perStep(oldLogp);
       const ref = online
@@ -260,7 +294,7 @@ export function grpoObjective(
         cfg.loss,
         beta,
       );
-      const entropy = stepEntropy(tf, batch.weights);
+      const entropy = stepEntropy(tf, batch.weights, logSoftmax);
       const metrics: Record<string, number> = {
         policyLoss: d.policyLoss,
         kl: d.kl ?? Number.NaN,
