@@ -7,7 +7,9 @@ import { z } from "zod";
  *               "gate" → V4-1 (= v2/v3 after 2025-12-25),
  *               "gru"  → V4-2 (GRUCell decoder);
  *   redundancy  "max"  → V4-3 learnable MMR penalty (per-step λ_t);
- *   stepEmbedding      → V4-2/V4-3 `step_emb` table (rows = shots).
+ *   stepEmbedding      → V4-2/V4-3 `step_emb` table (rows = shots);
+ *   prior "cosine"     → our addition (not in Lever-Plus): a learned weight on the raw query–candidate
+ *                        cosine added to every score, so the selector starts as top-k retrieval.
  * The pool size K is not part of the config: it comes from the pool at run time.
  */
 export const SelectorFieldsSchema = z
@@ -51,6 +53,12 @@ export const SelectorFieldsSchema = z
       .enum(["none", "max"])
       .default("none")
       .describe("learnable penalty on candidates similar to those already chosen (V4-3)"),
+    prior: z
+      .enum(["none", "cosine"])
+      .default("none")
+      .describe(
+        "cosine: add w·cos(query, candidate) of the input embeddings to every score (w learned, starts at 1), so an untrained selector already ranks like top-k retrieval (not in Lever-Plus; see docs/selector.md)",
+      ),
   })
   .strict();
 
@@ -73,8 +81,9 @@ export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;
 
 /** Human-readable variant name used in checkpoint metadata and `selector inspect`. */
 export function variantName(config: SelectorConfig): string {
-  if (config.stateUpdate === "gru" && config.redundancy === "max") return "v4-3";
-  if (config.stateUpdate === "gru") return "v4-2";
-  if (config.redundancy === "max") return `${config.stateUpdate === "gate" ? "v4-1" : "v2"}+mmr`;
-  return config.stateUpdate === "gate" ? "v4-1" : "v2";
+  const prior = config.prior === "cosine" ? "+prior" : "";
+  if (config.stateUpdate === "gru" && config.redundancy === "max") return `v4-3${prior}`;
+  if (config.stateUpdate === "gru") return `v4-2${prior}`;
+  if (config.redundancy === "max") return `${config.stateUpdate === "gate" ? "v4-1" : "v2"}+mmr${prior}`;
+  return `${config.stateUpdate === "gate" ? "v4-1" : "v2"}${prior}`;
 }

@@ -12,7 +12,9 @@
  *      h_t = normalise(h + E[t]), optional V4-3 penalty −softplus(λ_t)·max_j cos(ĉ, ĉ_chosen_j) for t > 0,
  *      already chosen (and padding) positions excluded; the state update uses the label (teacher
  *      forcing) or the decoder's pick: gate h' = normalise(ĉ + g⊙(h − ĉ)), g = σ(W_g[h; ĉ] + b_g), or
- *      GRU h' = normalise(GRUCell(ĉ, h)).
+ *      GRU h' = normalise(GRUCell(ĉ, h));
+ *   5. ours, option `prior: cosine`: scores = (ĉ·h + w·cos(q, c)) / τ with cos over the INPUT
+ *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1.
  * Masking: the reference fills −100 before the softmax; we exclude positions exactly (probability 0),
  * which equals the reference to e^−100 relative.
  *
@@ -39,6 +41,8 @@ export interface TableEncoding {
   rows: number;
   projected: Tensor;
   candHat: Tensor;
+  /** The L2-normalised input rows [rows, d] (only with the cosine prior). */
+  inputHat: Tensor | null;
 }
 
 /**
@@ -63,6 +67,8 @@ export interface Encoded {
   candHat: Tensor;
   /** Candidate cosine Gram matrix [B, K, K] (only with the redundancy penalty). */
   gram: Tensor | null;
+  /** cos(query, candidate) of the input embeddings [B, 1, K], a constant (only with the prior). */
+  prior: Tensor | null;
   /** 1 = padding slot, [B·K]. */
   padMask: Uint8Array;
   /** Number of real candidates of each query. */
@@ -169,7 +175,8 @@ export class PointerSelector {
     return noGrad(() => {
       const projected = this.inputProject(this.tensor(table, [rows, d]));
       const candHat = T.l2Normalize(T.linear(projected, this.p("cand_proj.weight")));
-      return { rows, projected, candHat };
+      const inputHat = this.config.prior === "cosine" ? T.l2Normalize(this.tensor(table, [rows, d])) : null;
+      return { rows, projected, candHat, inputHat };
     });
   }
 
@@ -253,7 +260,27 @@ export class PointerSelector {
     if (this.config.stateUpdate === "gate") {
       gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
     }
-    return { B, K, h0, candHat, gram, padMask, validCount, gate };
+    const prior = this.config.prior === "cosine" ? this.inputCosines(input, encoding, gatherRows, B, K) : null;
+    return { B, K, h0, candHat, gram, prior, padMask, validCount, gate };
+  }
+
+  /** cos(query, candidate) over the input embeddings, [B, 1, K] (padding slots hold row 0's; masked). */
+  private inputCosines(
+    input: SelectorInput,
+    encoding: TableEncoding | null,
+    gatherRows: Int32Array,
+    B: number,
+    K: number,
+  ): Tensor {
+    const { d } = this.config;
+    return noGrad(() => {
+      const raw = input.table as Data;
+      const table = encoding ? encoding.inputHat : T.l2Normalize(this.tensor(raw, [raw.length / d, d]));
+      if (table === null) throw new Error("PointerSelector.encode: a TableEncoding without input rows for the prior");
+      const cands = T.reshape(T.indexSelect(table, gatherRows, 0), [B, K, d]);
+      const queries = T.reshape(T.l2Normalize(this.tensor(input.queries, [B, d])), [B, 1, d]);
+      return T.matmul(queries, cands, { transB: true });
+    });
   }
 
   /** G rows per query, all starting from the query's h₀ with nothing chosen. */
@@ -286,8 +313,9 @@ export class PointerSelector {
       hs = T.l2Normalize(T.add(hs, T.narrow(this.p("step_emb.weight"), 0, t, 1)));
     }
     const G = state.G;
-    let scores = T.reshape(T.matmul(T.reshape(hs, [B, G, H]), enc.candHat, { transB: true }), [B * G, K]);
-    scores = T.scale(scores, 1 / this.config.temperature);
+    let scores = T.matmul(T.reshape(hs, [B, G, H]), enc.candHat, { transB: true }); // [B, G, K]
+    if (enc.prior !== null) scores = T.add(scores, T.mul(enc.prior, this.p("prior_weight")));
+    scores = T.scale(T.reshape(scores, [B * G, K]), 1 / this.config.temperature);
     if (state.redundancy !== null) {
       if (t >= this.config.shots)
         throw new LeverError(`div_lambda has ${this.config.shots} entries; cannot score step ${t + 1}`);

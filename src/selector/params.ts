@@ -10,7 +10,17 @@ export interface ParamSpec {
   name: string;
   shape: number[];
   /** Group used for reporting and for optimiser groups (e.g. freezing the trunk). */
-  group: "input_proj" | "cross_attn" | "attn_norm" | "query_proj" | "cand_proj" | "gate" | "gru" | "step_emb" | "mmr";
+  group:
+    | "input_proj"
+    | "cross_attn"
+    | "attn_norm"
+    | "query_proj"
+    | "cand_proj"
+    | "gate"
+    | "gru"
+    | "step_emb"
+    | "mmr"
+    | "prior";
 }
 
 export function paramSpecs(config: SelectorConfig): ParamSpec[] {
@@ -44,6 +54,8 @@ export function paramSpecs(config: SelectorConfig): ParamSpec[] {
   }
   if (config.stepEmbedding) specs.push({ name: "step_emb.weight", shape: [shots, h], group: "step_emb" });
   if (config.redundancy !== "none") specs.push({ name: "div_lambda", shape: [shots], group: "mmr" });
+  // Ours, not a Lever-Plus tensor: the weight of the input-space cosine in the scores.
+  if (config.prior === "cosine") specs.push({ name: "prior_weight", shape: [1], group: "prior" });
   return specs;
 }
 
@@ -66,7 +78,8 @@ export type ParamValues = Map<string, Float64Array>;
  *   out_proj.bias, out_proj.weight keeps nn.Linear's kaiming_uniform_(a=√5) = U(±1/√fan_in);
  * - LayerNorm: weight 1, bias 0;
  * - query_proj/cand_proj: eye_ + N(0, 0.01²);
- * - GRUCell: every tensor U(±1/√H); step_emb N(0, 0.02²); div_lambda 0.1 (V4-3 `torch.full(…, 0.1)`).
+ * - GRUCell: every tensor U(±1/√H); step_emb N(0, 0.02²); div_lambda 0.1 (V4-3 `torch.full(…, 0.1)`);
+ * - prior_weight 1 (the cosine counts as much as a perfectly aligned learned similarity).
  */
 export function initParams(config: SelectorConfig, seed: number): ParamValues {
   const rng = new Rng(seed);
@@ -97,6 +110,8 @@ export function initParams(config: SelectorConfig, seed: number): ParamValues {
       normal(0.02);
     } else if (name === "div_lambda") {
       out.fill(0.1);
+    } else if (name === "prior_weight") {
+      out.fill(1);
     }
     // Everything else (biases of attention, LayerNorm and gate) stays zero.
     values.set(name, out);

@@ -13,6 +13,14 @@ const VARIANTS: Record<string, Partial<SelectorConfig>> = {
   "V4-2 GRU + step embedding": { stateUpdate: "gru", stepEmbedding: true },
   "V4-3 GRU + step embedding + MMR, 2 heads": { stateUpdate: "gru", stepEmbedding: true, redundancy: "max", heads: 2 },
   "gate + MMR": { stateUpdate: "gate", redundancy: "max" },
+  "gate + cosine prior": { stateUpdate: "gate", prior: "cosine" },
+  "V4-3 + cosine prior, 2 heads": {
+    stateUpdate: "gru",
+    stepEmbedding: true,
+    redundancy: "max",
+    prior: "cosine",
+    heads: 2,
+  },
 };
 
 function makeConfig(over: Partial<SelectorConfig>): SelectorConfig {
@@ -125,7 +133,7 @@ describe.each(Object.entries(VARIANTS))("pointer selector parity with the float6
 });
 
 describe("pointer selector behaviour", () => {
-  const config = makeConfig({ stateUpdate: "gru", stepEmbedding: true, redundancy: "max" });
+  const config = makeConfig({ stateUpdate: "gru", stepEmbedding: true, redundancy: "max", prior: "cosine" });
   const values = randomParams(config, 3);
   const model = new PointerSelector(config, values, "float64");
   const examples = makeExamples(config, 9, [5, 5]);

@@ -172,7 +172,11 @@ export function refForward(
       const E = get(params, "step_emb.weight");
       hs = normalize(h.map((v, i) => v + E[t * config.hidden + i]));
     }
-    const row = cHat.map((c) => dot(hs, c) / config.temperature);
+    // Our cosine prior (not in Lever-Plus): w·cos(query, candidate) of the input embeddings.
+    const qHat = normalize(query);
+    const prior = (k: number) =>
+      config.prior === "cosine" ? get(params, "prior_weight")[0] * dot(qHat, normalize(cands[k])) : 0;
+    const row = cHat.map((c, k) => (dot(hs, c) + prior(k)) / config.temperature);
     if (config.redundancy === "max" && t > 0) {
       const w = softplus(get(params, "div_lambda")[t]);
       for (let k = 0; k < row.length; k++) {
