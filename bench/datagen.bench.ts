@@ -19,9 +19,9 @@ import { renderTable } from "../src/report/table.js";
 import { saveCheckpoint } from "../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../src/selector/config.js";
 import { initParams } from "../src/selector/params.js";
-import { annotationsFileName, questionsFileName, writeSynthDataset } from "../src/sim/synth.js";
-import { importEmbedding, loadDatasetEmbedding } from "../src/store/ingest/embeddings.js";
-import { importVqa } from "../src/store/ingest/vqa.js";
+import { writeSynthDataset } from "../src/sim/synth.js";
+import { loadDatasetEmbedding } from "../src/store/ingest/embeddings.js";
+import { importSynthSplit } from "../src/store/ingest/synth.js";
 import { writePoolSet } from "../src/store/sets.js";
 import { Workspace } from "../src/store/workspace.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
@@ -74,18 +74,10 @@ export async function run(): Promise<void> {
     const out = join(dir, "synth");
     const wsDir = join(dir, "ws");
     writeSynthDataset({ out, params: { trainItems: 4000 }, images: true });
-    importVqa(wsDir, {
-      name: "train",
-      split: "train",
-      questionsFile: join(out, questionsFileName("train")),
-      annotationsFile: join(out, annotationsFileName("train")),
-      images: { root: join(out, "images") },
-    });
     const ws = Workspace.open(wsDir);
     try {
+      importSynthSplit(ws, out, "train");
       const kinds = ["image", "text", "joint"] as const;
-      for (const kind of kinds)
-        importEmbedding(ws, { file: join(out, "embeddings", "train", `${kind}.npy`), dataset: "train", kind });
       const items = ws.loadItems("train");
       const embeddings = Object.fromEntries(kinds.map((k) => [k, loadDatasetEmbedding(ws, "train", k)]));
       writePoolSet(

@@ -11,9 +11,8 @@ import { join } from "node:path";
 import { parseEvalOptions } from "../src/eval/config.js";
 import { evaluate } from "../src/eval/evaluate.js";
 import { renderEvalSummary, renderTable } from "../src/report/table.js";
-import { annotationsFileName, questionsFileName, writeSynthDataset } from "../src/sim/synth.js";
-import { importEmbedding } from "../src/store/ingest/embeddings.js";
-import { importVqa } from "../src/store/ingest/vqa.js";
+import { writeSynthDataset } from "../src/sim/synth.js";
+import { importSynthSplit } from "../src/store/ingest/synth.js";
 import { Workspace } from "../src/store/workspace.js";
 
 export async function run(): Promise<void> {
@@ -33,21 +32,11 @@ export async function run(): Promise<void> {
       writeSynthDataset({ out, params: { trainItems: 4000 }, images: true }),
     );
     await timed("import both splits + 6 embeddings", () => {
-      for (const split of ["train", "val"] as const) {
-        importVqa(wsDir, {
-          name: split,
-          split,
-          questionsFile: join(out, questionsFileName(split)),
-          annotationsFile: join(out, annotationsFileName(split)),
-          images: { root: join(out, "images") },
-        });
-        const ws = Workspace.open(wsDir);
-        try {
-          for (const kind of ["image", "text", "joint"] as const)
-            importEmbedding(ws, { file: join(out, "embeddings", split, `${kind}.npy`), dataset: split, kind });
-        } finally {
-          ws.close();
-        }
+      const ws = Workspace.open(wsDir);
+      try {
+        for (const split of ["train", "val"] as const) importSynthSplit(ws, out, split);
+      } finally {
+        ws.close();
       }
     });
 

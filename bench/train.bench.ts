@@ -26,9 +26,9 @@ import { renderTable } from "../src/report/table.js";
 import { SelectorConfigSchema } from "../src/selector/config.js";
 import { PointerSelector } from "../src/selector/model.js";
 import { initParams } from "../src/selector/params.js";
-import { annotationsFileName, questionsFileName, writeSynthDataset } from "../src/sim/synth.js";
-import { importEmbedding, loadDatasetEmbedding } from "../src/store/ingest/embeddings.js";
-import { importVqa } from "../src/store/ingest/vqa.js";
+import { writeSynthDataset } from "../src/sim/synth.js";
+import { loadDatasetEmbedding } from "../src/store/ingest/embeddings.js";
+import { importSynthSplit } from "../src/store/ingest/synth.js";
 import { Workspace } from "../src/store/workspace.js";
 import { kernelPath } from "../src/tensor/kernels.js";
 import type { EmbeddingTable } from "../src/train/data.js";
@@ -392,15 +392,8 @@ function simSetup(dir: string) {
   const out = join(dir, "synth");
   const wsDir = join(dir, "ws");
   writeSynthDataset({ out, params: { trainItems: 4000, embedding: { dim: D } }, images: true });
-  importVqa(wsDir, {
-    name: "train",
-    split: "train",
-    questionsFile: join(out, questionsFileName("train")),
-    annotationsFile: join(out, annotationsFileName("train")),
-    images: { root: join(out, "images") },
-  });
   const ws = Workspace.open(wsDir);
-  importEmbedding(ws, { file: join(out, "embeddings", "train", "joint.npy"), dataset: "train", kind: "joint" });
+  importSynthSplit(ws, out, "train");
   const items = ws.loadItems("train");
   const joint = loadDatasetEmbedding(ws, "train", "joint");
   const pools = buildPoolSet({

@@ -19,7 +19,7 @@
  */
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import type { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { parseEvalOptions } from "../eval/config.js";
@@ -29,15 +29,9 @@ import { renderComparison } from "../report/compare-render.js";
 import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
 import { buildReportModel } from "../report/model.js";
-import {
-  annotationsFileName,
-  embeddingFileName,
-  IMAGES_DIR,
-  questionsFileName,
-  WORLD_FILE,
-  writeSynthDataset,
-} from "../sim/synth.js";
+import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
 import { importEmbedding } from "../store/ingest/embeddings.js";
+import { importSynthSplit } from "../store/ingest/synth.js";
 import { importVqa } from "../store/ingest/vqa.js";
 import type { Workspace } from "../store/workspace.js";
 import { runRlStage } from "../train/rl-stage.js";
@@ -519,19 +513,7 @@ function runData(ws: Workspace, e: Experiment, tag: string): Outputs {
     if (!existsSync(join(dir, WORLD_FILE))) writeSynthDataset({ out: dir, params: e.data.synth, images: true });
     out.world = join(dir, WORLD_FILE);
     out.worldFile = out.world;
-    for (const split of ["train", "val"] as const) {
-      if (ws.getDataset(names[split]) === undefined)
-        importVqa(ws.dir, {
-          name: names[split],
-          split,
-          questionsFile: join(dir, questionsFileName(split)),
-          annotationsFile: join(dir, annotationsFileName(split)),
-          images: { root: join(dir, IMAGES_DIR) },
-        });
-      for (const kind of EMBEDDING_KINDS)
-        if (ws.getEmbedding(names[split], kind) === undefined)
-          importEmbedding(ws, { file: join(dir, embeddingFileName(split, kind)), dataset: names[split], kind });
-    }
+    for (const split of ["train", "val"] as const) importSynthSplit(ws, dir, split, names[split]);
     return out;
   }
   const imp = e.data.import as NonNullable<Experiment["data"]["import"]>;

@@ -1,0 +1,26 @@
+/**
+ * Imports one split of a synthetic world folder (`lever data synth`, src/sim/synth.ts) into a
+ * workspace as an ordinary dataset: its questions, annotations and images, and the three embeddings.
+ * What the workspace already has under that name is kept (a rerun imports nothing twice).
+ */
+import { join } from "node:path";
+import { EMBEDDING_KINDS } from "../../data/embeddings.js";
+import { annotationsFileName, embeddingFileName, IMAGES_DIR, questionsFileName } from "../../sim/synth.js";
+import type { Split } from "../../sim/world.js";
+import type { Workspace } from "../workspace.js";
+import { importEmbedding } from "./embeddings.js";
+import { importVqa } from "./vqa.js";
+
+export function importSynthSplit(ws: Workspace, dir: string, split: Split, name: string = split): void {
+  if (ws.getDataset(name) === undefined)
+    importVqa(ws.dir, {
+      name,
+      split,
+      questionsFile: join(dir, questionsFileName(split)),
+      annotationsFile: join(dir, annotationsFileName(split)),
+      images: { root: join(dir, IMAGES_DIR) },
+    });
+  for (const kind of EMBEDDING_KINDS)
+    if (ws.getEmbedding(name, kind) === undefined)
+      importEmbedding(ws, { file: join(dir, embeddingFileName(split, kind)), dataset: name, kind });
+}
