@@ -38,7 +38,7 @@ import { buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "./rl-objectives.js";
 import { type Answerer, RlValidator } from "./rl-validate.js";
 import { runTraining, STATE_FILE, type TrainingRunResult } from "./run.js";
-import { checkpointDirOf, executeStage, type StageResult } from "./stage.js";
+import { checkpointDirOf, executeStage, imagesOf, type StageResult } from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
 /** What an RL run reads (not part of the hashed training config). */
@@ -452,6 +452,7 @@ async function execute(
         stage,
         groups: trainGroups,
         valFraction: config.data.valFraction,
+        imageOf: imagesOf(ws, inputs.queryDataset),
         seed: config.seed,
         dtype: config.dtype,
         optim: config.optim,

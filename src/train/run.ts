@@ -36,6 +36,8 @@ export interface TrainingRunInput<G extends QueryGroup> {
   stage: string;
   groups: G[];
   valFraction: number;
+  /** Each query's image id: the validation split then keeps whole images apart (split.ts). */
+  imageOf?: ReadonlyMap<string, string>;
   seed: number;
   dtype: DType;
   optim: OptimConfig;
@@ -74,6 +76,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     groups.map((g) => g.queryId),
     input.valFraction,
     new Rng(seed).child("split"),
+    input.imageOf,
   );
   const valIds = new Set(split.val);
   const data: TrainingData<G> = {

@@ -56,6 +56,8 @@ export interface SftRunInput {
   queryEmb: EmbeddingTable;
   indexEmb: EmbeddingTable;
   files: { beams: string; pools: string };
+  /** Each query's image id: validation then holds out whole images (src/train/split.ts). */
+  imageOf?: ReadonlyMap<string, string>;
   /** Directory for epoch-NNN.safetensors and best.safetensors (null = no checkpoints). */
   checkpointDir: string | null;
   /** Start from these weights instead of a fresh seeded init (its architecture wins over config.model). */
@@ -96,6 +98,7 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
     stage: "sft",
     groups,
     valFraction: config.data.valFraction,
+    imageOf: input.imageOf,
     seed: config.seed,
     dtype: config.dtype,
     optim: config.optim,

@@ -22,7 +22,7 @@ import type { EmbeddingTable } from "./data.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { executeStage } from "./stage.js";
+import { executeStage, imagesOf } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -230,6 +230,7 @@ async function execute(
         queryEmb: inputs.queryEmb,
         indexEmb: inputs.indexEmb,
         files: { beams: inputs.beams.file, pools: inputs.pools.file },
+        imageOf: imagesOf(ws, inputs.pools.set.queryDataset),
         checkpointDir,
         init: extra.init,
         resume: extra.resume,

@@ -121,3 +121,8 @@ export async function executeStage<R extends TrainingRunResult>(
     lease.release();
   }
 }
+
+/** Question id → image id of a dataset's items: training splits validation by image (split.ts). */
+export function imagesOf(ws: Workspace, dataset: string): Map<string, string> {
+  return new Map(ws.loadItems(dataset).map((item) => [item.questionId, item.imageId]));
+}

@@ -51,4 +51,36 @@ describe("split by query", () => {
     expect(a.train.some((id) => a.val.includes(id))).toBe(false);
     expect(splitByQuery(ids, 0.2, new Rng(4)).val).not.toEqual(a.val);
   });
+
+  it("by image: no image on both sides, at least the requested share held out, seeded and order-free", () => {
+    // 60 questions on 20 images of 1-5 questions each (VQAv2-style ids: image·1000 + k).
+    const sizes = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5];
+    const imageOf = new Map<string, string>();
+    sizes.forEach((n, img) => {
+      for (let k = 0; k < n; k++) imageOf.set(String((img + 1) * 1000 + k), String(img + 1));
+    });
+    const ids = [...imageOf.keys()];
+    const a = splitByQuery(ids, 0.2, new Rng(3), imageOf);
+    expect(splitByQuery([...ids].reverse(), 0.2, new Rng(3), imageOf)).toEqual(a);
+    expect(new Set([...a.train, ...a.val]).size).toBe(ids.length);
+    const trainImages = new Set(a.train.map((id) => imageOf.get(id)));
+    expect(a.val.some((id) => trainImages.has(imageOf.get(id)))).toBe(false);
+    const target = Math.round(0.2 * ids.length);
+    expect(a.val.length).toBeGreaterThanOrEqual(target);
+    expect(a.val.length).toBeLessThan(target + 5); // stops at the image that reaches the target
+    expect(splitByQuery(ids, 0.2, new Rng(4), imageOf).val).not.toEqual(a.val);
+    // A query whose image is unknown is its own group; one image never goes wholly to validation.
+    expect(
+      splitByQuery(
+        ["1000", "1001"],
+        0.5,
+        new Rng(1),
+        new Map([
+          ["1000", "1"],
+          ["1001", "1"],
+        ]),
+      ).val,
+    ).toEqual([]);
+    expect(splitByQuery(["1000", "2000"], 0.5, new Rng(1), new Map()).val).toHaveLength(1);
+  });
 });
