@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { parseEvalOptions } from "../src/eval/config.js";
 import { evaluate } from "../src/eval/evaluate.js";
 import { renderEvalSummary, renderTable } from "../src/report/table.js";
+import { importSynthSplit } from "../src/sim/ingest.js";
 import { writeSynthDataset } from "../src/sim/synth.js";
-import { importSynthSplit } from "../src/store/ingest/synth.js";
 import { Workspace } from "../src/store/workspace.js";
 
 export async function run(): Promise<void> {

@@ -4,12 +4,12 @@
  * What the workspace already has under that name is kept (a rerun imports nothing twice).
  */
 import { join } from "node:path";
-import { EMBEDDING_KINDS } from "../../data/embeddings.js";
-import { annotationsFileName, embeddingFileName, IMAGES_DIR, questionsFileName } from "../../sim/synth.js";
-import type { Split } from "../../sim/world.js";
-import type { Workspace } from "../workspace.js";
-import { importEmbedding } from "./embeddings.js";
-import { importVqa } from "./vqa.js";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { importEmbedding } from "../store/ingest/embeddings.js";
+import { importVqa } from "../store/ingest/vqa.js";
+import type { Workspace } from "../store/workspace.js";
+import { annotationsFileName, embeddingFileName, IMAGES_DIR, questionsFileName } from "./synth.js";
+import type { Split } from "./world.js";
 
 export function importSynthSplit(ws: Workspace, dir: string, split: Split, name: string = split): void {
   if (ws.getDataset(name) === undefined)
