@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
+import { maxOf, minOf } from "../util/extent.js";
 import { parseOrThrow } from "../util/validate.js";
 
 export const PROMPT_ORDERS = ["nearest", "farthest"] as const;
@@ -312,7 +313,7 @@ export function summarizeRolloutSet(set: RolloutSet): RolloutSetSummary {
   return {
     queries: queries.length,
     trajectories: all.length,
-    perQuery: { min: counts.length > 0 ? Math.min(...counts) : 0, max: counts.length > 0 ? Math.max(...counts) : 0 },
+    perQuery: { min: counts.length > 0 ? minOf(counts) : 0, max: counts.length > 0 ? maxOf(counts) : 0 },
     queriesWithPool: queries.filter((q) => q.pool !== undefined).length,
     shots: [...new Set(all.map((t) => t.selected.length))].sort((a, b) => a - b),
     failed: all.length - accuracies.length,

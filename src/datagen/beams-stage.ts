@@ -18,6 +18,7 @@ import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
+import { maxOf, minOf } from "../util/extent.js";
 import type { VlmSettings } from "../vlm/settings.js";
 import { preflight } from "../vlm/types.js";
 import { type BeamSearchSettings, checkSearchSettings, searchAnchor } from "./beams.js";
@@ -265,8 +266,8 @@ function summary(values: readonly number[]): { mean: number; min: number; max: n
   if (values.length === 0) return { mean: 0, min: 0, max: 0 };
   return {
     mean: values.reduce((s, v) => s + v, 0) / values.length,
-    min: Math.min(...values),
-    max: Math.max(...values),
+    min: minOf(values),
+    max: maxOf(values),
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import type { RolloutQuery } from "../data/trajectories.js";
 import { isDegenerate } from "../train/rewards.js";
+import { maxOf, minOf } from "../util/extent.js";
 
 export interface RolloutStats {
   queries: number;
@@ -66,9 +67,9 @@ export function rolloutStats(
     queries: groups.length,
     trajectories,
     perQuery: {
-      min: counts.length > 0 ? Math.min(...counts) : 0,
+      min: counts.length > 0 ? minOf(counts) : 0,
       mean: counts.length > 0 ? trajectories / counts.length : 0,
-      max: counts.length > 0 ? Math.max(...counts) : 0,
+      max: counts.length > 0 ? maxOf(counts) : 0,
     },
     methods: Object.fromEntries(Object.entries(methods).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
     allEqualGroups: allEqual,

@@ -15,6 +15,7 @@ import { compareQuestionIds, type VqaItem } from "../data/item.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { maxOf } from "../util/extent.js";
 import type { Point } from "./charts.js";
 import type { ComparisonResult } from "./compare.js";
 import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
@@ -319,7 +320,7 @@ function examples(
 ): { exampleShot: number | null; examples: Example[] } {
   if (loaded === null || count === 0) return { exampleShot: null, examples: [] };
   const shots = loaded.methods.flatMap((m) => m.rows.map((r) => r.shot));
-  const shot = Math.max(...shots);
+  const shot = maxOf(shots);
   const rowsAt = loaded.methods
     .map((m) => ({
       method: m,

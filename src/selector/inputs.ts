@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { readNpy } from "../data/npy.js";
 import { LeverError } from "../util/errors.js";
+import { maxOf } from "../util/extent.js";
 import { readJsonFile } from "../util/files.js";
 import { parseOrThrow } from "../util/validate.js";
 import type { SelectorInput } from "./model.js";
@@ -51,7 +52,7 @@ export function loadSelectorInput(
   const N = c.shape[0];
   const pools = parseOrThrow(PoolListSchema, readJsonFile(files.pools), { file: files.pools, recordsAt: true });
   if (pools.length !== Q) throw new LeverError(`${pools.length} pools for ${Q} queries`, { file: files.pools });
-  const K = Math.max(...pools.map((p) => p.length));
+  const K = maxOf(pools.map((p) => p.length));
   const slots = new Int32Array(Q * K).fill(-1);
   pools.forEach((pool, i) => {
     if (new Set(pool).size !== pool.length)

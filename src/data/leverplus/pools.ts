@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
+import { minOf } from "../../util/extent.js";
 import { parseOrThrow } from "../../util/validate.js";
 import { type PoolSet, PoolSetSchema } from "../pool-set.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey } from "./common.js";
@@ -94,7 +95,7 @@ export function importSamplerPools(
   if (k === undefined) throw new LeverError("sampler cache holds no pools", { file });
   // Pool sets hold exactly K candidates per query: after dropping, cut every pool to the shortest
   // (keeping the sampler's order) and record it.
-  const finalK = dropped > 0 ? Math.min(...Object.values(pools).map((p) => p.length)) : k;
+  const finalK = dropped > 0 ? minOf(Object.values(pools).map((p) => p.length)) : k;
   if (finalK === 0) throw new LeverError("dropping conflicting candidates left an empty pool", { file });
   if (finalK < k) for (const key of Object.keys(pools)) pools[key] = pools[key].slice(0, finalK);
   const set: PoolSet = {
