@@ -339,6 +339,8 @@ function buildTable(
   const { clusters } = settings;
   const clustersOf = (questionIds: string[]): string[] | undefined =>
     clusters === undefined ? undefined : questionIds.map((id) => clusters.get(id) ?? `question:${id}`);
+  // Streams are keyed by the row's LABEL (unique in a table), not its id: an id names the checkpoint's
+  // path, so the same methods on the same answers in another workspace would otherwise get other intervals.
   const seedOf = (row: string, shot: number, what: string) =>
     new Rng(settings.seed).child(`${label}|${row}|${shot}|${what}`).nextUint32();
 
@@ -360,7 +362,7 @@ function buildTable(
         values.length === 0
           ? null
           : bootstrapMeanCI(values, {
-              seed: seedOf(row.info.id, shot, "ci"),
+              seed: seedOf(row.info.label, shot, "ci"),
               resamples: settings.resamples,
               confidence: CONFIDENCE,
               clusters: clustersOf(scored),
@@ -417,7 +419,7 @@ function compareCell(
   if (paired.ids.length === 0) return null;
   const clusters = clustersOf(paired.ids);
   const difference = pairedBootstrap(paired.a, paired.b, {
-    seed: seedOf(row.info.id, shot, "paired"),
+    seed: seedOf(row.info.label, shot, "paired"),
     resamples: settings.resamples,
     confidence: CONFIDENCE,
     clusters,
@@ -431,7 +433,7 @@ function compareCell(
     mcnemar = { onlyRow: m.onlyA, onlyBaseline: m.onlyB };
   } else {
     pValue = signFlipTest(paired.a, paired.b, {
-      seed: seedOf(row.info.id, shot, "sign-flip"),
+      seed: seedOf(row.info.label, shot, "sign-flip"),
       permutations: settings.permutations,
       clusters,
     }).pValue;

@@ -185,6 +185,20 @@ describe("compareMethods", () => {
     expect(three.tables[0].rows[2].cells[0]!.comparison!.ci).toEqual(two.tables[0].rows[1].cells[0]!.comparison!.ci);
   });
 
+  it("gives a row the same numbers in another workspace: streams follow the label, not the checkpoint path in the id", () => {
+    const at = (path: string) =>
+      compareMethods(
+        [
+          method("b", rows(1, B)),
+          { id: `eval-0007/selector:${path}/online.safetensors`, label: "selector:online", rows: rows(1, A) },
+        ],
+        settings(),
+      ).tables[0].rows[1].cells[0]!;
+    const [here, there] = [at("/ws1/experiments/demo"), at("/tmp/other/experiments/demo")];
+    expect(there.ci).toEqual(here.ci);
+    expect(there.comparison!.ci).toEqual(here.comparison!.ci);
+  });
+
   it("refuses an unknown baseline, a baseline inside a seed group, and duplicate questions", () => {
     expect(() => compareMethods([method("a", rows(1, A))], settings({ baseline: "nope" }))).toThrow(
       /no method "nope" to use as the baseline \(known: a\)/,
