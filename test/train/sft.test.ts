@@ -134,18 +134,7 @@ describe("SFT training", () => {
 
   it("is reproducible: the same seed gives bit-identical weights, another seed different ones", async () => {
     const small = config({ optim: { epochs: 2, batchQueries: 16, lr: 5e-3 } });
-    const run = async (seed: number) =>
-      (
-        await runSft({
-          config: { ...small, seed },
-          ...world,
-          queryEmb: world.emb,
-          indexEmb: world.emb,
-          files,
-          checkpointDir: null,
-          provenance: {},
-        })
-      ).model.values();
+    const run = async (seed: number) => (await runSft({ ...baseInput(), config: { ...small, seed } })).model.values();
     const a = await run(7);
     const b = await run(7);
     const c = await run(8);
@@ -162,15 +151,7 @@ describe("SFT training", () => {
         earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
       },
     });
-    const result = await runSft({
-      config: cfg,
-      ...world,
-      queryEmb: world.emb,
-      indexEmb: world.emb,
-      files,
-      checkpointDir: null,
-      provenance: {},
-    });
+    const result = await runSft({ ...baseInput(), config: cfg });
     expect(result.stoppedEarly).toBe(true);
     expect(result.epochsRun).toBe(3);
     expect(result.bestEpoch).toBe(0);
@@ -178,15 +159,7 @@ describe("SFT training", () => {
 
   it("validation agreement of a model equals a direct count over greedy decodes", async () => {
     const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
-    const r = await runSft({
-      config: config({ optim: { epochs: 1 } }),
-      ...world,
-      queryEmb: world.emb,
-      indexEmb: world.emb,
-      files,
-      checkpointDir: null,
-      provenance: {},
-    });
+    const r = await runSft({ ...baseInput(), config: config({ optim: { epochs: 1 } }) });
     const m1 = sftValidation(r.model, groups.slice(0, 10), { queryEmb: world.emb, indexEmb: world.emb }, 0, 3);
     const m2 = sftValidation(r.model, groups.slice(0, 10), { queryEmb: world.emb, indexEmb: world.emb }, 0, 10);
     expect(m1.valTop1).toBeCloseTo(m2.valTop1, 12);
