@@ -11,6 +11,7 @@ import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { runSftStage } from "../../src/train/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
+import { crashingProgress } from "../helpers/crash.js";
 import { stubItem } from "../helpers/items.js";
 import { syntheticWorld } from "../train/synthetic.js";
 
@@ -164,12 +165,7 @@ describe("lever train resume", () => {
           dataset: "synth",
           embedding: "joint",
           config,
-          progress: {
-            isTTY: false,
-            write: (text: string) => {
-              if (text.includes("epoch 2/3")) throw new Error("simulated crash");
-            },
-          },
+          progress: crashingProgress("epoch 2/3"),
         }),
       ).rejects.toThrow(/simulated crash/);
       crashedRun = ws.listRuns({ kind: "sft" }).at(-1)!.id;

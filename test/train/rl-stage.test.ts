@@ -14,6 +14,7 @@ import {
   runRlStage,
 } from "../../src/train/rl-stage.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
+import { crashingProgress } from "../helpers/crash.js";
 import { stubItem } from "../helpers/items.js";
 import { syntheticRollouts, syntheticWorld } from "./synthetic.js";
 
@@ -125,12 +126,7 @@ describe("lever train rce / grpo (workspace stage)", () => {
           inputs: { ...inputs, name: "crash" },
           config,
           vlm,
-          progress: {
-            isTTY: false,
-            write: (text: string) => {
-              if (text.includes("grpo epoch 2/3")) throw new Error("simulated crash");
-            },
-          },
+          progress: crashingProgress("grpo epoch 2/3"),
         }),
       ).rejects.toThrow(/simulated crash/);
       crashed = ws.listRuns({ kind: "grpo" }).at(-1)!.id;
