@@ -181,7 +181,7 @@ describe("cosine prior", () => {
     expect(predict(m, input, { shots: 3 }).map((t) => t.positions)).toEqual(topk);
   });
 
-  it("at its initial weight an untrained selector agrees with top-k far more often than chance", () => {
+  it("at its initial weight an untrained selector picks the most similar candidate far more often than without the prior", () => {
     const big = world(8, 200, 16);
     const m = new PointerSelector(priorConfig, initParams(priorConfig, 4), "float64");
     const plain = new PointerSelector(
