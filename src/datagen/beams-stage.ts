@@ -164,7 +164,7 @@ export async function runBeams(
     concurrency: settings.concurrency,
     signal,
     progress: hooks.progress,
-    activity: () => `VLM calls ${counter.calls}`,
+    activity: () => counter.activity(),
     note: hooks.note,
     // Beam search only scores answers: the server must return prompt log-probabilities.
     beforeWork: () => preflight(vlm.vlm, { scoring: true, signal }),

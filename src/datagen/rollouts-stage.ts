@@ -249,7 +249,7 @@ export async function runRollouts(
     concurrency: settings.concurrency,
     signal,
     progress: hooks.progress,
-    activity: () => `VLM calls ${counter.calls}`,
+    activity: () => counter.activity(),
     redo: (value) => value.failed > 0,
     note: hooks.note,
     beforeWork: () => preflight(vlm.vlm, { scoring: settings.gtAnswers !== "none", signal }),

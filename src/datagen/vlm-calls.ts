@@ -3,9 +3,25 @@
  * backend sees only the requests the cache did not answer (the calls), and which of them failed.
  * Cache hits come from the cache wrapper's own statistics.
  */
-import { hasStats } from "../vlm/stats.js";
-import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../vlm/types.js";
-import { isFailure } from "../vlm/types.js";
+import {
+  countFailure,
+  describeActivity,
+  type FailureCounts,
+  failureSummary,
+  type HasActivity,
+  hasActivity,
+  hasStats,
+} from "../vlm/stats.js";
+import type {
+  CallOptions,
+  GenerateResult,
+  Outcome,
+  ScoreResult,
+  Vlm,
+  VlmFailureReason,
+  VlmPrompt,
+} from "../vlm/types.js";
+import { isFailure, preflight } from "../vlm/types.js";
 
 export interface VlmCalls {
   /** Requests sent to the backend (generate + score), after cache hits and in-batch duplicates. */
@@ -14,36 +30,44 @@ export interface VlmCalls {
   cacheHits: number;
   /** Requests that failed after the backend's retries, by typed reason. */
   failures: number;
-  failuresByReason: Record<string, number>;
+  failuresByReason: FailureCounts;
 }
 
 export interface CallCounter {
-  /** Requests sent so far (read by the progress line). */
+  /** Requests sent so far. */
   readonly calls: number;
-  /** The backend with counting around it. */
-  wrap(backend: Vlm): Vlm;
+  /** The progress line's activity: "VLM calls N", then what the backend is retrying or waiting for. */
+  activity(): string;
+  /** The backend with counting around it; its preflight check and activity pass through. */
+  wrap(backend: Vlm): Vlm & HasActivity;
   /** The counts, with cache hits from `outer` when it is the cache wrapper. */
   summary(outer: Vlm): VlmCalls;
 }
 
 export function callCounter(): CallCounter {
   let calls = 0;
-  const reasons = new Map<string, number>();
+  let wrapped: Vlm | null = null; // the backend, for its activity
+  const reasons = new Map<VlmFailureReason, number>();
   const count = <T>(outcomes: Outcome<T>[]): Outcome<T>[] => {
     calls += outcomes.length;
-    for (const o of outcomes)
-      if (isFailure(o)) {
-        reasons.set(o.reason, (reasons.get(o.reason) ?? 0) + 1);
-      }
+    for (const o of outcomes) if (isFailure(o)) countFailure(reasons, o);
     return outcomes;
   };
   return {
     get calls() {
       return calls;
     },
-    wrap(backend: Vlm): Vlm {
+    activity(): string {
+      const now = hasActivity(wrapped) ? wrapped.activity() : null;
+      const detail = now === null ? "" : describeActivity(now);
+      return detail === "" ? `VLM calls ${calls}` : `VLM calls ${calls}, ${detail}`;
+    },
+    wrap(backend: Vlm): Vlm & HasActivity {
+      wrapped = backend;
       return {
         id: backend.id,
+        preflight: (options) => preflight(backend, options),
+        activity: () => (hasActivity(backend) ? backend.activity() : null),
         generate: async (prompts: VlmPrompt[], options?: CallOptions): Promise<Outcome<GenerateResult>[]> =>
           count(await backend.generate(prompts, options)),
         scoreAnswer: async (
@@ -53,9 +77,13 @@ export function callCounter(): CallCounter {
       };
     },
     summary(outer: Vlm): VlmCalls {
-      const failuresByReason = Object.fromEntries([...reasons].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
-      const failures = [...reasons.values()].reduce((s, n) => s + n, 0);
-      return { calls, cacheHits: hasStats(outer) ? outer.getStats().cacheHits : 0, failures, failuresByReason };
+      const { total, byReason } = failureSummary(reasons);
+      return {
+        calls,
+        cacheHits: hasStats(outer) ? outer.getStats().cacheHits : 0,
+        failures: total,
+        failuresByReason: byReason,
+      };
     },
   };
 }

@@ -259,7 +259,9 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[]
   for (const run of runs) {
     const source = run.id;
     if (run.status === "failed") out.push({ source, message: `run failed: ${run.error ?? "no error recorded"}` });
-    if (run.status === "running") out.push({ source, message: "run is not finished (still running, or interrupted)" });
+    if (run.status === "running") out.push({ source, message: "run is not finished (still running)" });
+    if (run.status === "interrupted")
+      out.push({ source, message: "run is not finished: its process died (rerun the same command to resume it)" });
     for (const stage of ws.listStages(run.id)) {
       if (stage.status === "failed")
         out.push({ source, message: `stage "${stage.name}" failed: ${stage.error ?? "no error recorded"}` });

@@ -77,7 +77,8 @@ describe("data generation against an OpenAI-compatible server", () => {
     expect(mock.count("/v1/chat/completions")).toBeGreaterThan(0);
 
     mock.inject("chat", ...Array.from({ length: 3 }, () => ({ kind: "status" as const, status: 500 })));
-    const failed = await runCli([...beams(faulty), "--quiet"]);
+    // Without the preflight check, so the injected failures hit the anchors' own requests.
+    const failed = await runCli([...beams(faulty), "--quiet", "--no-preflight"]);
     expectFailedRun(
       failed,
       /of 3 anchors failed \(first: \d+: http-5xx.*no artefact written; rerun the same command to retry them/,
@@ -93,10 +94,21 @@ describe("data generation against an OpenAI-compatible server", () => {
     expect(read(faulty).equals(read(clean))).toBe(true);
   });
 
+  it("beams and rollouts check the server before any item: a server failing chat requests stops them with one line", async () => {
+    const fresh = await datagenWorkspace({ trainItems: 120 });
+    for (const command of [beams, rollouts]) {
+      mock.inject("chat", ...Array.from({ length: 2 }, () => ({ kind: "status" as const, status: 500 })));
+      const stopped = await runCli([...command(fresh), "--quiet"]);
+      expect(stopped.code, stopped.stderr).toBe(2);
+      expect(stopped.stderr.trim()).toMatch(/^error: the VLM server at \S+ failed a chat request with an image: http-5xx/);
+      expect(stopped.stderr).not.toMatch(/anchors failed|quer(y|ies) failed/);
+    }
+  });
+
   it("rollouts: failed requests stay in the artefact marked evalFailed, and the rerun replaces them", async () => {
     await runCliOk([...rollouts(clean), "--quiet"]);
     mock.inject("chat", ...Array.from({ length: 2 }, () => ({ kind: "status" as const, status: 503 })));
-    const failed = await runCli([...rollouts(faulty), "--quiet"]);
+    const failed = await runCli([...rollouts(faulty), "--quiet", "--no-preflight"]);
     expectFailedRun(
       failed,
       /trajectories of \d+ quer(y|ies) failed \(marked evalFailed in artifacts\/rollouts\/r.json, excluded from rewards\)/,
