@@ -152,7 +152,7 @@ export async function runBeams(
     search: record,
     embeddings,
   };
-  const { runId, resumed } = findOrCreateRun(ws, "beams", config, settings.seed);
+  const { runId, resumed } = findOrCreateRun(ws, "beams", config, settings.seed, hooks.note);
   ws.beginStage(runId, BEAMS_STAGE, { restart: true });
   const anchorById = new Map(anchors.map((a) => [a.questionId, a]));
   const signal = hooks.signal;

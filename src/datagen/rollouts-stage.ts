@@ -234,7 +234,7 @@ export async function runRollouts(
     ),
     generator: { ...generator, checkpoint: checkpoint?.sha256 ?? null },
   };
-  const { runId, resumed } = findOrCreateRun(ws, "rollouts", config, settings.seed);
+  const { runId, resumed } = findOrCreateRun(ws, "rollouts", config, settings.seed, hooks.note);
   const earlier = new Set((ws.getStage(runId, ROLLOUTS_STAGE)?.artifacts ?? []).map((a) => a.sha256));
   ws.beginStage(runId, ROLLOUTS_STAGE, { restart: true });
   const queryById = new Map(queries.map((q) => [q.questionId, q]));

@@ -82,16 +82,24 @@ export interface ItemStageResult<T> {
   aborted: boolean;
 }
 
-/** The run of this kind with this config (the most recent), or a new one. */
+/**
+ * The run of this kind with this config (the most recent), or a new one — held by this process from
+ * here on (`runItems` releases it), so a second process on the same run is refused before it touches
+ * the run's stage or records. `note` hears of a run taken over from a dead process.
+ */
 export function findOrCreateRun(
   ws: Workspace,
   kind: string,
   config: Record<string, unknown>,
   seed: number,
+  note?: (text: string) => void,
 ): { runId: string; resumed: boolean } {
   const existing = ws.listRuns({ kind, configHash: hashValue(config) });
-  if (existing.length > 0) return { runId: existing[existing.length - 1].id, resumed: true };
-  return { runId: ws.createRun({ kind, config, seed }), resumed: false };
+  const found = existing.length > 0 ? existing[existing.length - 1].id : null;
+  const runId = found ?? ws.createRun({ kind, config, seed });
+  const lease = ws.holdRun(runId);
+  if (lease.note !== null) note?.(lease.note);
+  return { runId, resumed: found !== null };
 }
 
 /**
@@ -124,7 +132,7 @@ async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStage
     processed: 0,
     aborted: false,
   };
-  const lease = ws.holdRun(runId);
+  const lease = ws.holdRun(runId); // taken by findOrCreateRun; held here to release it at the end
   if (lease.note !== null) options.note?.(lease.note);
   try {
     if (todo.length > 0) await options.beforeWork?.();

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readBeamSet, readRolloutSet } from "../../src/store/sets.js";
+import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { type DatagenWorkspace, datagenWorkspace } from "./helpers.js";
 
@@ -49,6 +50,21 @@ beforeAll(async () => {
 });
 
 describe("lever beams (CLI)", () => {
+  it("refuses a run another process holds, and leaves that run's records alone", async () => {
+    const other = Workspace.open(w.ws.dir);
+    try {
+      const run = other.listRuns({ kind: "beams" }).at(-1)!;
+      other.holdRun(run.id);
+      const refused = await runCli(w.args(...beamsCommand(), "--quiet"));
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim()).toMatch(new RegExp(`^error: .*run ${run.id} is in use by process ${process.pid}@`));
+      expect(other.getStage(run.id, "beams")?.status).toBe("done");
+      expect(other.getRun(run.id)?.status).toBe(run.status);
+    } finally {
+      other.close();
+    }
+  });
+
   it("prints a summary with the artefact, the calls and the statistics, and records the settings", async () => {
     const result = await runCli(w.args(...beamsCommand()));
     expect(result.code).toBe(0);

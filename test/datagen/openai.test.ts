@@ -100,7 +100,9 @@ describe("data generation against an OpenAI-compatible server", () => {
       mock.inject("chat", ...Array.from({ length: 2 }, () => ({ kind: "status" as const, status: 500 })));
       const stopped = await runCli([...command(fresh), "--quiet"]);
       expect(stopped.code, stopped.stderr).toBe(2);
-      expect(stopped.stderr.trim()).toMatch(/^error: the VLM server at \S+ failed a chat request with an image: http-5xx/);
+      expect(stopped.stderr.trim()).toMatch(
+        /^error: the VLM server at \S+ failed a chat request with an image: http-5xx/,
+      );
       expect(stopped.stderr).not.toMatch(/anchors failed|quer(y|ies) failed/);
     }
   });
