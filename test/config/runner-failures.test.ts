@@ -25,13 +25,14 @@ afterAll(async () => {
 describe("lever run with failing VLM requests", () => {
   it("stops at a rollouts stage with failed trajectories instead of recording it done; the rerun retries them", async () => {
     const file = join(dir, "fail.yaml");
+    // preflight off: the injected faults are meant for the rollouts' own requests, not the server check.
     writeFileSync(
       file,
       `name: fail
 data:
   synth: { seed: 5, trainItems: 120, valItems: 20, embedding: { dim: 16 } }
 pools: { sampler: mix, k: 8 }
-vlm: { vlm: openai, baseUrls: ["${mock.url}"], model: mock-vl, maxRetries: 0 }
+vlm: { vlm: openai, baseUrls: ["${mock.url}"], model: mock-vl, maxRetries: 0, preflight: false }
 rollouts: { queries: "first:3", shots: 2, retrieval: 2, random: 2 }
 eval: { queries: "first:4", shots: [1], baselines: [random] }
 report: { enabled: false }
