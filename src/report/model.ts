@@ -6,11 +6,12 @@
  *
  * Health warnings come from the caller, from the runs' state (failed, unfinished, failed stages), from
  * their data (non-finite metrics, failed VLM calls, methods choosing identical demonstrations), and
- * from `health.json` artefacts a stage may store: `{"warnings": ["…", …]}`.
+ * from the `health.json` artefacts training stages store (src/data/health-file.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
+import { describeHealthWarning, HEALTH_FILE, HealthFileSchema } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { RunRecord } from "../store/types.js";
@@ -252,8 +253,6 @@ export function downsample(points: readonly Point[], max: number): { points: Poi
   return { points: out, perPoint: size };
 }
 
-const HealthFileSchema = z.object({ warnings: z.array(z.string()) });
-
 function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[] {
   const out: HealthWarning[] = [];
   for (const run of runs) {
@@ -266,7 +265,7 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[]
       if (stage.status === "failed")
         out.push({ source, message: `stage "${stage.name}" failed: ${stage.error ?? "no error recorded"}` });
       for (const artifact of stage.artifacts) {
-        if (basename(artifact.path) !== "health.json") continue;
+        if (basename(artifact.path) !== HEALTH_FILE) continue;
         const file = ws.resolveArtifact(artifact.path);
         if (!existsSync(file)) {
           out.push({ source, message: `health file ${artifact.path} is missing` });
@@ -278,8 +277,12 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[]
         } catch {
           parsed = HealthFileSchema.safeParse(null);
         }
-        if (!parsed.success) out.push({ source, message: `health file ${artifact.path} is not {"warnings": [...]}` });
-        else for (const message of parsed.data.warnings) out.push({ source, message });
+        if (!parsed.success)
+          out.push({
+            source,
+            message: `health file ${artifact.path} is not {"warnings": [{epoch, code, message}, …]}`,
+          });
+        else for (const w of parsed.data.warnings) out.push({ source, message: describeHealthWarning(w) });
       }
     }
     const reported = new Set<string>();

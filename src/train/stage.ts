@@ -7,7 +7,9 @@
  * artefacts when it completes (`Workspace.runStage`). A throw marks the stage and the run failed.
  * The training itself is the caller's `train` function (src/train/run.ts).
  */
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { describeHealthWarning, HEALTH_FILE, HealthFileSchema, healthFileContent } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
@@ -65,7 +67,8 @@ export async function executeStage<R extends TrainingRunResult>(
       opts.progress === null
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
-    const warnings: HealthWarning[] = [];
+    // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
+    const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE));
     const { value } = await ws.runStage(
       runId,
       stage,
@@ -87,7 +90,8 @@ export async function executeStage<R extends TrainingRunResult>(
           },
           onEpoch: (info) => {
             const found = opts.health?.(info.epoch, info.metrics) ?? [];
-            warnings.push(...found);
+            const earlier = warnings.filter((w) => w.epoch < info.epoch);
+            warnings.splice(0, warnings.length, ...earlier, ...found);
             ws.logMetrics([
               ...Object.entries(info.metrics).map(([name, value]) => ({
                 runId,
@@ -99,16 +103,16 @@ export async function executeStage<R extends TrainingRunResult>(
               ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
             ]);
             if (opts.health !== undefined)
-              writeFileAtomic(join(checkpointDir, "health.json"), `${JSON.stringify({ warnings }, null, 2)}\n`);
+              writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
             ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
             progress?.epoch(info);
-            for (const w of found) progress?.warn(`epoch ${w.epoch + 1}: ${w.message}`);
+            for (const w of found) progress?.warn(describeHealthWarning(w));
           },
         });
         const files = [
           ...result.checkpoints,
           ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
-          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, "health.json")] : []),
+          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
         ];
         return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
       },
@@ -125,4 +129,15 @@ export async function executeStage<R extends TrainingRunResult>(
 /** Question id → image id of a dataset's items: training splits validation by image (split.ts). */
 export function imagesOf(ws: Workspace, dataset: string): Map<string, string> {
   return new Map(ws.loadItems(dataset).map((item) => [item.questionId, item.imageId]));
+}
+
+/** The warnings of a health file written by an earlier process of the run ([] when there is none). */
+function storedWarnings(file: string): HealthWarning[] {
+  if (!existsSync(file)) return [];
+  try {
+    const parsed = HealthFileSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return parsed.success ? (parsed.data.warnings as HealthWarning[]) : [];
+  } catch {
+    return []; // unreadable: the epochs that run now write a new one
+  }
 }

@@ -71,7 +71,7 @@ describe("buildReportModel", () => {
     expect(model.warnings).toEqual([
       { source: "given", message: "checked by hand <b>" },
       { source: fixture.evalRun, message: "1 of 32 VLM calls failed; they are excluded from accuracies and counted" },
-      { source: fixture.trainRun, message: "advantage std 0.006 < 0.01: almost no learning signal" },
+      { source: fixture.trainRun, message: "epoch 2: advantage std 0.006 < 0.01: almost no learning signal" },
       {
         // At one shot both retrievers pick index question (i mod 10) + 1 for query i.
         source: "comparison",

@@ -6,6 +6,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { HEALTH_FILE, healthFileContent } from "../../src/data/health-file.js";
 import type { VqaItem } from "../../src/data/item.js";
 import type { PredictionRow } from "../../src/store/types.js";
 import { Workspace } from "../../src/store/workspace.js";
@@ -98,8 +99,10 @@ export function reportWorkspace(): ReportWorkspace {
       [0, 1].map((epoch) => ({ runId: trainRun, stage: "sft", epoch, name: "epoch.valLoss", value: 1.5 - epoch / 4 })),
     );
     const health = ws.writeArtifact(
-      `runs/${trainRun}/health.json`,
-      JSON.stringify({ warnings: ["advantage std 0.006 < 0.01: almost no learning signal"] }),
+      `runs/${trainRun}/${HEALTH_FILE}`,
+      healthFileContent([
+        { epoch: 1, code: "low-advantage-std", message: "advantage std 0.006 < 0.01: almost no learning signal" },
+      ]),
     );
     ws.completeStage(trainRun, "sft", [health]);
     ws.finishRun(trainRun, "done");

@@ -1,0 +1,39 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { HEALTH_FILE, HealthFileSchema } from "../../src/data/health-file.js";
+import { Workspace } from "../../src/store/workspace.js";
+import type { HealthWarning } from "../../src/train/health.js";
+import type { TrainingRunResult } from "../../src/train/run.js";
+import { executeStage, type StageHooks } from "../../src/train/stage.js";
+
+/** One warning per epoch; a "training" that reports `epochs` and then crashes or returns. */
+const health = (epoch: number): HealthWarning[] => [
+  { epoch, code: "clip-never", message: `epoch ${epoch} clipped nothing` },
+];
+const fakeTraining =
+  (epochs: number[], crash: boolean) =>
+  async (_dir: string, hooks: StageHooks): Promise<TrainingRunResult> => {
+    for (const epoch of epochs)
+      hooks.onEpoch({ epoch, metrics: { loss: 1 }, improved: false, bestEpoch: 0, checkpoint: null });
+    if (crash) throw new Error("simulated crash");
+    return { checkpoints: [], bestCheckpoint: null, epochsRun: epochs.length } as unknown as TrainingRunResult;
+  };
+
+describe("executeStage", () => {
+  it("a resumed run keeps the health warnings its earlier epochs stored; an epoch run again replaces its own", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "grpo", config: {}, seed: 1 });
+      const opts = { stage: "grpo", runId, epochs: 3, inputs: [], progress: null, health };
+      await expect(executeStage(ws, opts, fakeTraining([0, 1], true))).rejects.toThrow("simulated crash");
+      const done = await executeStage(ws, opts, fakeTraining([1, 2], false)); // resumes at epoch 1
+      expect(done.warnings.map((w) => w.epoch)).toEqual([0, 1, 2]);
+      const file = HealthFileSchema.parse(JSON.parse(readFileSync(join(done.checkpointDir, HEALTH_FILE), "utf8")));
+      expect(file.warnings).toEqual(done.warnings);
+    } finally {
+      ws.close();
+    }
+  });
+});
