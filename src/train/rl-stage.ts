@@ -26,7 +26,8 @@ import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
-import type { VlmSettings } from "../vlm/settings.js";
+import { parseOrThrow } from "../util/validate.js";
+import { type VlmSettings, VlmSettingsSchema } from "../vlm/settings.js";
 import { preflight, type Vlm } from "../vlm/types.js";
 import type { EmbeddingTable } from "./data.js";
 import { healthWarnings } from "./health.js";
@@ -297,6 +298,10 @@ export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<R
     .listRuns({ kind: opts.stage, configHash: hashValue(stored) })
     .filter((run) => ws.getStage(run.id, opts.stage)?.status !== "done");
   const previous = unfinished.at(-1);
+  if (previous !== undefined)
+    opts.note?.(
+      `run ${previous.id} with these settings and inputs did not finish; resuming it (the same as: lever train resume ${previous.id})`,
+    );
   const runId =
     previous?.id ??
     ws.createRun({
@@ -305,7 +310,18 @@ export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<R
       seed: config.seed,
       ...(opts.inputs.name ? { name: opts.inputs.name } : {}),
     });
-  return execute(ws, runId, opts.stage, opts.inputs, inputs, config, opts.vlm, previous !== undefined, opts.progress);
+  return execute(
+    ws,
+    runId,
+    opts.stage,
+    opts.inputs,
+    inputs,
+    config,
+    opts.vlm,
+    previous !== undefined,
+    opts.progress,
+    opts.note,
+  );
 }
 
 /** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */
@@ -324,7 +340,7 @@ export async function resumeRlStage(
   if (ws.getStage(runId, stage)?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
   const schema = stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema;
-  const config = schema.parse(parsed.data.config);
+  const config = parseOrThrow(schema, parsed.data.config, { record: runId, fieldPrefix: "config" });
   const inputs = resolveInputs(ws, parsed.data.inputs, onlineOf(stage, config));
   for (const [name, hash] of Object.entries(parsed.data.dataHashes))
     if (inputs.dataHashes[name] !== hash)
@@ -335,7 +351,7 @@ export async function resumeRlStage(
           field: name,
         },
       );
-  const vlm = (parsed.data.vlm ?? { vlm: "sim", cache: "auto" }) as VlmSettings;
+  const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
   return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress, note);
 }
 
