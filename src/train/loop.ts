@@ -221,6 +221,7 @@ export async function train<G>(
     let lossSum = 0;
     const sums = new Map<string, { total: number; count: number }>();
     const batchList = chunk(order, optim.batchQueries);
+    let trained = 0; // batches that made an update (skipped ones have no loss)
     for (const [b, batchGroups] of batchList.entries()) {
       const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
       optimizer.groups.forEach((_, gi) => {
@@ -234,6 +235,7 @@ export async function train<G>(
         step++;
         continue;
       }
+      trained++;
       optimizer.zeroGrad();
       const { loss, metrics } = objective.batchLoss(trainable, ctx);
       const value = loss.item();
@@ -258,7 +260,8 @@ export async function train<G>(
     const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
     const metrics: Record<string, number> = {
       ...means,
-      trainLoss: lossSum / batchList.length,
+      ...(trained > 0 ? { trainLoss: lossSum / trained } : {}),
+      ...(trained < batchList.length ? { skippedBatches: batchList.length - trained } : {}),
       ...(await objective.validate(epoch)),
     };
     history.push(metrics);

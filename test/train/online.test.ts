@@ -81,6 +81,7 @@ describe("online GRPO", () => {
     const answerer = async (queryIds: string[], selections: string[][]) =>
       queryIds.map((q, i) => (selections[i].at(-1) === target.get(q) ? 1 : 0));
     const steps: Record<string, number>[] = [];
+    const skipped: Record<number, number> = {};
     const result = await runTraining({
       stage: "grpo",
       groups,
@@ -122,7 +123,8 @@ describe("online GRPO", () => {
       checkpointDir: null,
       checkpoint: { trainedK: 8, shots: 1, provenance: {} },
       onStep: (info) => {
-        if (info.metrics.skipped === undefined) steps.push(info.metrics);
+        if (info.metrics.skipped === undefined) steps.push({ ...info.metrics, epoch: info.epoch });
+        else skipped[info.epoch] = (skipped[info.epoch] ?? 0) + 1;
       },
     });
     // The samples are the current policy's: its ratio is exactly 1 at every update.
@@ -136,5 +138,12 @@ describe("online GRPO", () => {
     const last = result.history.at(-1) as Record<string, number>;
     expect(last.valAccuracy).toBeGreaterThan(last.valAccuracyStart);
     expect(calls).toBeGreaterThan(0);
+    // An epoch's trainLoss is the mean over the batches that made an update; skipped ones are counted apart.
+    result.history.forEach((h, epoch) => {
+      const losses = steps.filter((m) => m.epoch === epoch).map((m) => m.loss);
+      if (losses.length === 0) expect(h.trainLoss).toBeUndefined();
+      else expect(h.trainLoss).toBeCloseTo(losses.reduce((a, v) => a + v, 0) / losses.length, 12);
+      expect(h.skippedBatches).toBe(skipped[epoch]);
+    });
   }, 60_000);
 });
