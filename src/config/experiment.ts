@@ -27,6 +27,9 @@ import { VlmSettingsSchema } from "../vlm/settings.js";
 import { readSettingsFile } from "./file.js";
 import { mergeSettings, resolveSettings, type SettingField, setPath, settingFields } from "./settings.js";
 
+/** The `compare` section: `lever compare`'s settings but the output format (the chain writes a table and Markdown). */
+export const ExperimentCompareSchema = CompareSettingsSchema.omit({ format: true });
+
 const SplitFilesSchema = z
   .object({
     questions: z.string().min(1).describe("official questions JSON file"),
@@ -99,7 +102,7 @@ export const ExperimentSchema = z
       "online GRPO from the RCE checkpoint (grpo.online.enabled is set)",
     ),
     eval: EvalSectionSchema.default(EvalSectionSchema.parse({})),
-    compare: CompareSettingsSchema.omit({ format: true }).optional(),
+    compare: ExperimentCompareSchema.optional(),
     report: z
       .object({ enabled: z.boolean().default(true).describe("write the HTML report") })
       .strict()

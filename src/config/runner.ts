@@ -25,6 +25,7 @@ import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.
 import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
 import { makePools } from "../pools/stage.js";
+import type { ComparisonResult } from "../report/compare.js";
 import { renderComparison } from "../report/compare-render.js";
 import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
@@ -41,7 +42,7 @@ import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
 import { hashValue } from "../util/hash.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import type { Experiment, LoadedExperiment, Variant } from "./experiment.js";
+import { type Experiment, ExperimentCompareSchema, type LoadedExperiment, type Variant } from "./experiment.js";
 
 export const STAGES = ["data", "pools", "beams", "sft", "rollouts", "rce", "grpo", "online"] as const;
 export type StageName = (typeof STAGES)[number];
@@ -274,6 +275,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
 
   // Evaluation: one run per evaluation identity, with the baselines and every variant's selectors.
   const evalRuns: string[] = [];
+  const evaluated: string[] = []; // "RUN/RETRIEVER" of every method evaluated in this execution
   const seedGroups = new Map<string, string[]>();
   const byEval = new Map<string, PlannedVariant[]>();
   for (const pv of p.variants) byEval.set(pv.evalId, [...(byEval.get(pv.evalId) ?? []), pv]);
@@ -309,6 +311,8 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
     if (result.stats.aborted)
       throw new LeverError("interrupted during the evaluation; rerun the same command to resume");
     evalRuns.push(result.runId);
+    for (const retriever of new Set(result.summary.cells.map((c) => c.retriever)))
+      evaluated.push(`${result.runId}/${retriever}`);
     // Variants that differ only in a seed are one method with mean ± sd.
     for (const pv of group)
       for (const s of pv.stages) {
@@ -324,38 +328,37 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       }
   }
 
-  let comparison: string | null = null;
+  // The comparison and the report cover the methods evaluated now: an evaluation run is shared by the
+  // experiment's runs with the same evaluation settings, so it also holds earlier checkpoints' rows.
   const e0 = p.loaded.variants[0].experiment;
-  if (e0.compare !== undefined && evalRuns.length > 0) {
-    const { result } = compareEvalRuns(
-      ws,
-      evalRuns.map((id) => resolveRun(ws, id)),
-      {
-        ...e0.compare,
-        seedGroups: [...seedGroups].filter(([, m]) => m.length > 1).map(([name, m]) => `${name}=${m.join("+")}`),
-      },
-    );
-    comparison = renderComparison(result, "table");
-    const md = renderComparison(result, "markdown");
-    writeFileAtomic(ws.artifactPath(`experiments/${e0.name}/comparison.md`), md);
-  }
+  const compareOptions = {
+    ...(e0.compare ?? ExperimentCompareSchema.parse({})),
+    seedGroups: [...seedGroups].filter(([, m]) => m.length > 1).map(([name, m]) => `${name}=${m.join("+")}`),
+    methods: evaluated,
+  };
+  let result: ComparisonResult | null = null;
   let reportPath: string | null = null;
   if (e0.report.enabled && evalRuns.length > 0) {
     const model = buildReportModel(ws, {
-      ...(e0.compare ?? {}),
-      subsets: e0.compare?.subsets ?? ["all"],
-      test: e0.compare?.test ?? "mcnemar",
-      clusterByImage: e0.compare?.clusterByImage ?? false,
-      seed: e0.compare?.seed ?? 0,
-      resamples: e0.compare?.resamples ?? 2000,
-      seedGroups: [...seedGroups].filter(([, m]) => m.length > 1).map(([name, m]) => `${name}=${m.join("+")}`),
+      ...compareOptions,
       title: `lever run ${e0.name}`,
       examples: 5,
       warnings: [],
       runs: [...evalRuns, ...new Set(trainingRuns)],
     });
+    result = model.comparison;
     reportPath = resolve(ws.dir, "reports", `${e0.name}.html`);
     writeFileAtomic(reportPath, await renderReportHtml(model));
+  }
+  let comparison: string | null = null;
+  if (e0.compare !== undefined && evalRuns.length > 0) {
+    result ??= compareEvalRuns(
+      ws,
+      evalRuns.map((id) => resolveRun(ws, id)),
+      compareOptions,
+    ).result;
+    comparison = renderComparison(result, "table");
+    writeFileAtomic(ws.artifactPath(`experiments/${e0.name}/comparison.md`), renderComparison(result, "markdown"));
   }
   return { counts, evalRuns, trainingRuns: [...new Set(trainingRuns)], comparison, reportPath };
 }

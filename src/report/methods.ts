@@ -61,7 +61,8 @@ export function shortRetriever(retriever: string): string {
 }
 
 /** Every retriever of the given evaluation runs as a method, in run order then retriever order. */
-export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[]): EvalMethods {
+/** Every retriever of the runs as a method, or only those whose id ("RUN/RETRIEVER") is in `only`. */
+export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?: readonly string[]): EvalMethods {
   if (runs.length === 0) throw new LeverError("no evaluation run to compare");
   const configs = runs.map((run) => ({ run, config: evalConfigOf(run) }));
   const first = configs[0];
@@ -89,6 +90,7 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[]): Eval
     if (byRetriever.size === 0) throw new LeverError(`run ${run.id} has no predictions`, { record: run.id });
     for (const [retriever, rows] of [...byRetriever].sort(([a], [b]) => retrieverRank(a) - retrieverRank(b))) {
       const id = `${run.id}/${retriever}`;
+      if (only !== undefined && !only.includes(id)) continue;
       const short = shortRetriever(retriever);
       methods.push({ id, label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short, rows });
       sources.set(id, { run, retriever, short });
@@ -194,15 +196,17 @@ export interface WorkspaceComparisonOptions {
   seedGroups: readonly string[];
   seed: number;
   resamples: number;
+  /** Only these methods ("RUN/RETRIEVER" ids; all of the runs' when absent). */
+  methods?: readonly string[];
 }
 
-/** Compares every method of the given evaluation runs (see compareMethods). */
+/** Compares the methods of the given evaluation runs (see compareMethods). */
 export function compareEvalRuns(
   ws: Workspace,
   runs: readonly RunRecord[],
   options: WorkspaceComparisonOptions,
 ): { result: ComparisonResult; loaded: EvalMethods } {
-  const loaded = loadEvalMethods(ws, runs);
+  const loaded = loadEvalMethods(ws, runs, options.methods);
   applySeedGroups(options.seedGroups, loaded);
   const baseline = chooseBaseline(options.baseline, loaded);
   const clusters = options.clusterByImage

@@ -74,7 +74,11 @@ export const ReportSettingsSchema = z
 export type ReportSettings = z.infer<typeof ReportSettingsSchema>;
 
 /** What `buildReportModel` needs: the runs and the report's settings. */
-export type ReportOptions = ReportSettings & { runs: readonly string[] };
+export type ReportOptions = ReportSettings & {
+  runs: readonly string[];
+  /** Only these methods of the evaluation runs ("RUN/RETRIEVER"; all when absent). */
+  methods?: readonly string[];
+};
 
 /** "100", "all" → 100, "all". */
 export function subsetSpecs(subsets: readonly string[]): SubsetSpec[] {

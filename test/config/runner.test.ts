@@ -70,5 +70,14 @@ describe("lever run (a tiny synthetic world, every stage)", () => {
     for (const stage of ["data", "pools", "beams"] as const) expect(k[stage].run, stage).toBe(0);
     for (const stage of ["sft", "rollouts", "rce", "online"] as const) expect(k[stage].run, stage).toBe(1);
     expect(k.grpo.run).toBe(4);
+    // The comparison holds this execution's methods only, not the earlier checkpoints' rows of the shared
+    // evaluation run: the same rows as the first time, under the same labels.
+    const rowsOf = (table: string | null) =>
+      (table ?? "")
+        .split("\n")
+        .filter((l) => l.startsWith("selector:"))
+        .map((l) => l.split(/\s+/)[0]);
+    expect(changed.report.evalRuns).toEqual(first.report.evalRuns);
+    expect(new Set(rowsOf(changed.report.comparison))).toEqual(new Set(rowsOf(first.report.comparison)));
   }, 180_000);
 });
