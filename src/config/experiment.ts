@@ -83,7 +83,7 @@ export const ExperimentSchema = z
     // The inputs the chain wires itself (datasets, artefact names, checkpoints) are not settings of a section.
     pools: PoolsFieldsSchema.omit({ queries: true, index: true, out: true, replace: true })
       .superRefine(checkPoolsSettings)
-      .default({ sampler: "mix", k: 64, seed: 0 })
+      .prefault({})
       .describe("each training query's pool (eval pools use the same sampler and K)"),
     vlm: VlmSettingsSchema.default(VlmSettingsSchema.parse({})),
     beams: BeamsSettingsSchema.omit({ dataset: true, pools: true, out: true, replace: true }).optional(),
@@ -106,7 +106,7 @@ export const ExperimentSchema = z
     report: z
       .object({ enabled: z.boolean().default(true).describe("write the HTML report") })
       .strict()
-      .default({ enabled: true }),
+      .prefault({}),
   })
   .strict();
 export type Experiment = z.output<typeof ExperimentSchema>;
