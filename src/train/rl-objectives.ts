@@ -142,7 +142,8 @@ export function rceObjective(
       const batch = buildBatch(groups, data.queryEmb, data.indexEmb, model.dtype);
       const enc = model.encode(batch.input, { training: true, rng: ctx.rng });
       const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
-      const rewards = rowValues(batch, (g) => (cfg.rewards === "raw" ? g.rewards : normalizeGroup(g.rewards, reward)));
+      const perGroup = groups.map((g) => (cfg.rewards === "raw" ? g.rewards : normalizeGroup(g.rewards, reward)));
+      const rewards = rowValues(batch, (_, b) => perGroup[b]); // once per query, not per trajectory row
       const temperature = rceTemperature(cfg.temperature, ctx.step, ctx.totalSteps);
       return {
         loss: rceLoss(sequenceLogProbs(tf, batch.labels), rewards, batch.real, batch.G, {

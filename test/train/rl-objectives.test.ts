@@ -4,7 +4,7 @@ import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { RewardSchema } from "../../src/train/rewards.js";
-import { buildRlGroups } from "../../src/train/rl-data.js";
+import { buildRlGroups, type RlGroup } from "../../src/train/rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "../../src/train/rl-objectives.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
 import { runTraining } from "../../src/train/run.js";
@@ -20,14 +20,14 @@ const { groups } = buildRlGroups(rollouts, world.pools, world.emb, world.emb, {
 });
 const modelConfig = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, dropout: 0.3, attnDropout: 0 });
 
-async function trainGrpo(grpo: Record<string, unknown>, epochs = 3) {
+async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGroup[] = groups) {
   const steps: Record<string, number>[] = [];
   const stepEpochs: number[] = [];
   // The weights runTraining starts from for seed 3 (the KL reference must be the starting policy).
   const start = new PointerSelector(modelConfig, initParams(modelConfig, new Rng(3).child("init").seed), "float64");
   const result = await runTraining({
     stage: "grpo",
-    groups,
+    groups: data,
     valFraction: 0.25,
     seed: 3,
     dtype: "float64",
@@ -72,6 +72,13 @@ describe("GRPO objective", () => {
     expect(first.curriculumNegatives).toBeGreaterThan(0); // top-2: the best and one with a lower reward
     expect(steps.filter((_, i) => stepEpochs[i] === 1).every((m) => m.curriculumNegatives === undefined)).toBe(true);
     expect(first.zeroVarianceShare).toBe(0);
+    // Every other query with all-equal rewards: about half of each batch's groups are counted as tied.
+    const tied = groups.map((g, i) => (i % 2 === 0 ? g : { ...g, rewards: g.rewards.map(() => 0.5) }));
+    const shares = (await trainGrpo({}, 1, tied)).steps.map((m) => m.zeroVarianceShare);
+    expect(shares.every((v) => v > 0 && v < 1)).toBe(true);
+    const mean = shares.reduce((a, v) => a + v, 0) / shares.length;
+    expect(mean).toBeGreaterThan(0.3);
+    expect(mean).toBeLessThan(0.7);
   });
 
   it("RCE's temperature follows its schedule over the run's steps", async () => {
