@@ -1,8 +1,11 @@
 /**
  * Counts what a stage really asked of the VLM: a wrapper placed between the response cache and the
  * backend sees only the requests the cache did not answer (the calls), and which of them failed.
- * Cache hits come from the cache wrapper's own statistics.
+ * Cache hits come from the cache wrapper's own statistics. A request refused by the client's open
+ * circuit breaker stops the stage (a LeverError), as it stops an evaluation.
  */
+
+import { LeverError } from "../util/errors.js";
 import {
   countFailure,
   describeActivity,
@@ -50,7 +53,14 @@ export function callCounter(): CallCounter {
   const reasons = new Map<VlmFailureReason, number>();
   const count = <T>(outcomes: Outcome<T>[]): Outcome<T>[] => {
     calls += outcomes.length;
-    for (const o of outcomes) if (isFailure(o)) countFailure(reasons, o);
+    for (const o of outcomes) {
+      if (!isFailure(o)) continue;
+      // The client's breaker opened: every further request would be refused too, so the stage stops
+      // here (its finished items are kept) instead of recording each remaining item as failed.
+      if (o.reason === "circuit-open")
+        throw new LeverError(`stopped: ${o.message}. Finished items are kept; rerun the same command to resume`);
+      countFailure(reasons, o);
+    }
     return outcomes;
   };
   return {
