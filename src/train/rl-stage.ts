@@ -20,7 +20,6 @@ import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js"
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
-import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
@@ -39,7 +38,14 @@ import { buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "./rl-objectives.js";
 import { type Answerer, RlValidator } from "./rl-validate.js";
 import { runTraining, STATE_FILE, type TrainingRunResult } from "./run.js";
-import { checkpointDirOf, executeStage, imagesOf, type StageResult } from "./stage.js";
+import {
+  checkInputsUnchanged,
+  checkpointDirOf,
+  embeddingTable,
+  executeStage,
+  imagesOf,
+  type StageResult,
+} from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
 /** What an RL run reads (not part of the hashed training config). */
@@ -196,11 +202,6 @@ interface ResolvedRlInputs {
   files: ArtifactRef[];
 }
 
-function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
-  const m = loadDatasetEmbedding(ws, dataset, kind);
-  return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
-}
-
 function resolveInputs(ws: Workspace, inputs: RlInputs, online: OnlineConfig | null): ResolvedRlInputs {
   if (online === null && inputs.rollouts === undefined)
     throw new LeverError("give the rollouts to train on (or train online with --online)", { field: "--rollouts" });
@@ -213,9 +214,9 @@ function resolveInputs(ws: Workspace, inputs: RlInputs, online: OnlineConfig | n
       file: pools.file,
       field: "indexDataset",
     });
-  const indexEmb = table(ws, inputs.dataset, inputs.embedding);
+  const indexEmb = embeddingTable(ws, inputs.dataset, inputs.embedding);
   const queryDataset = rollouts?.set.dataset ?? (pools as ResolvedSet<PoolSet>).set.queryDataset;
-  const queryEmb = queryDataset === inputs.dataset ? indexEmb : table(ws, queryDataset, inputs.embedding);
+  const queryEmb = queryDataset === inputs.dataset ? indexEmb : embeddingTable(ws, queryDataset, inputs.embedding);
   const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });
   const embedding = (dataset: string): ArtifactRef => {
     const record = ws.getEmbedding(dataset, inputs.embedding);
@@ -342,15 +343,7 @@ export async function resumeRlStage(
   const schema = stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema;
   const config = parseOrThrow(schema, parsed.data.config, { record: runId, fieldPrefix: "config" });
   const inputs = resolveInputs(ws, parsed.data.inputs, onlineOf(stage, config));
-  for (const [name, hash] of Object.entries(parsed.data.dataHashes))
-    if (inputs.dataHashes[name] !== hash)
-      throw new LeverError(
-        `input "${name}" changed since the run started (sha256 ${inputs.dataHashes[name]}, recorded ${hash})`,
-        {
-          record: runId,
-          field: name,
-        },
-      );
+  checkInputsUnchanged(runId, parsed.data.dataHashes, inputs.dataHashes);
   const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
   return execute(ws, runId, stage, parsed.data.inputs, inputs, config, vlm, true, progress, note);
 }

@@ -8,21 +8,20 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
-import { type PoolSet, parsePoolSet } from "../data/pool-set.js";
-import { type BeamSet, parseBeamSet } from "../data/trajectories.js";
+import type { PoolSet } from "../data/pool-set.js";
+import type { BeamSet } from "../data/trajectories.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
-import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { readJsonFile } from "../util/files.js";
 import { hashValue } from "../util/hash.js";
 import { parseOrThrow } from "../util/validate.js";
 import type { EmbeddingTable } from "./data.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { executeStage, imagesOf } from "./stage.js";
+import { checkInputsUnchanged, embeddingTable, executeStage, imagesOf } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -50,24 +49,6 @@ export interface SftStageResult extends Omit<SftRunResult, "model"> {
   checkpointDir: string;
 }
 
-/** A beam or pool set given as a file path, or as the name of a workspace artefact. */
-function resolveSet<T>(
-  ws: Workspace,
-  ref: string,
-  folder: "beams" | "pools",
-  parse: (json: unknown, file: string) => T,
-): { set: T; file: string } {
-  const file = existsSync(ref) ? ref : ws.artifactPath(`${folder}/${ref}.json`);
-  if (!existsSync(file))
-    throw new LeverError(`no such ${folder} artefact (a file path or a name under artifacts/${folder}/)`, { file });
-  return { set: parse(readJsonFile(file), file), file };
-}
-
-function table(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
-  const m = loadDatasetEmbedding(ws, dataset, kind);
-  return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
-}
-
 interface ResolvedInputs {
   beams: { set: BeamSet; file: string };
   pools: { set: PoolSet; file: string };
@@ -82,8 +63,8 @@ function resolveInputs(
   ws: Workspace,
   refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string },
 ): ResolvedInputs {
-  const beams = resolveSet(ws, refs.beams, "beams", parseBeamSet);
-  const pools = resolveSet(ws, refs.pools, "pools", parsePoolSet);
+  const beams = resolveBeamSet(ws, refs.beams);
+  const pools = resolvePoolSet(ws, refs.pools);
   if (pools.set.indexDataset !== refs.dataset)
     throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${refs.dataset}"`, {
       file: pools.file,
@@ -97,9 +78,9 @@ function resolveInputs(
         field: "dataset",
       },
     );
-  const indexEmb = table(ws, refs.dataset, refs.embedding);
+  const indexEmb = embeddingTable(ws, refs.dataset, refs.embedding);
   const queryEmb =
-    pools.set.queryDataset === refs.dataset ? indexEmb : table(ws, pools.set.queryDataset, refs.embedding);
+    pools.set.queryDataset === refs.dataset ? indexEmb : embeddingTable(ws, pools.set.queryDataset, refs.embedding);
   const indexRecord = ws.getEmbedding(refs.dataset, refs.embedding)!;
   const queryRecord = ws.getEmbedding(pools.set.queryDataset, refs.embedding)!;
   const files: Record<string, ArtifactRef> = {
@@ -183,16 +164,7 @@ export async function resumeSftStage(
   if (ws.getStage(runId, "sft")?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
   const inputs = resolveInputs(ws, stored);
-  for (const [name, hash] of Object.entries(stored.dataHashes)) {
-    if (inputs.dataHashes[name] !== hash)
-      throw new LeverError(
-        `input "${name}" changed since the run started (sha256 ${inputs.dataHashes[name]}, recorded ${hash})`,
-        {
-          record: runId,
-          field: name,
-        },
-      );
-  }
+  checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = resume === undefined && stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;

@@ -11,9 +11,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, HealthFileSchema, healthFileContent } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
+import type { EmbeddingTable } from "./data.js";
 import type { HealthWarning } from "./health.js";
 import type { EpochInfo, StepInfo } from "./loop.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
@@ -140,4 +142,24 @@ function storedWarnings(file: string): HealthWarning[] {
   } catch {
     return []; // unreadable: the epochs that run now write a new one
   }
+}
+
+/** A dataset's stored embedding of one kind as the training code's table (rows by question id). */
+export function embeddingTable(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
+  const m = loadDatasetEmbedding(ws, dataset, kind);
+  return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
+}
+
+/** A resumed run must read what it started with: the first input whose sha256 changed is an error. */
+export function checkInputsUnchanged(
+  runId: string,
+  recorded: Readonly<Record<string, string>>,
+  now: Readonly<Record<string, string>>,
+): void {
+  for (const [name, hash] of Object.entries(recorded))
+    if (now[name] !== hash)
+      throw new LeverError(`input "${name}" changed since the run started (sha256 ${now[name]}, recorded ${hash})`, {
+        record: runId,
+        field: name,
+      });
 }
