@@ -6,7 +6,8 @@
  * `prompt_logprobs` returns them and, with `answerSpan: "tokenize"`, `/tokenize` works. A failure
  * is one LeverError line naming the URL and the check, instead of every prediction of a run failing
  * the same way after minutes of retries. Each check is retried once, after `retryPauseMs` (the
- * client's first backoff delay), when the failure is transient (connection, timeout, 5xx, cut-off JSON).
+ * client's first backoff delay), when the failure is transient (connection, timeout, 5xx, cut-off JSON) —
+ * except a timeout of the model list, which has its own short limit (`MODELS_TIMEOUT_MS`).
  */
 import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
@@ -16,6 +17,9 @@ import type { VlmFailure } from "./types.js";
 /** A 32 × 32 solid-colour PNG: small, yet above the minimum size of common VLM image processors (28 px). */
 export const PREFLIGHT_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAKklEQVR42mM4YaNBU8QwasGoBaMWjFowasGoBaMWjFowasGoBaMWDBULADahsD1yPRQZAAAAAElFTkSuQmCC";
+
+/** Time limit of the model-list check (the configured `timeoutMs` when that is shorter). */
+export const MODELS_TIMEOUT_MS = 10_000;
 
 export interface PreflightSettings {
   /** Server roots (normalised, without /v1). */
@@ -42,7 +46,13 @@ export async function preflightOpenAi(settings: PreflightSettings): Promise<void
 }
 
 async function checkEndpoint(url: string, s: PreflightSettings): Promise<void> {
-  const models = await request(url, "GET /v1/models", `${url}/v1/models`, null, s);
+  // A live server lists its models at once: a short limit, no retry after a timeout, so a server that
+  // accepts connections but never answers is reported in seconds (the chat checks keep the full limit).
+  const models = await request(url, "GET /v1/models", `${url}/v1/models`, null, {
+    ...s,
+    send: { ...s.send, timeoutMs: Math.min(s.send.timeoutMs, MODELS_TIMEOUT_MS) },
+    retryTimeouts: false,
+  });
   const served = servedModels(models);
   if (served === null)
     throw new LeverError(`the VLM server at ${url} answered GET /v1/models with something other than a model list`);
@@ -119,11 +129,11 @@ async function request(
   what: string,
   target: string,
   body: object | null,
-  s: PreflightSettings,
+  s: PreflightSettings & { retryTimeouts?: boolean },
 ): Promise<unknown> {
   const bytes = body === null ? null : [Buffer.from(JSON.stringify(body), "utf8")];
   let attempt: Attempt = await sendOnce(s.send, target, bytes, s.signal);
-  if (!attempt.ok && attempt.retryable) {
+  if (!attempt.ok && attempt.retryable && (s.retryTimeouts !== false || attempt.failure.reason !== "timeout")) {
     await sleep(s.retryPauseMs, s.signal);
     attempt = await sendOnce(s.send, target, bytes, s.signal);
   }

@@ -4,7 +4,7 @@ import { SimVlm } from "../../src/sim/vlm.js";
 import { LeverError } from "../../src/util/errors.js";
 import { cachedVlm, MemoryResponseCache } from "../../src/vlm/cache.js";
 import { OpenAiVlm, type OpenAiVlmOptions } from "../../src/vlm/openai.js";
-import { closest, editDistance, PREFLIGHT_PNG } from "../../src/vlm/preflight.js";
+import { closest, editDistance, MODELS_TIMEOUT_MS, PREFLIGHT_PNG } from "../../src/vlm/preflight.js";
 import { preflight } from "../../src/vlm/types.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
 
@@ -51,6 +51,16 @@ afterAll(async () => {
 });
 
 describe("preflight of the OpenAI backend", () => {
+  it("reports a server that accepts connections but never lists its models after one short wait, without a retry", async () => {
+    mock.inject("models", { kind: "hang" }); // a retry would get an answer, and the check would pass
+    const start = performance.now();
+    const error = await preflightError(client({ timeoutMs: 300 }));
+    expect(error.message).toMatch(/did not answer GET \/v1\/models within 300 ms/);
+    expect(mock.log.filter((r) => r.path === "/v1/models")).toHaveLength(1);
+    expect(performance.now() - start).toBeLessThan(2000);
+    expect(MODELS_TIMEOUT_MS).toBeLessThanOrEqual(10_000); // the cap a longer timeoutMs gets
+  });
+
   it("lists models, sends one image request, and for scoring one prompt_logprobs request and one /tokenize", async () => {
     await client().preflight({ scoring: false });
     expect(mock.log.map((r) => r.path)).toEqual(["/v1/models", "/v1/chat/completions"]);
