@@ -5,10 +5,9 @@ import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
 import { buildReportModel } from "../report/model.js";
 import { CompareSettingsSchema, ReportSettingsSchema } from "../report/options.js";
-import { Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { hashValue } from "../util/hash.js";
-import { printJson, workspaceDir } from "./common.js";
+import { printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
 /** Registers `lever compare` and `lever report` (flags from src/report/options.ts). */
@@ -20,19 +19,20 @@ export function register(program: Command): void {
     )
     .argument("<runs...>", "evaluation runs, by id (eval-0003) or name; every retriever of every run is a method");
   const compareSettings = bindSettings(compare, CompareSettingsSchema, { fileOption: "config" });
-  compare.action((runs: string[], _flags: unknown, cmd: Command) => {
+  compare.action(async (runs: string[], _flags: unknown, cmd: Command) => {
     const settings = resolve(cmd, compareSettings);
-    const ws = Workspace.open(workspaceDir(cmd), { create: false });
-    try {
-      const { result } = compareEvalRuns(
-        ws,
-        runs.map((ref) => resolveRun(ws, ref)),
-        settings,
-      );
-      process.stdout.write(`${renderComparison(result, settings.format)}\n`);
-    } finally {
-      ws.close();
-    }
+    await withWorkspace(
+      cmd,
+      (ws) => {
+        const { result } = compareEvalRuns(
+          ws,
+          runs.map((ref) => resolveRun(ws, ref)),
+          settings,
+        );
+        process.stdout.write(`${renderComparison(result, settings.format)}\n`);
+      },
+      { readOnly: true }, // it only reads: works on a read-only workspace
+    );
   });
 
   const report = program
@@ -48,8 +48,7 @@ export function register(program: Command): void {
   const reportSettings = bindSettings(report, ReportSettingsSchema, { fileOption: "config" });
   report.action(async (runs: string[], flags: { json?: boolean }, cmd: Command) => {
     const settings = resolve(cmd, reportSettings);
-    const ws = Workspace.open(workspaceDir(cmd), { create: false });
-    try {
+    await withWorkspace(cmd, async (ws) => {
       const model = buildReportModel(ws, { ...settings, runs });
       const html = await renderReportHtml(model);
       const path = resolvePath(
@@ -62,9 +61,7 @@ export function register(program: Command): void {
       writeFileAtomic(path, html);
       if (flags.json) printJson({ path, bytes: Buffer.byteLength(html), model });
       else process.stdout.write(`${path}\n`);
-    } finally {
-      ws.close();
-    }
+    });
   });
 }
 

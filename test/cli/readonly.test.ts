@@ -51,7 +51,7 @@ function lever(...args: string[]) {
 }
 
 describe("a read-only workspace", () => {
-  it("can still be read: data list, data inspect, cache stats", () => {
+  it("can still be read: data list, data inspect, cache stats, compare", () => {
     const list = lever("data", "list");
     expect(list.status, list.stderr).toBe(0);
     expect(list.stdout).toMatch(/^name\s+split.*\nok\s+train\s+vqa\s+6\s/);
@@ -61,6 +61,11 @@ describe("a read-only workspace", () => {
     const stats = lever("cache", "stats");
     expect(stats.status, stats.stderr).toBe(0);
     expect(stats.stdout).toMatch(/sim:w\s+generate\s+1/);
+    // compare only reads: it gets as far as looking the run up (there is none here), not "read-only".
+    const compare = lever("compare", "eval-0001");
+    expect(compare.status).toBe(2);
+    expect(compare.stderr).not.toContain("read-only");
+    expect(compare.stderr).toMatch(/^error: .*eval-0001/);
   });
 
   it("refuses writes saying it is read-only (not 'not a usable workspace'), in one line", () => {
