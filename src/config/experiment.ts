@@ -154,6 +154,13 @@ function leaves(value: unknown, path: string[] = []): { path: string[]; value: u
   return [{ path, value }];
 }
 
+/**
+ * Sections that are made once for all variants: sweeping them would be expanded and then ignored
+ * (name, compare, report) or would give variants evaluated on different questions, which one
+ * comparison cannot pair (data).
+ */
+const UNSWEPT = ["name", "data", "compare", "report"];
+
 /** True when `value` at `path` is a sweep: a list where the schema wants one value, or a list of lists where it wants a list. */
 function isSweep(path: string[], value: unknown): boolean {
   if (!Array.isArray(value)) return false;
@@ -176,6 +183,15 @@ export function loadExperiment(file: string, sets: readonly string[] = []): Load
     raw = mergeSettings(raw, patch);
   }
   const sweeps = leaves(raw).filter((l) => isSweep(l.path, l.value));
+  for (const sweep of sweeps)
+    if (UNSWEPT.includes(sweep.path[0] as string))
+      throw new LeverError(
+        `${pathText(sweep.path)} cannot be swept: every variant shares the experiment's ${sweep.path[0]} ` +
+          "(one name, one set of evaluation questions, one comparison and report); run each value as its own " +
+          "experiment, e.g. with --set name=… --set " +
+          `${pathText(sweep.path)}=…`,
+        { file, field: pathText(sweep.path) },
+      );
   const grid: { path: string[]; value: unknown }[][] = [[]];
   for (const sweep of sweeps) {
     const next: { path: string[]; value: unknown }[][] = [];

@@ -55,6 +55,15 @@ describe("experiment files", () => {
     expect(leverErrorOf(() => parseSetOption("noequals")).message).toMatch(/key\.path=value/);
   });
 
+  it("refuses to sweep what all variants share (name, data, compare, report), naming the key", () => {
+    const file = write("shared.yaml", BASE);
+    for (const set of ["data.synth.seed=[1, 2]", "compare.test=[mcnemar, sign-flip]", "name=[a, b]"]) {
+      const key = set.split("=")[0];
+      const error = leverErrorOf(() => loadExperiment(file, [set]));
+      expect(error.message).toMatch(new RegExp(`shared\\.yaml.*${key.replace(".", "\\.")} cannot be swept`));
+    }
+  });
+
   it("validation errors name the file, the key and its line; unknown keys are rejected", () => {
     const bad = write("bad.yaml", `${BASE}grpo:\n  kl:\n    beta: -1\n`);
     expect(leverErrorOf(() => loadExperiment(bad)).message).toMatch(
