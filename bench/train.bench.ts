@@ -36,7 +36,7 @@ import type { Objective, StepContext } from "../src/train/loop.js";
 import { OnlineSampler, OnlineSchema } from "../src/train/online.js";
 import type { RlGroup } from "../src/train/rl-data.js";
 import { grpoObjective } from "../src/train/rl-objectives.js";
-import { GrpoStageConfigSchema } from "../src/train/rl-stage.js";
+import { type GrpoStageConfig, GrpoStageConfigSchema, resolveMetric } from "../src/train/rl-stage.js";
 import { RlValidator } from "../src/train/rl-validate.js";
 import { runTraining } from "../src/train/run.js";
 import { Rng } from "../src/util/rng.js";
@@ -56,14 +56,16 @@ const ONLINE_SAMPLES = 8;
 const TARGET_S = 8;
 const RUNS = Number(process.env.LEVER_BENCH_RUNS ?? 3);
 
-/** The stage's GRPO config (product defaults) with the benchmark's architecture and one epoch. */
+/** The stage's GRPO config (product defaults, best-epoch metric resolved as the stage does) with the benchmark's architecture and one epoch. */
 function stageConfig(batchQueries: number) {
-  return GrpoStageConfigSchema.parse({
-    model: { hidden: H, layers: 1, stateUpdate: "gate" },
-    optim: { epochs: 1, batchQueries },
-    data: { valFraction: VAL_FRACTION },
-    validation: { answers: false },
-  });
+  return resolveMetric(
+    GrpoStageConfigSchema.parse({
+      model: { hidden: H, layers: 1, stateUpdate: "gate" },
+      optim: { epochs: 1, batchQueries },
+      data: { valFraction: VAL_FRACTION },
+      validation: { answers: false },
+    }),
+  ) as GrpoStageConfig;
 }
 
 /** Process CPU time (all threads: JavaScript, GEMM threads, GC) in ms. */

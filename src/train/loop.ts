@@ -258,14 +258,22 @@ export async function train<G>(
       step++;
     }
     const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
+    const validation = await objective.validate(epoch);
     const metrics: Record<string, number> = {
       ...means,
       ...(trained > 0 ? { trainLoss: lossSum / trained } : {}),
       ...(trained < batchList.length ? { skippedBatches: batchList.length - trained } : {}),
-      ...(await objective.validate(epoch)),
+      ...validation,
     };
     history.push(metrics);
     const watched = metrics[optim.earlyStopping.metric];
+    // No validation metrics at all = no validation split; metrics without the chosen one = a setting
+    // that cannot choose the best epoch (a typo, or a metric this stage does not compute).
+    if (watched === undefined && Object.keys(validation).length > 0)
+      throw new LeverError(
+        `the best-epoch metric "${optim.earlyStopping.metric}" is not computed by this stage's validation (it has: ${Object.keys(validation).sort().join(", ")})`,
+        { field: "optim.earlyStopping.metric" },
+      );
     const { improved, stop } =
       watched === undefined
         ? { improved: true, stop: false } // no validation split: the latest epoch is the best

@@ -184,6 +184,12 @@ const DISPLAY: Record<RlStage, string[]> = {
 
 export function resolveMetric(config: RlStageConfig): RlStageConfig {
   if (config.optim.earlyStopping.metric !== AUTO_METRIC) return config;
+  const online = "online" in config && config.online.enabled;
+  if (online && !config.validation.answers)
+    throw new LeverError(
+      "online GRPO has no stored trajectories to validate on, so its best epoch needs the VLM's answers: keep validation.answers on, or name a metric (optim.earlyStopping.metric)",
+      { field: "validation.answers" },
+    );
   const metric = config.validation.answers ? "valAccuracy" : "valRce";
   return { ...config, optim: { ...config.optim, earlyStopping: { ...config.optim.earlyStopping, metric } } };
 }

@@ -93,6 +93,7 @@ describe("online GRPO", () => {
         batchQueries: 12,
         lr: 2e-3,
         schedule: { kind: "constant", warmupRatio: 0 },
+        earlyStopping: { metric: "valAccuracy" },
       }),
       modelConfig: config,
       objective: (model, data) =>

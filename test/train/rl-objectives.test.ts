@@ -6,6 +6,7 @@ import { OptimSchema } from "../../src/train/loop.js";
 import { RewardSchema } from "../../src/train/rewards.js";
 import { buildRlGroups, type RlGroup } from "../../src/train/rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "../../src/train/rl-objectives.js";
+import { GrpoStageConfigSchema, resolveMetric } from "../../src/train/rl-stage.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
 import { runTraining } from "../../src/train/run.js";
 import { Rng } from "../../src/util/rng.js";
@@ -20,7 +21,7 @@ const { groups } = buildRlGroups(rollouts, world.pools, world.emb, world.emb, {
 });
 const modelConfig = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, dropout: 0.3, attnDropout: 0 });
 
-async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGroup[] = groups) {
+async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGroup[] = groups, metric = "valRce") {
   const steps: Record<string, number>[] = [];
   const stepEpochs: number[] = [];
   // The weights runTraining starts from for seed 3 (the KL reference must be the starting policy).
@@ -31,7 +32,13 @@ async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGrou
     valFraction: 0.25,
     seed: 3,
     dtype: "float64",
-    optim: OptimSchema.parse({ epochs, batchQueries: 12, lr: 5e-3, schedule: { kind: "constant", warmupRatio: 0 } }),
+    optim: OptimSchema.parse({
+      epochs,
+      batchQueries: 12,
+      lr: 5e-3,
+      schedule: { kind: "constant", warmupRatio: 0 },
+      earlyStopping: { metric },
+    }),
     modelConfig,
     objective: (model, data) => {
       const validator = new RlValidator(
@@ -81,6 +88,15 @@ describe("GRPO objective", () => {
     expect(mean).toBeLessThan(0.7);
   });
 
+  it("a best-epoch metric the validation does not compute is an error naming the ones it does, not a silent 'last epoch'", async () => {
+    await expect(trainGrpo({}, 1, groups, "valAcuracy")).rejects.toThrow(
+      /"valAcuracy" is not computed by this stage's validation \(it has: .*valRce/,
+    );
+    const online = GrpoStageConfigSchema.parse({ online: { enabled: true }, validation: { answers: false } });
+    expect(() => resolveMetric(online)).toThrow(/online GRPO .* validation\.answers on/);
+    expect(resolveMetric(GrpoStageConfigSchema.parse({})).optim.earlyStopping.metric).toBe("valAccuracy");
+  });
+
   it("RCE's temperature follows its schedule over the run's steps", async () => {
     const temps: number[] = [];
     const start = new PointerSelector(modelConfig, initParams(modelConfig, 1));
@@ -90,7 +106,7 @@ describe("GRPO objective", () => {
       valFraction: 0.25,
       seed: 3,
       dtype: "float32",
-      optim: OptimSchema.parse({ epochs: 2, batchQueries: 16, lr: 1e-3 }),
+      optim: OptimSchema.parse({ epochs: 2, batchQueries: 16, lr: 1e-3, earlyStopping: { metric: "valRce" } }),
       modelConfig,
       objective: (model, data) =>
         rceObjective(
