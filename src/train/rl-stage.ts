@@ -16,7 +16,7 @@ import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
 import { answerPrompts, buildPrompt, vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
-import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js";
+import { ModelOptionsSchema, type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
@@ -382,23 +382,12 @@ async function execute(
   const modelConfig = init
     ? init.config
     : SelectorConfigSchema.parse({ ...config.model, d: inputs.queryEmb.dim, shots: stats.shots });
-  if (modelConfig.d !== inputs.queryEmb.dim)
-    throw new LeverError(
-      `the starting checkpoint expects d=${modelConfig.d}, the embeddings have ${inputs.queryEmb.dim}`,
-      {
-        file: refs.init,
-      },
-    );
-  if (modelConfig.stepEmbedding && modelConfig.shots < stats.shots)
-    throw new LeverError(
-      `the starting checkpoint was built for ${modelConfig.shots} shots, the rollouts have ${stats.shots}`,
-      {
-        file: refs.init,
-      },
-    );
+  checkpointFits(modelConfig, inputs.queryEmb.dim, stats.shots, "starting", refs.init);
   const startValues = init ? init.params : initParams(modelConfig, new Rng(config.seed).child("init").seed);
   const start = new PointerSelector(modelConfig, startValues, config.dtype);
   const referenceCkpt = refs.reference !== undefined ? loadCheckpoint(refs.reference) : undefined;
+  if (referenceCkpt !== undefined)
+    checkpointFits(referenceCkpt.config, inputs.queryEmb.dim, stats.shots, "KL reference", refs.reference);
   const reference = referenceCkpt
     ? new PointerSelector(referenceCkpt.config, referenceCkpt.params, config.dtype)
     : start;
@@ -582,6 +571,22 @@ function makeAnswerer(ctx: VlmContext): Answerer {
 }
 
 /** The online stage's configuration, or null (RCE, offline GRPO). */
+/** A checkpoint (the starting one or the KL reference) must read these embeddings and score these shots. */
+function checkpointFits(
+  config: SelectorConfig,
+  d: number,
+  shots: number,
+  role: string,
+  file: string | undefined,
+): void {
+  if (config.d !== d)
+    throw new LeverError(`the ${role} checkpoint expects d=${config.d}, the embeddings have ${d}`, { file });
+  if (config.stepEmbedding && config.shots < shots)
+    throw new LeverError(`the ${role} checkpoint was built for ${config.shots} shots, the data have ${shots}`, {
+      file,
+    });
+}
+
 function onlineOf(stage: RlStage, config: RlStageConfig): OnlineConfig | null {
   if (stage !== "grpo") return null;
   const online = (config as GrpoStageConfig).online;

@@ -3,7 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeNpy } from "../../src/data/npy.js";
-import { loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { initParams } from "../../src/selector/params.js";
 import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import {
@@ -92,6 +94,21 @@ describe("lever train rce / grpo (workspace stage)", () => {
     expect(last.valRce).toBeLessThan(first.valRce);
     expect(result.stats).toMatchObject({ queries: 120, shots: 2, K: 10, failedTrajectories: 0 });
     expect(result.trainable.parameters).toBe(result.trainable.total);
+  });
+
+  it("a KL reference that cannot read these embeddings is refused up front, naming its file", async () => {
+    const wrong = SelectorConfigSchema.parse({ d: 4, hidden: 4, shots: 2 });
+    const file = join(dir, "reference-d4.safetensors");
+    saveCheckpoint(file, {
+      config: wrong,
+      params: initParams(wrong, 1),
+      trainedK: 10,
+      shots: 2,
+      provenance: { stage: "test", createdAt: "2026-01-01T00:00:00Z" },
+    });
+    await expect(run("grpo", grpo(), { reference: file })).rejects.toThrow(
+      /reference-d4\.safetensors.*the KL reference checkpoint expects d=4, the embeddings have/,
+    );
   });
 
   it("GRPO starting from the RCE checkpoint changes selections, reports its diagnostics, and β really acts", async () => {
