@@ -16,7 +16,7 @@ import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
 import { answerPrompts, buildPrompt, vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
-import { ModelOptionsSchema, type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
+import { type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
@@ -37,7 +37,7 @@ import { RewardSchema } from "./rewards.js";
 import { buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "./rl-objectives.js";
 import { type Answerer, RlValidator } from "./rl-validate.js";
-import { runTraining, STATE_FILE, type TrainingRunResult } from "./run.js";
+import { runTraining, STATE_FILE, TrainingFields, type TrainingRunResult } from "./run.js";
 import {
   checkInputsUnchanged,
   checkpointDirOf,
@@ -82,7 +82,7 @@ export type RlInputs = z.output<typeof RlInputsSchema>;
 
 const RlDataSchema = z
   .object({
-    valFraction: z.number().min(0).lt(1).default(0.1).describe("share of queries held out for validation"),
+    valFraction: TrainingFields.valFraction,
     shots: z
       .number()
       .int()
@@ -104,12 +104,12 @@ const ValidationSchema = z
   .strict();
 
 const common = {
-  model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
+  model: TrainingFields.model,
   reward: RewardSchema.meta({ flagPrefix: "reward" }).default(RewardSchema.parse({})),
   data: RlDataSchema.default(RlDataSchema.parse({})),
   validation: ValidationSchema.meta({ flagPrefix: "validation" }).default(ValidationSchema.parse({})),
-  seed: z.number().int().default(42).describe("seed of the initialisation, the split, shuffling and dropout"),
-  dtype: z.enum(["float32", "float64"]).default("float32").describe("floating-point type of weights and activations"),
+  seed: TrainingFields.seed,
+  dtype: TrainingFields.dtype,
 };
 
 /**

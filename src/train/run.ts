@@ -7,9 +7,10 @@
  * metric rows) stays in the caller.
  */
 import { join } from "node:path";
+import { z } from "zod";
 import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
 import { saveCheckpoint } from "../selector/checkpoint.js";
-import type { SelectorConfig } from "../selector/config.js";
+import { ModelOptionsSchema, type SelectorConfig } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import type { DType } from "../tensor/tensor.js";
@@ -19,6 +20,14 @@ import type { QueryGroup } from "./data.js";
 import { type EpochInfo, type Objective, type OptimConfig, type StepInfo, type TrainResult, train } from "./loop.js";
 import { splitByQuery } from "./split.js";
 import { type SavedState, saveTrainState } from "./train-state.js";
+
+/** The settings every training stage (SFT, RCE, GRPO) has, declared once; each stage places them in its schema. */
+export const TrainingFields = {
+  model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
+  seed: z.number().int().default(42).describe("seed of the initialisation, the split, shuffling and dropout"),
+  dtype: z.enum(["float32", "float64"]).default("float32").describe("floating-point type of weights and activations"),
+  valFraction: z.number().min(0).lt(1).default(0.1).describe("share of queries held out for validation (whole images)"),
+};
 
 /** Resumable training state beside the checkpoints. */
 export const STATE_FILE = "state.safetensors";

@@ -7,18 +7,18 @@ import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
 import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
-import { ModelOptionsSchema, SelectorConfigSchema } from "../selector/config.js";
+import { SelectorConfigSchema } from "../selector/config.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.js";
 import { type EpochInfo, OptimSchema, type StepInfo } from "./loop.js";
-import { runTraining, type TrainingRunResult } from "./run.js";
+import { runTraining, TrainingFields, type TrainingRunResult } from "./run.js";
 import { SftLossSchema, sftObjective } from "./sft.js";
 import type { SavedState } from "./train-state.js";
 
 const SftDataSchema = z
   .object({
-    valFraction: z.number().min(0).lt(1).default(0.1).describe("share of queries held out for validation"),
+    valFraction: TrainingFields.valFraction,
     weighting: z
       .enum(["uniform", "rank"])
       .default("uniform")
@@ -38,12 +38,12 @@ const SftDataSchema = z
 
 export const SftConfigSchema = z
   .object({
-    model: ModelOptionsSchema.default(ModelOptionsSchema.parse({})),
+    model: TrainingFields.model,
     optim: OptimSchema.default(OptimSchema.parse({})),
     loss: SftLossSchema.default(SftLossSchema.parse({})),
     data: SftDataSchema.default(SftDataSchema.parse({})),
-    seed: z.number().int().default(42).describe("seed of the initialisation, the split, shuffling and dropout"),
-    dtype: z.enum(["float32", "float64"]).default("float32").describe("floating-point type of weights and activations"),
+    seed: TrainingFields.seed,
+    dtype: TrainingFields.dtype,
   })
   .strict();
 export type SftConfig = z.infer<typeof SftConfigSchema>;
