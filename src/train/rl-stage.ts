@@ -118,24 +118,17 @@ const common = {
  */
 const AUTO_METRIC = "auto";
 
+const rceOptim = optimSchema({
+  epochs: 5,
+  lr: 1e-4,
+  weightDecay: 0.01,
+  schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+  metric: AUTO_METRIC,
+});
 export const RceStageConfigSchema = z
   .object({
     ...common,
-    optim: optimSchema({
-      epochs: 5,
-      lr: 1e-4,
-      weightDecay: 0.01,
-      schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
-      metric: AUTO_METRIC,
-    }).default(
-      optimSchema({
-        epochs: 5,
-        lr: 1e-4,
-        weightDecay: 0.01,
-        schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
-        metric: AUTO_METRIC,
-      }).parse({}),
-    ),
+    optim: rceOptim.default(rceOptim.parse({})),
     ...RceSchema.shape,
   })
   .strict();
