@@ -27,14 +27,17 @@ export const EvalSettingsSchema = z
     shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
     retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
       flag: "retriever",
-      description: "retrievers: zero, random, topk-image, topk-text, topk-joint, oracle (sim only), selector:CKPT",
+      description:
+        "retrievers: zero, random, topk-image, topk-text, topk-joint, oracle and informed (sim only), selector:CKPT",
     }),
     k: z
       .number()
       .int()
       .positive()
       .optional()
-      .describe(`pool size K of each query's pool (oracle, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`),
+      .describe(
+        `pool size K of each query's pool (oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
+      ),
     poolSampler: z
       .enum(SAMPLERS)
       .optional()

@@ -14,6 +14,7 @@ export type RetrieverSpec =
   | { kind: "random" }
   | { kind: "topk"; embedding: EmbeddingKind }
   | { kind: "oracle" }
+  | { kind: "informed" }
   | { kind: "selector"; checkpoint: string };
 
 /**
@@ -23,7 +24,10 @@ export type RetrieverSpec =
  */
 export type PoolProvider = (queries: readonly VqaItem[], sampler: SamplerName, k: number) => Promise<string[][]>;
 
-/** The simulator's oracle: the best ordered trajectory (SELECTION order) for a query within its pool. */
+/**
+ * A simulator retriever choosing within the query's pool, returning SELECTION order: the oracle (the
+ * best trajectory, knowing the answers) or the informed ceiling (src/sim/informed.ts).
+ */
 export type OracleFn = (query: VqaItem, pool: readonly string[], shots: number) => string[];
 
 /** A loaded pointer selector, ready to choose from each query's own pool. */
@@ -55,6 +59,7 @@ export interface RetrieverContext {
   maxShots: number;
   /** Present only with the simulated VLM. */
   oracle?: OracleFn;
+  informed?: OracleFn;
   /** Loads `selector:CKPT`; absent when selectors are not available. */
   loadSelector?: (checkpoint: string) => Promise<SelectorHandle>;
 }
@@ -73,15 +78,22 @@ export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason
   },
 };
 
-export const RETRIEVER_NAMES = ["zero", "random", ...Object.keys(TOPK_EMBEDDINGS), "oracle", "selector:CKPT"];
+export const RETRIEVER_NAMES = [
+  "zero",
+  "random",
+  ...Object.keys(TOPK_EMBEDDINGS),
+  "oracle",
+  "informed",
+  "selector:CKPT",
+];
 
-/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `oracle`, `selector:CKPT`). */
+/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `oracle`, `informed`, `selector:CKPT`). */
 export function parseRetrieverSpec(text: string): RetrieverSpec {
   const given = text.trim();
   const name = DEPRECATED_RETRIEVERS[given]?.replacement ?? given;
   if (name === "zero") return { kind: "zero" };
   if (name === "random") return { kind: "random" };
-  if (name === "oracle") return { kind: "oracle" };
+  if (name === "oracle" || name === "informed") return { kind: name };
   if (name in TOPK_EMBEDDINGS) return { kind: "topk", embedding: TOPK_EMBEDDINGS[name] };
   if (name.startsWith("selector:")) {
     const checkpoint = name.slice("selector:".length);
@@ -167,16 +179,19 @@ export async function createRetriever(spec: RetrieverSpec, context: RetrieverCon
           (await context.pools(queries, sampler, context.maxShots)).map((pool) => pool.slice(0, shots)),
       };
     }
-    case "oracle": {
-      const oracle = context.oracle;
-      if (!oracle)
-        throw new LeverError("the oracle retriever needs the simulated VLM (--vlm sim)", { field: "--retriever" });
+    case "oracle":
+    case "informed": {
+      const choose = context[spec.kind];
+      if (!choose)
+        throw new LeverError(`the ${spec.kind} retriever needs the simulated VLM (--vlm sim)`, {
+          field: "--retriever",
+        });
       return {
-        name: "oracle",
+        name: spec.kind,
         shots: positiveShots,
         select: async (queries, shots) => {
           const pools = await context.pools(queries, context.poolSampler, context.k);
-          return queries.map((query, i) => oracle(query, pools[i], shots));
+          return queries.map((query, i) => choose(query, pools[i], shots));
         },
       };
     }

@@ -3,6 +3,7 @@ import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
+import { InformedSelector } from "../sim/informed.js";
 import { SimOracle } from "../sim/oracle.js";
 import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
@@ -38,6 +39,12 @@ export function workspacePredictionStore(ws: Workspace): PredictionStore {
 export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
   const oracle = new SimOracle(sim);
   return (query, pool, shots) => fromPromptOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
+}
+
+/** The simulator's informed ceiling (src/sim/informed.ts), in SELECTION order like the oracle. */
+export function simInformed(sim: SimVlm, order: PromptOrder): OracleFn {
+  const informed = new InformedSelector(sim);
+  return (query, pool, shots) => fromPromptOrder(informed.trajectory(query.questionId, pool, shots).demoIds, order);
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
@@ -149,6 +156,7 @@ export async function prepareEvaluation(
         k: options.k ?? DEFAULT_POOL.k,
         maxShots,
         oracle: vlm.sim ? simOracle(vlm.sim, order) : undefined,
+        informed: vlm.sim ? simInformed(vlm.sim, order) : undefined,
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(
             checkpoint,

@@ -108,12 +108,12 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
   };
 }
 
-/** zero, random, top-k, oracle, then selectors (stable within each). */
+/** zero, random, top-k, the simulator's informed ceiling and oracle, then selectors (stable within each). */
 function retrieverRank(name: string): number {
   if (name === "zero") return 0;
   if (name === "random") return 1;
   if (name.startsWith("topk-")) return 2;
-  if (name === "oracle") return 3;
+  if (name === "informed" || name === "oracle") return 3;
   return 4;
 }
 

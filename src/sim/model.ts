@@ -44,6 +44,8 @@ export class AnswerModel {
   trueSlot = 0;
   /** Confusion U of the last evaluation (sets the temperature). */
   confusion = 0;
+  /** φ·(1 − e^{−F}) − ψ·U of the last evaluation: the true answer's logit bonus besides κ. */
+  truthBonus = 0;
   /** For each slot added by a demonstration, the prompt index of the first demonstration with it; else -1. */
   readonly firstDemoOfSlot = new Int32Array(MAX_TABLE);
 
@@ -78,8 +80,10 @@ export class AnswerModel {
   /**
    * Fills the table and logits for query item q and demonstrations (item indices `demos`, answer
    * ids `answers`, both in prompt order; a demo answer id may be unknown to the world, ≥ registry size).
+   * With `withTruth` false the true answer's bonus (κ + `truthBonus`) is left out of the logits, so a
+   * caller can add it to any slot it supposes true (src/sim/informed.ts).
    */
-  evaluate(q: number, demos: ArrayLike<number>, answers: ArrayLike<number>, n: number): void {
+  evaluate(q: number, demos: ArrayLike<number>, answers: ArrayLike<number>, n: number, withTruth = true): void {
     const w = this.world;
     const m = this.params;
     const cell = w.cell(w.concept[q], w.qtype[q]);
@@ -119,7 +123,8 @@ export class AnswerModel {
       pi *= m.positionDecay;
     }
     for (let k = 0; k < size; k++) if (evidence[k] > 0) logits[k] += m.pull * -Math.expm1(-evidence[k]);
-    logits[trueSlot] += w.knowledge[q] + m.formatGain * -Math.expm1(-format) - m.distraction * confusion;
+    this.truthBonus = m.formatGain * -Math.expm1(-format) - m.distraction * confusion;
+    if (withTruth) logits[trueSlot] += w.knowledge[q] + this.truthBonus;
     this.tableSize = size;
     this.trueSlot = trueSlot;
     this.confusion = confusion;

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
+import { EmbeddingCache, workspacePools } from "../../src/eval/setup.js";
 import { fromPromptOrder } from "../../src/eval/types.js";
+import { InformedSelector } from "../../src/sim/informed.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";
 import { type Vlm, vlmFailure } from "../../src/vlm/types.js";
@@ -97,6 +99,34 @@ describe("evaluate on the simulator", () => {
         .filter((r) => r.shot === 4)
         .map((r) => r.accuracy);
       expect(best.every((a) => a !== null)).toBe(true);
+    }
+  });
+
+  it("scores informed rows as the simulator answers the informed selector's prompts, in both prompt orders", async () => {
+    const informed = new InformedSelector(SimVlm.fromWorldFile(sim.worldFile));
+    const oracle = new SimOracle(SimVlm.fromWorldFile(sim.worldFile));
+    for (const order of ["nearest", "farthest"] as const) {
+      const result = await evaluate(
+        sim.ws,
+        options({ run: `informed-${order}`, order, retrievers: ["informed"], queries: "first:15", shots: [1, 2] }),
+        { progress: null },
+      );
+      const rows = sim.ws.getPredictions(result.runId);
+      expect(rows.length).toBe(30);
+      const val = new Map(sim.ws.loadItems("val").map((i) => [i.questionId, i]));
+      const pools = workspacePools(
+        new EmbeddingCache(sim.ws),
+        options({ order }),
+        "val",
+        "train",
+        sim.ws.loadItems("train"),
+      );
+      for (const row of rows) {
+        // The stored prompt is the one the informed search built from the query's own pool.
+        const [pool] = await pools([val.get(row.questionId)!], "mix", 16);
+        expect(row.demonstrations).toEqual(informed.trajectory(row.questionId, pool, row.shot).demoIds);
+        expect(oracle.expectedAccuracy(row.questionId, row.demonstrations)).toBe(row.accuracy);
+      }
     }
   });
 

@@ -30,6 +30,7 @@ describe("parseRetrieverSpec", () => {
     // the old name still parses (the CLI warns that it is deprecated)
     expect(parseRetrieverSpec("topk-mix")).toEqual({ kind: "topk", embedding: "joint" });
     expect(parseRetrieverSpec("oracle")).toEqual({ kind: "oracle" });
+    expect(parseRetrieverSpec("informed")).toEqual({ kind: "informed" });
     expect(parseRetrieverSpec("selector:runs/a:b.safetensors")).toEqual({
       kind: "selector",
       checkpoint: "runs/a:b.safetensors",
@@ -110,6 +111,16 @@ describe("retrievers", () => {
     expect(seen.map((s) => s.pool)).toEqual(pools);
     expect(chosen).toEqual(pools.map((pool) => pool.slice(-3)));
     await expect(createRetriever({ kind: "oracle" }, context())).rejects.toThrow(/--vlm sim/);
+    // The informed ceiling takes the same path with its own function, never the oracle's.
+    const informed = await createRetriever(
+      { kind: "informed" },
+      context({ oracle, informed: (_q, pool, n) => pool.slice(0, n), poolSampler: "text-sim", k: 6 }),
+    );
+    expect(informed.name).toBe("informed");
+    expect(await informed.select(queries, 2)).toEqual(pools.map((pool) => pool.slice(0, 2)));
+    await expect(createRetriever({ kind: "informed" }, context({ oracle }))).rejects.toThrow(
+      /informed retriever needs the simulated VLM/,
+    );
   });
 
   it("a selector chooses positions in ITS OWN query's pool (its sampler and K), mapped back to question ids", async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "vitest";
-import { mdeMultiplier, normalQuantile, observedMde, plannedMde } from "../../src/metrics/power.js";
+import { mdeMultiplier, normalCdf, normalQuantile, observedMde, plannedMde } from "../../src/metrics/power.js";
 import { LeverError } from "../../src/util/errors.js";
 
 /** Φ(z) by Simpson integration of the density from −40 (an independent check of the quantile). */
-function normalCdf(z: number): number {
+function simpsonCdf(z: number): number {
   const lo = Math.min(-40, z - 1);
   const steps = 200_000;
   const h = (z - lo) / steps;
@@ -25,11 +25,33 @@ describe("normalQuantile", () => {
   });
 
   test("inverts an independently integrated normal CDF", () => {
-    for (const p of [0.01, 0.1, 0.42, 0.77, 0.995]) expect(normalCdf(normalQuantile(p))).toBeCloseTo(p, 9);
+    for (const p of [0.01, 0.1, 0.42, 0.77, 0.995]) expect(simpsonCdf(normalQuantile(p))).toBeCloseTo(p, 9);
   });
 
   test("rejects p outside (0, 1)", () => {
     for (const p of [0, 1, -0.1, Number.NaN]) expect(() => normalQuantile(p)).toThrow(LeverError);
+  });
+});
+
+describe("normalCdf", () => {
+  test("matches published values (scipy.stats.norm.cdf) and the integrated density to 1.2e-7 relative", () => {
+    expect(normalCdf(0)).toBeCloseTo(0.5, 7);
+    expect(normalCdf(1.959963984540054)).toBeCloseTo(0.975, 7);
+    expect(normalCdf(-1)).toBeCloseTo(0.15865525393145707, 7);
+    for (const z of [-8, -5, -2.5, -0.3, 0.7, 3, 6]) {
+      const exact = simpsonCdf(z);
+      expect(Math.abs(normalCdf(z) - exact) / exact).toBeLessThan(1.2e-7);
+    }
+  });
+
+  test("is monotone and symmetric: Φ(−x) = 1 − Φ(x)", () => {
+    let previous = 0;
+    for (let x = -10; x <= 10; x += 0.05) {
+      const p = normalCdf(x);
+      expect(p).toBeGreaterThanOrEqual(previous);
+      expect(p + normalCdf(-x)).toBeCloseTo(1, 12);
+      previous = p;
+    }
   });
 });
 
