@@ -20,8 +20,8 @@
  * query, as the selectors' default "nearest" order), `beamWidth` prompts kept per length, exact for
  * one shot and for two shots when the beam is at least the pool size.
  */
-import { normalCdf } from "../metrics/power.js";
 import { check, LeverError } from "../util/errors.js";
+import { normalCdf } from "../util/normal.js";
 import type { SimVlm } from "./vlm.js";
 
 export const DEFAULT_INFORMED_BEAM = 4;
