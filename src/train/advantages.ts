@@ -107,3 +107,59 @@ export function groupAdvantages(
     },
   };
 }
+
+/**
+ * Reward-to-go of prefix rewards (credit "prefix", src/train/online.ts): `prefix[i][s]` is the reward
+ * of trajectory i's first s + 1 picks. The pick at step s is in prefixes s..S−1, so its return is
+ * ρ_{i,s} = mean_{t ≥ s} prefix[i][t]; ρ_{i,0} is the trajectory's mean reward over its prefixes.
+ */
+export function rewardToGo(prefix: readonly (readonly number[])[]): number[][] {
+  return prefix.map((row) => {
+    const out = new Array<number>(row.length);
+    let sum = 0;
+    for (let s = row.length - 1; s >= 0; s--) {
+      sum += row[s];
+      out[s] = sum / (row.length - s);
+    }
+    return out;
+  });
+}
+
+/**
+ * Per-step advantages: the reward-to-go of every step compared within its group, step by step, exactly
+ * as `groupAdvantages` compares whole trajectories. `returns[g][i][s]` → `advantages[g][i][s]`; the
+ * statistics count (group, step) comparisons as groups and average over every (trajectory, step).
+ */
+export function stepAdvantages(
+  returns: readonly (readonly (readonly number[])[])[],
+  cfg: AdvantageConfig,
+): { advantages: number[][][]; stats: AdvantageStats } {
+  const S = returns[0]?.[0]?.length ?? 0;
+  const advantages = returns.map((g) => g.map(() => new Array<number>(S)));
+  const perStep: AdvantageStats[] = [];
+  for (let s = 0; s < S; s++) {
+    const { advantages: a, stats } = groupAdvantages(
+      returns.map((g) => g.map((row) => row[s])),
+      cfg,
+    );
+    for (const [b, g] of a.entries()) for (const [i, v] of g.entries()) advantages[b][i][s] = v;
+    perStep.push(stats);
+  }
+  const all = advantages.flat(2);
+  const n = all.length;
+  const mean = n === 0 ? 0 : all.reduce((x, v) => x + v, 0) / n;
+  const variance = n === 0 ? 0 : all.reduce((x, v) => x + (v - mean) ** 2, 0) / n;
+  const units = perStep.reduce((x, st) => x + st.groups, 0);
+  return {
+    advantages,
+    stats: {
+      groups: units,
+      trajectories: returns.reduce((x, g) => x + g.length, 0),
+      zeroVarianceGroups: perStep.reduce((x, st) => x + st.zeroVarianceGroups, 0),
+      mean,
+      std: Math.sqrt(variance),
+      maxAbs: all.reduce((x, v) => Math.max(x, Math.abs(v)), 0),
+      lowStdShare: units === 0 ? 0 : perStep.reduce((x, st) => x + st.lowStdShare * st.groups, 0) / units,
+    },
+  };
+}

@@ -6,6 +6,13 @@
  * when it is on — and turn them into the query's group with rewards. A failed VLM call removes that
  * trajectory (counted), never scores it 0. The sampling policy is the policy being updated, so the
  * importance ratio of the update is exactly 1 (one update per sample, as TRL with num_iterations = 1).
+ *
+ * Credit (`credit`): "trajectory" rewards the whole S-shot prompt and gives every pick its advantage.
+ * "prefix" also asks the VLM with each trajectory's first 1..S−1 picks — the prompts the evaluation
+ * builds at fewer shots, since greedy decoding is prefix-consistent — and credits the pick at step s
+ * with the mean reward of the prefixes it is in (reward-to-go, src/train/advantages.ts), so the first
+ * pick is judged by the 1-shot answer it gives and not only by a 4-shot answer it barely changes.
+ * Costs S times the VLM calls.
  */
 import { z } from "zod";
 import type { VqaItem } from "../data/item.js";
@@ -18,6 +25,7 @@ import type { PointerSelector } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
+import { rewardToGo } from "./advantages.js";
 import { buildQueryInput } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
 import { type RewardConfig, trajectoryReward } from "./rewards.js";
@@ -49,6 +57,12 @@ export const OnlineSchema = z
       .max(1)
       .default(0)
       .describe("online: vqaCorrect = 1 iff accuracy > 0 (0) or ≥ this threshold"),
+    credit: z
+      .enum(["trajectory", "prefix"])
+      .default("trajectory")
+      .describe(
+        "online: trajectory (one reward per sampled prompt) or prefix (also score its 1..S−1-shot prefixes; each pick is credited with the mean reward of the prefixes it is in; S× the VLM calls, step ratios only)",
+      ),
     order: z
       .enum(["nearest", "farthest"])
       .default("nearest")
@@ -96,6 +110,8 @@ export class OnlineSampler {
       const enc = model.encode(buildQueryInput(groups, ctx.queryEmb, ctx.indexEmb, model.dtype));
       return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });
     });
+    // Prefix credit: every trajectory's prefixes of 1..S picks, prefix-major within a query.
+    const lengths = config.credit === "prefix" ? Array.from({ length: ctx.shots }, (_, s) => s + 1) : [ctx.shots];
     const scored = await Promise.all(
       groups.map((g, b) => {
         const query = ctx.queryById.get(g.queryId);
@@ -103,7 +119,7 @@ export class OnlineSampler {
         const pool = ctx.poolIds(g);
         return scoreTrajectories(
           query,
-          drawn[b].map((t) => t.positions.map((p) => pool[p])),
+          lengths.flatMap((n) => drawn[b].map((t) => t.positions.slice(0, n).map((p) => pool[p]))),
           ctx.indexById,
           {
             gtAnswers: config.gtAnswers,
@@ -120,38 +136,51 @@ export class OnlineSampler {
     let accSum = 0;
     groups.forEach((g, b) => {
       const trajectories: Int32Array[] = [];
-      const rewards: number[] = [];
-      scored[b].forEach((s, i) => {
+      const prefixRewards: number[][] = [];
+      const G = drawn[b].length;
+      for (let i = 0; i < G; i++) {
         stats.sampled++;
-        if (s.failure !== null || s.vqaAccScore === null) {
-          stats.failed++;
-          return;
+        const rewards: number[] = [];
+        for (let n = 0; n < lengths.length; n++) {
+          const s = scored[b][n * G + i];
+          if (s.failure !== null || s.vqaAccScore === null) break;
+          rewards.push(
+            trajectoryReward(
+              {
+                selected: [],
+                vqaAccScore: s.vqaAccScore,
+                ...(s.vqaCorrect !== null ? { vqaCorrect: s.vqaCorrect } : {}),
+                vqaGtProb: s.vqaGtProb,
+                gtLogprob: s.gtLogprob,
+              },
+              ctx.reward,
+              { queryId: g.queryId, index: i },
+            ),
+          );
         }
-        const reward = trajectoryReward(
-          {
-            selected: [],
-            vqaAccScore: s.vqaAccScore,
-            ...(s.vqaCorrect !== null ? { vqaCorrect: s.vqaCorrect } : {}),
-            vqaGtProb: s.vqaGtProb,
-            gtLogprob: s.gtLogprob,
-          },
-          ctx.reward,
-          { queryId: g.queryId, index: i },
-        );
+        // A trajectory with any failed prompt is left out whole (never scored 0).
+        if (rewards.length < lengths.length) {
+          stats.failed++;
+          continue;
+        }
         trajectories.push(Int32Array.from(drawn[b][i].positions));
-        rewards.push(reward);
-        rewardSum += reward;
-        accSum += s.vqaAccScore;
-      });
+        prefixRewards.push(rewards);
+        const full = scored[b][(lengths.length - 1) * G + i];
+        rewardSum += rewards[rewards.length - 1];
+        accSum += full.vqaAccScore as number;
+      }
       if (trajectories.length < 2) {
         stats.droppedQueries++;
         return;
       }
+      const returns = config.credit === "prefix" ? rewardToGo(prefixRewards) : undefined;
+      const rewards = returns ? returns.map((r) => r[0]) : prefixRewards.map((r) => r[0]);
       const best = rewards.reduce((k, r, i) => (r > rewards[k] ? i : k), 0);
       out.push({
         ...g,
         trajectories,
         rewards,
+        ...(returns ? { returns } : {}),
         methods: trajectories.map(() => "sample"),
         weights: rewards.map(() => 1),
         best,

@@ -12,6 +12,8 @@
  *           "sequence": r_i = exp(Σ_t logp_{i,t} − Σ_t oldLogp_{i,t}) (Lever-Plus; note GSPO uses the
  *                       mean log-ratio instead of the sum).
  *   policy  L = −Σ_i w_i · mean_t min(r·A_i, clip(r, 1 − epsLow, 1 + epsHigh)·A_i) / Σ_i w_i
+ *           (with per-step advantages A_{i,t} — reward-to-go credit, src/train/online.ts — A_i becomes
+ *           A_{i,t}; they need step ratios)
  *           (PPO, Schulman et al. 2017; epsHigh > epsLow is DAPO's clip-higher, arXiv 2503.14476,
  *           which recommends 0.28). With sequence ratios the inner mean is over the one sequence term.
  *   KL      per step on δ = refLogp − logp: k1 = −δ, k2 = δ²/2, k3 = exp(δ) − δ − 1 (J. Schulman,
@@ -55,7 +57,7 @@ export interface PolicyLossInputs {
   oldLogp: ArrayLike<number>;
   /** Frozen KL reference, [R·S] row-major; may be null when β = 0. */
   refLogp: ArrayLike<number> | null;
-  /** One advantage per row [R]. */
+  /** One advantage per row [R], or one per row and step [R·S] (step ratios only). */
   advantages: ArrayLike<number>;
   /** Row weights [R] (0 = padding row). */
   weights: ArrayLike<number>;
@@ -115,10 +117,13 @@ export function policyLoss(
   const { logp, weights } = inputs;
   if (logp.ndim !== 2) throw new RangeError(`policyLoss: logp must be [R, S], got ${logp.ndim} dims`);
   const [R, S] = logp.shape;
+  const step = cfg.ratioLevel === "step";
+  const advCols = S > 1 && inputs.advantages.length === R * S ? S : 1;
+  if (advCols > 1 && !step) throw new RangeError("policyLoss: per-step advantages need step ratios (ratioLevel step)");
   const sizes: [string, ArrayLike<number> | null, number][] = [
     ["oldLogp", inputs.oldLogp, R * S],
     ["refLogp", inputs.refLogp, R * S],
-    ["advantages", inputs.advantages, R],
+    ["advantages", inputs.advantages, R * advCols],
     ["weights", weights, R],
   ];
   for (const [name, v, n] of sizes)
@@ -130,11 +135,10 @@ export function policyLoss(
   if (!(weightSum > 0)) throw new RangeError("policyLoss: no row has a positive weight");
   const dt = logp.dtype;
   const current = logp.data;
-  const zeros = new Float64Array(R);
+  const zeros = new Float64Array(R * advCols);
 
   // Importance ratios [R, cols] against the behaviour policy (padding rows: ratio 1, advantage 0).
   const old = realRows(inputs.oldLogp, current, weights, S);
-  const step = cfg.ratioLevel === "step";
   const cols = step ? S : 1;
   let logRatio: Tensor;
   if (step) logRatio = T.sub(logp, Tensor.from(old, [R, S], dt));
@@ -144,8 +148,8 @@ export function policyLoss(
     logRatio = T.sub(T.sum(logp, 1, true), Tensor.from(oldSum, [R, 1], dt));
   }
   const ratio = T.exp(logRatio);
-  const adv = realRows(inputs.advantages, zeros, weights, 1);
-  const A = Tensor.from(adv, [R, 1], dt);
+  const adv = realRows(inputs.advantages, zeros, weights, advCols);
+  const A = Tensor.from(adv, [R, advCols], dt);
   const surrogate = T.minimum(T.mul(ratio, A), T.mul(T.clamp(ratio, 1 - cfg.epsLow, 1 + cfg.epsHigh), A));
   const rowCoef = (n: number) => {
     const coef = new Float64Array(R);
@@ -173,14 +177,15 @@ export function policyLoss(
   const advs: number[] = [];
   for (let r = 0; r < R; r++) {
     if (!(weights[r] > 0)) continue;
-    advs.push(adv[r]);
+    for (let c = 0; c < advCols; c++) advs.push(adv[r * advCols + c]);
     for (let c = 0; c < cols; c++) {
       const v = ratio.data[r * cols + c];
+      const a = adv[r * advCols + (advCols > 1 ? c : 0)];
       ratioSum += v;
       ratioMin = Math.min(ratioMin, v);
       ratioMax = Math.max(ratioMax, v);
-      if (v < 1 - cfg.epsLow && adv[r] < 0) low++;
-      if (v > 1 + cfg.epsHigh && adv[r] > 0) high++;
+      if (v < 1 - cfg.epsLow && a < 0) low++;
+      if (v > 1 + cfg.epsHigh && a > 0) high++;
       entries++;
     }
   }
@@ -208,9 +213,10 @@ export function policyLoss(
     for (let t = 0; t < S; t++) {
       const j = step ? r * S + t : r;
       const v = ratio.data[j];
+      const a = adv[advCols > 1 ? j : r];
       const clipped = Math.min(Math.max(v, 1 - cfg.epsLow), 1 + cfg.epsHigh);
-      const active = v * adv[r] <= clipped * adv[r] || clipped === v;
-      const g = active ? c * adv[r] * v : 0;
+      const active = v * a <= clipped * a || clipped === v;
+      const g = active ? c * a * v : 0;
       polSq += g * g;
       if (beta > 0 && ref !== null) {
         const delta = ref[r * S + t] - current[r * S + t];

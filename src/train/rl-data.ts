@@ -15,8 +15,10 @@ import { type RewardConfig, scoredTrajectories, trajectoryReward } from "./rewar
 
 /** A query group whose rewards are known (RL stages). */
 export interface RlGroup extends QueryGroup {
-  /** Raw (clipped, unnormalised) reward of each trajectory. */
+  /** Raw (clipped, unnormalised) reward of each trajectory (with prefix credit: its reward-to-go at step 1). */
   rewards: number[];
+  /** Prefix credit only (online): reward-to-go of every trajectory at every step [trajectory][step]. */
+  returns?: number[][];
   /** How each trajectory was proposed (greedy, beam, sample, retrieval, random, …; "" when unknown). */
   methods: string[];
 }

@@ -26,7 +26,7 @@
 import { z } from "zod";
 import { PointerSelector, sequenceLogProbs, stepLogProbs, stepLogSoftmax } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
-import { AdvantageSchema, groupAdvantages } from "./advantages.js";
+import { AdvantageSchema, groupAdvantages, stepAdvantages } from "./advantages.js";
 import { type Batch, buildBatch, chunk } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
 import { KlController, KlControlSchema } from "./kl-control.js";
@@ -106,6 +106,26 @@ function rowValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly n
     out[r] = perGroup(batch.groups[b] as RlGroup, b)[t];
   }
   return out;
+}
+
+/** Each row's S values [R·S] of a per-trajectory, per-step quantity (0 on padding rows). */
+function rowStepValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly (readonly number[])[], S: number) {
+  const out = new Float64Array(batch.trajectoryOf.length * S);
+  for (let r = 0; r < batch.trajectoryOf.length; r++) {
+    const t = batch.trajectoryOf[r];
+    if (t < 0) continue;
+    const b = Math.floor(r / batch.G);
+    const row = perGroup(batch.groups[b] as RlGroup, b)[t];
+    for (let s = 0; s < S; s++) out[r * S + s] = row[s];
+  }
+  return out;
+}
+
+/** No comparison anywhere in the group: equal rewards (with prefix credit: equal returns at every step). */
+function degenerateGroup(g: RlGroup): boolean {
+  const returns = g.returns;
+  if (returns === undefined) return isDegenerate(g.rewards);
+  return returns[0].every((_, s) => isDegenerate(returns.map((row) => row[s])));
 }
 
 /**
@@ -248,7 +268,7 @@ export function grpoObjective(
           async prepare(groups: RlGroup[], ctx: StepContext) {
             const drawn = await online.sample(model, groups, ctx.rng.child(`online-${ctx.step}`));
             sampled = drawn.stats;
-            return cfg.dropZeroVariance ? drawn.groups.filter((g) => !isDegenerate(g.rewards)) : drawn.groups;
+            return cfg.dropZeroVariance ? drawn.groups.filter((g) => !degenerateGroup(g)) : drawn.groups;
           },
         }
       : {}),
@@ -260,6 +280,7 @@ export function grpoObjective(
         ...g,
         trajectories: kept[b].map((i) => g.trajectories[i]),
         rewards: kept[b].map((i) => g.rewards[i]),
+        ...(g.returns ? { returns: kept[b].map((i) => (g.returns as number[][])[i]) } : {}),
         methods: kept[b].map((i) => g.methods[i]),
         weights: kept[b].map(() => 1),
         best: 0,
@@ -269,10 +290,17 @@ export function grpoObjective(
       const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
       const logSoftmax = stepLogSoftmax(tf);
       const logp = stepLogProbs(tf, batch.labels, logSoftmax);
-      const { advantages, stats } = groupAdvantages(
-        views.map((v) => v.rewards),
-        cfg.advantage,
-      );
+      // Prefix credit (online): one advantage per step from the reward-to-go; else one per trajectory.
+      const perStepCredit = views[0].returns !== undefined;
+      const { advantages, stats } = perStepCredit
+        ? stepAdvantages(
+            views.map((v) => v.returns as number[][]),
+            cfg.advantage,
+          )
+        : groupAdvantages(
+            views.map((v) => v.rewards),
+            cfg.advantage,
+          );
       const sourceOf = groups.map((g) => index.get(g.queryId) as number);
       const perStep = (source: Float64Array[]) => perStepValues(batch, source, sourceOf, kept, S);
       // Online: the samples come from this very policy, so its (detached) log-probabilities are the behaviour's.
@@ -289,7 +317,9 @@ export function grpoObjective(
           logp,
           oldLogp: old,
           refLogp: ref,
-          advantages: rowValues(batch, (_g, b) => advantages[b]),
+          advantages: perStepCredit
+            ? rowStepValues(batch, (_g, b) => advantages[b] as number[][], S)
+            : rowValues(batch, (_g, b) => advantages[b] as number[]),
           weights: batch.weights,
         },
         cfg.loss,
@@ -325,7 +355,9 @@ export function grpoObjective(
         metrics.droppedQueries = sampled.droppedQueries;
       }
       if (curriculum)
-        metrics.curriculumNegatives = advantages.flat().filter((a) => a < 0).length / Math.max(1, stats.trajectories);
+        metrics.curriculumNegatives =
+          (advantages as (number | number[])[][]).flat().filter((a) => (typeof a === "number" ? a : a[0]) < 0).length /
+          Math.max(1, stats.trajectories);
       return { loss, metrics };
     },
     afterStep(metrics) {

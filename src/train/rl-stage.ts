@@ -175,9 +175,20 @@ const DISPLAY: Record<RlStage, string[]> = {
   ],
 };
 
+/** The stage's cross-field checks (prefix credit; online validation), then the "auto" best-epoch metric resolved. */
 export function resolveMetric(config: RlStageConfig): RlStageConfig {
-  if (config.optim.earlyStopping.metric !== AUTO_METRIC) return config;
   const online = "online" in config && config.online.enabled;
+  if ("online" in config && config.online.credit === "prefix") {
+    if (!online)
+      throw new LeverError("prefix credit needs the VLM's answers to every prefix: it works with --online only", {
+        field: "online.credit",
+      });
+    if (config.loss.ratioLevel !== "step")
+      throw new LeverError("prefix credit gives every step its own advantage: set loss.ratioLevel to step", {
+        field: "loss.ratioLevel",
+      });
+  }
+  if (config.optim.earlyStopping.metric !== AUTO_METRIC) return config;
   if (online && !config.validation.answers)
     throw new LeverError(
       "online GRPO has no stored trajectories to validate on, so its best epoch needs the VLM's answers: keep validation.answers on, or name a metric (optim.earlyStopping.metric)",

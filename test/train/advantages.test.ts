@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type AdvantageConfig, AdvantageSchema, groupAdvantages } from "../../src/train/advantages.js";
+import {
+  type AdvantageConfig,
+  AdvantageSchema,
+  groupAdvantages,
+  rewardToGo,
+  stepAdvantages,
+} from "../../src/train/advantages.js";
 
 const cfg = (over: Partial<AdvantageConfig>) => AdvantageSchema.parse(over);
 
@@ -79,5 +85,48 @@ describe("group advantages", () => {
     expect(mean.lowStdShare).toBe(3 / 4);
     expect(mean.zeroVarianceGroups).toBe(2);
     expect(mean.maxAbs).toBeCloseTo(0.5, 12);
+  });
+});
+
+describe("prefix credit", () => {
+  it("rewardToGo: mean of the rewards of the prefixes each step is in", () => {
+    expect(
+      rewardToGo([
+        [0, 1, 1, 0.5],
+        [1, 0, 0, 0],
+      ]),
+    ).toEqual([
+      [2.5 / 4, 2.5 / 3, 1.5 / 2, 0.5],
+      [0.25, 0, 0, 0],
+    ]);
+    expect(rewardToGo([[0.3]])).toEqual([[0.3]]);
+  });
+
+  it("stepAdvantages compares each step's returns within the group, as groupAdvantages does", () => {
+    const zscore = AdvantageSchema.parse({});
+    const returns = [
+      [
+        [0.5, 1, 1],
+        [0.5, 0, 0],
+        [0.2, 0, 1],
+      ],
+      [
+        [1, 1, 1],
+        [1, 1, 1],
+      ],
+    ];
+    const { advantages, stats } = stepAdvantages(returns, zscore);
+    for (let s = 0; s < 3; s++) {
+      const want = groupAdvantages(
+        returns.map((g) => g.map((row) => row[s])),
+        zscore,
+      ).advantages;
+      for (const [b, g] of want.entries()) for (const [i, v] of g.entries()) expect(advantages[b][i][s]).toBe(v);
+    }
+    // step 0 of group 0: mean 0.4, unbiased std √0.03 → (0.1, 0.1, −0.2)/0.1732
+    expect(advantages[0][2][0]).toBeCloseTo(-0.2 / Math.sqrt(0.03), 12);
+    // (group, step) units: 6, of which group 1's three steps have no comparison.
+    expect(stats).toMatchObject({ groups: 6, trajectories: 5, zeroVarianceGroups: 3 });
+    expect(advantages[1].flat()).toEqual([0, 0, 0, 0, 0, 0]);
   });
 });

@@ -12,7 +12,14 @@ import { GrpoSchema, grpoObjective } from "../../src/train/rl-objectives.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
 import { runTraining } from "../../src/train/run.js";
 import { Rng } from "../../src/util/rng.js";
-import type { GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../../src/vlm/types.js";
+import {
+  type GenerateResult,
+  type Outcome,
+  type ScoreResult,
+  type Vlm,
+  type VlmPrompt,
+  vlmFailure,
+} from "../../src/vlm/types.js";
 import { syntheticWorld } from "./synthetic.js";
 
 /**
@@ -147,4 +154,62 @@ describe("online GRPO", () => {
       expect(h.skippedBatches).toBe(skipped[epoch]);
     });
   }, 60_000);
+
+  it("prefix credit scores every prefix, credits each step with its reward-to-go, and drops a trajectory with a failed prefix", async () => {
+    const config = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, dropout: 0, attnDropout: 0 });
+    const model = new PointerSelector(config, initParams(config, 5));
+    const prompts: VlmPrompt[] = [];
+    // Reward 1 only when the prompt is the target alone: the 1-shot prefix can score, the 2-shot prompt never.
+    const failing = new Set([groups[0].queryId]);
+    const alone = (p: VlmPrompt) => p.demonstrations.length === 1 && hit(p);
+    const prefixVlm: Vlm = {
+      id: "toy-prefix",
+      async generate(batch) {
+        prompts.push(...batch);
+        return batch.map((p) =>
+          failing.has(p.query.questionId) && p.demonstrations.length === 1
+            ? vlmFailure("http-5xx", "injected")
+            : { text: alone(p) ? "yes" : "no", tokens: 1 },
+        );
+      },
+      async scoreAnswer(requests) {
+        return requests.map((r) => {
+          const lp = Math.log(alone(r.prompt) ? 0.8 : 0.1);
+          return { logprobSum: lp, logprobMean: lp, tokens: 1 };
+        });
+      },
+    };
+    const sampler = (credit: "trajectory" | "prefix") =>
+      new OnlineSampler(OnlineSchema.parse({ enabled: true, samples: 6, credit }), {
+        queryEmb: world.emb,
+        indexEmb: world.emb,
+        shots: 2,
+        reward: RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }),
+        queryById: byId,
+        indexById: byId,
+        poolIds: (g) => world.pools.pools[g.queryId],
+        answer: { vlm: prefixVlm, ...vqaAnswering("official") },
+      });
+    const some = groups.slice(0, 10);
+    const plain = await sampler("trajectory").sample(model, some, new Rng(3));
+    expect(prompts.length).toBe(10 * 6);
+    prompts.length = 0;
+    const prefix = await sampler("prefix").sample(model, some, new Rng(3));
+    expect(prompts.length).toBe(10 * 6 * 2);
+    // Every trajectory of the failing query lost its 1-shot prompt: all left out, the query dropped.
+    expect(prefix.stats).toMatchObject({ sampled: 60, failed: 6, droppedQueries: 1 });
+    expect(prefix.groups.map((g) => g.queryId)).toEqual(plain.groups.map((g) => g.queryId).slice(1));
+    for (const [b, g] of prefix.groups.entries()) {
+      const same = plain.groups[b + 1];
+      expect(g.trajectories).toEqual(same.trajectories); // the same draws
+      g.trajectories.forEach((t, i) => {
+        const first = world.pools.pools[g.queryId][t[0]];
+        const r1 = first === target.get(g.queryId) ? 1 : 0;
+        // the 2-shot prompt scores 0 (hard reward = its accuracy), so returns are ((r1 + 0)/2, 0)
+        expect(same.rewards[i]).toBe(0);
+        expect(g.returns?.[i]).toEqual([r1 / 2, 0]);
+        expect(g.rewards[i]).toBe(r1 / 2);
+      });
+    }
+  });
 });

@@ -227,6 +227,46 @@ function fdInputs(logp: Tensor, logp0: ArrayLike<number>, seed: number): PolicyL
   return { logp, oldLogp: old, refLogp: ref, advantages: FD_ADV, weights: WEIGHTS };
 }
 
+describe("per-step advantages (prefix credit)", () => {
+  it("A_{i,t} replaces A_i step by step: by hand, and equal to per-row advantages when the steps agree", () => {
+    // Steps get different advantages: row 0 (ratios 1.1, 1.5) with A = (1, −1): min(1.1, 1.1)=1.1,
+    // then min(−1.5, −1.2)=−1.5; row 1 (0.5, 1.5) with A = (2, 0): min(1.0, 1.6)=1.0, then 0.
+    const perStep = [1, -1, 2, 0, 3, 3, -0.5, -0.5, 0, 0, Number.NaN, Number.NaN];
+    const inputs = { ...handInputs(), advantages: perStep };
+    const { loss, diagnostics: d } = policyLoss(inputs, cfg(), 0);
+    // row means: (1.1 − 1.5)/2 = −0.2, (1.0 + 0)/2 = 0.5, 2.1, −0.45 (weight 2), 0 → −(−0.2 + 0.5 + 2.1 − 0.9)/6
+    expect(loss.item()).toBeCloseTo(-1.5 / 6, 12);
+    expect(d.advMaxAbs).toBe(3);
+    // row 0 step 1 (r = 1.5 > 1.2 with A < 0: the unclipped pessimistic term) has gradient −w·A·r/(S·Σw)
+    expect(gradOf(inputs, cfg(), 0)[1]).toBeCloseTo(-(1 * -1 * 1.5) / (2 * 6), 12);
+    const same = ADV.flatMap((a) => [a, a]);
+    const a = policyLoss({ ...handInputs(), advantages: same }, cfg(), 0.1);
+    const b = policyLoss(handInputs(), cfg(), 0.1);
+    expect(a.loss.item()).toBeCloseTo(b.loss.item(), 14);
+    expect(gradOf({ ...handInputs(), advantages: same }, cfg(), 0.1)).toEqual(gradOf(handInputs(), cfg(), 0.1));
+  });
+
+  it("need step ratios", () => {
+    const inputs = { ...handInputs(), advantages: new Array(12).fill(1) };
+    expect(() => policyLoss(inputs, cfg({ ratioLevel: "sequence" }), 0)).toThrow(
+      /per-step advantages need step ratios/,
+    );
+  });
+
+  it("pass finite differences through a PointerSelector", () => {
+    const labels = fixtureLabels(3);
+    const { model, tf } = smallSelector(8);
+    const logp0 = noGrad(() => stepLogProbs(tf(labels), labels)).data;
+    const rng = new Rng(11);
+    const advantages = Array.from({ length: logp0.length }, () => 2 * rng.next() - 1);
+    const fn = () => {
+      const logp = stepLogProbs(tf(labels), labels);
+      return policyLoss({ ...fdInputs(logp, logp0, 6), advantages }, cfg(), 0.3).loss;
+    };
+    gradCheck(fn, model.parameters());
+  });
+});
+
 describe("GRPO loss gradients against finite differences (float64, β > 0)", () => {
   const labels = fixtureLabels(3);
 

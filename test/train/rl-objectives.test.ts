@@ -97,6 +97,16 @@ describe("GRPO objective", () => {
     expect(resolveMetric(GrpoStageConfigSchema.parse({})).optim.earlyStopping.metric).toBe("valAccuracy");
   });
 
+  it("prefix credit is refused offline and with sequence ratios, with the fix in the message", () => {
+    const parse = (over: object) => GrpoStageConfigSchema.parse(over);
+    expect(() => resolveMetric(parse({ online: { credit: "prefix" } }))).toThrow(/works with --online only/);
+    expect(() =>
+      resolveMetric(parse({ online: { enabled: true, credit: "prefix" }, loss: { ratioLevel: "sequence" } })),
+    ).toThrow(/set loss.ratioLevel to step/);
+    const resolved = resolveMetric(parse({ online: { enabled: true, credit: "prefix" } }));
+    expect("online" in resolved && resolved.online.credit).toBe("prefix");
+  });
+
   it("RCE's temperature follows its schedule over the run's steps", async () => {
     const temps: number[] = [];
     const start = new PointerSelector(modelConfig, initParams(modelConfig, 1));
