@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import {
+  checkGrpoSettings,
   GrpoStageConfigSchema,
   RceStageConfigSchema,
   RlInputsSchema,
@@ -123,7 +124,9 @@ export function register(program: Command): void {
       .option("--json", "print the result as JSON");
     const settings = bindSettings(
       command,
-      RlInputsSchema.extend((stage === "rce" ? RceStageConfigSchema : GrpoStageConfigSchema).shape),
+      stage === "rce"
+        ? RlInputsSchema.extend(RceStageConfigSchema.shape)
+        : RlInputsSchema.extend(GrpoStageConfigSchema.shape).superRefine(checkGrpoSettings),
       { fileOption: "config" },
     );
     const vlmSettings = bindSettings(command, VlmSettingsSchema, {

@@ -19,7 +19,7 @@ import { EvalSettingsSchema } from "../eval/config.js";
 import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
 import { WorldParamsSchema } from "../sim/params.js";
-import { GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-stage.js";
+import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-stage.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { LeverError } from "../util/errors.js";
 import { formatPath } from "../util/validate.js";
@@ -97,10 +97,12 @@ export const ExperimentSchema = z
       replace: true,
     }).optional(),
     rce: RceStageConfigSchema.optional(),
-    grpo: GrpoStageConfigSchema.optional(),
-    online: GrpoStageConfigSchema.optional().describe(
-      "online GRPO from the RCE checkpoint (grpo.online.enabled is set)",
-    ),
+    grpo: GrpoStageConfigSchema.superRefine(checkGrpoSettings).optional(),
+    online: GrpoStageConfigSchema.superRefine((s, ctx) =>
+      checkGrpoSettings({ ...s, online: { ...s.online, enabled: true } }, ctx),
+    )
+      .optional()
+      .describe("online GRPO from the RCE checkpoint (grpo.online.enabled is set)"),
     eval: EvalSectionSchema.default(EvalSectionSchema.parse({})),
     compare: ExperimentCompareSchema.optional(),
     report: z

@@ -35,16 +35,25 @@ export function workspacePredictionStore(ws: Workspace): PredictionStore {
   };
 }
 
-/** The simulator's oracle, returning SELECTION order under the run's prompt-order setting. */
-export function simOracle(sim: SimVlm, order: PromptOrder): OracleFn {
-  const oracle = new SimOracle(sim);
-  return (query, pool, shots) => fromPromptOrder(oracle.bestTrajectory(query.questionId, pool, shots).demoIds, order);
+/**
+ * A simulator search (the oracle, the informed ceiling) as a retriever function: its prompt-order
+ * trajectory returned in SELECTION order under the run's prompt-order setting.
+ */
+function inSelectionOrder(
+  search: (queryId: string, pool: readonly string[], shots: number) => { demoIds: string[] },
+  order: PromptOrder,
+): OracleFn {
+  return (query, pool, shots) => fromPromptOrder(search(query.questionId, pool, shots).demoIds, order);
 }
 
-/** The simulator's informed ceiling (src/sim/informed.ts), in SELECTION order like the oracle. */
-export function simInformed(sim: SimVlm, order: PromptOrder): OracleFn {
+/** The simulator's oracle and informed-ceiling retrievers. */
+export function simRetrievers(sim: SimVlm, order: PromptOrder): { oracle: OracleFn; informed: OracleFn } {
+  const oracle = new SimOracle(sim);
   const informed = new InformedSelector(sim);
-  return (query, pool, shots) => fromPromptOrder(informed.trajectory(query.questionId, pool, shots).demoIds, order);
+  return {
+    oracle: inSelectionOrder((q, pool, shots) => oracle.bestTrajectory(q, pool, shots), order),
+    informed: inSelectionOrder((q, pool, shots) => informed.trajectory(q, pool, shots), order),
+  };
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
@@ -155,8 +164,7 @@ export async function prepareEvaluation(
         poolSampler: options.poolSampler ?? DEFAULT_POOL.sampler,
         k: options.k ?? DEFAULT_POOL.k,
         maxShots,
-        oracle: vlm.sim ? simOracle(vlm.sim, order) : undefined,
-        informed: vlm.sim ? simInformed(vlm.sim, order) : undefined,
+        ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(
             checkpoint,

@@ -32,9 +32,15 @@ export function seedText(seeds: SeedSpread): string {
   return `sd ${formatNumber(seeds.sd, 2)} over ${count} seeds`;
 }
 
-/** "*" when significant after Holm, "ns" when not. */
+/** "*" when significant after Holm, "ns" when not, "ref" for a reference (outside the Holm family). */
 export function significanceMark(c: CellComparison): string {
+  if (c.reference) return "ref";
   return c.significant ? "*" : "ns";
+}
+
+/** The Holm-adjusted p, or "—" for a reference. */
+export function holmText(c: CellComparison): string {
+  return c.pHolm === null ? "—" : formatPValue(c.pHolm);
 }
 
 /** What the p-values are, in one sentence. */
@@ -57,7 +63,7 @@ export function legend(result: ComparisonResult): string[] {
   return [
     `Accuracy: official VQA accuracy (%), ${level} bootstrap CI over questions${resampling} (${s.resamples} resamples, seed ${s.seed}); failed VLM calls are excluded and counted.`,
     `Δ: method − baseline (${result.baseline}) in points on the questions both scored, ${level} paired bootstrap CI.`,
-    `${testDescription(result)}. Holm's correction over all comparisons of each table; * = significant after Holm (p_Holm ≤ ${s.alpha}), ns = not.`,
+    `${testDescription(result)}. Holm's correction over all comparisons of each table but the simulator's references (oracle, informed: ref, unadjusted); * = significant after Holm (p_Holm ≤ ${s.alpha}), ns = not.`,
     `MDE: smallest difference these questions detect with power ${s.power} at α = ${s.alpha} (two-sided), from the observed per-question differences.`,
   ];
 }
@@ -99,7 +105,7 @@ function comparisonText(result: ComparisonResult, markdown: boolean): string {
           (_, __, c) => (c.mcnemar === null ? "(flip)" : `${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`),
         ],
         [{ header: "p", align: "right" }, (_, __, c) => formatPValue(c.pValue)],
-        [{ header: "p Holm", align: "right" }, (_, __, c) => formatPValue(c.pHolm)],
+        [{ header: "p Holm", align: "right" }, (_, __, c) => holmText(c)],
         [{ header: "sig" }, (_, __, c) => significanceMark(c)],
         [{ header: "MDE", align: "right" }, (_, __, c) => (c.mde === null ? "n/a" : formatNumber(c.mde, 2))],
       ];
@@ -180,6 +186,7 @@ const CSV_COLUMNS = [
   "p",
   "p_holm",
   "significant",
+  "reference",
   "mde",
 ] as const;
 
@@ -218,6 +225,7 @@ function comparisonCsv(result: ComparisonResult): string {
           c?.pValue,
           c?.pHolm,
           c?.significant,
+          c?.reference,
           c?.mde,
         ];
         lines.push(values.map(csvField).join(","));

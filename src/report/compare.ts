@@ -3,8 +3,9 @@
  * in question-id order, or all), rows = methods (a run's retriever, or a seed group of them), columns
  * = shots. Every cell has its accuracy with a bootstrap CI; every non-baseline cell its paired
  * difference to the baseline on the same questions (paired bootstrap CI), a p-value (exact McNemar on
- * acc = 1, or a sign-flip test on the per-question differences), the Holm-adjusted p over all
- * comparisons of its table, a significance mark after Holm, and the minimum detectable difference
+ * acc = 1, or a sign-flip test on the per-question differences), the Holm-adjusted p over the
+ * comparisons of its table (references — the simulator's oracle and informed ceiling — are compared
+ * but kept out of the family), a significance mark after Holm, and the minimum detectable difference
  * (MDE) of its sample. Failed VLM calls are excluded pairwise and counted.
  *
  * Seed groups: methods that differ only in their seed (the caller names them with one `group` key)
@@ -40,6 +41,11 @@ export interface MethodInput {
   label: string;
   /** Seed-group key: methods sharing it differ only in seed and become one aggregated row. */
   group?: string;
+  /**
+   * A reference, not a method under test (the simulator's oracle and informed ceiling): compared with
+   * the baseline like every row, but left out of the Holm family so it cannot dilute the methods' tests.
+   */
+  reference?: boolean;
   rows: readonly ComparedRow[];
 }
 
@@ -89,6 +95,8 @@ export interface RowInfo {
   members: { id: string; label: string }[];
   isGroup: boolean;
   isBaseline: boolean;
+  /** A reference row (MethodInput.reference): outside the Holm family. */
+  isReference: boolean;
 }
 
 export interface CellComparison {
@@ -104,10 +112,12 @@ export interface CellComparison {
   /** Exact McNemar's discordant counts on acc = 1 (null for the sign-flip test). */
   mcnemar: { onlyRow: number; onlyBaseline: number } | null;
   pValue: number;
-  /** Holm-adjusted over every comparison of the table. */
-  pHolm: number;
-  /** pHolm ≤ ALPHA. */
+  /** Holm-adjusted over every comparison of the table but the references'; null for a reference. */
+  pHolm: number | null;
+  /** pHolm ≤ ALPHA (never for a reference). */
   significant: boolean;
+  /** The row is a reference (outside the Holm family). */
+  reference: boolean;
   /** Minimum detectable difference (points) of these pairs at ALPHA two-sided and POWER; null below 2 pairs. */
   mde: number | null;
   /** Per-seed differences when the row (or else the baseline) is a seed group. */
@@ -136,7 +146,7 @@ export interface CompareTable {
   questions: number;
   /** rows[i].cells[j]: row i of `ComparisonResult.rows` at `ComparisonResult.shots[j]` (null = no predictions). */
   rows: { row: string; cells: (CellResult | null)[] }[];
-  /** Number of comparisons in the Holm family. */
+  /** Number of comparisons in the Holm family (references excluded). */
   comparisons: number;
   /** Range of the comparisons' MDEs (points). */
   mde: Interval | null;
@@ -282,6 +292,7 @@ function buildRows(
       members: indices.map((i) => ({ id: methods[i].id, label: methods[i].label })),
       isGroup,
       isBaseline: key === baselineId,
+      isReference: indices.every((i) => methods[i].reference === true),
     };
     const outcomes = new Map<number, Outcomes>();
     const memberOutcomes = new Map<number, Outcomes[]>();
@@ -387,7 +398,9 @@ function buildTable(
     }),
   }));
 
-  const compared = tableRows.flatMap((r) => r.cells.flatMap((c) => (c?.comparison ? [c.comparison] : [])));
+  const compared = tableRows
+    .flatMap((r) => r.cells.flatMap((c) => (c?.comparison ? [c.comparison] : [])))
+    .filter((c) => !c.reference);
   const adjusted = holmAdjust(compared.map((c) => c.pValue));
   for (const [i, c] of compared.entries()) {
     c.pHolm = adjusted[i];
@@ -453,8 +466,9 @@ function compareCell(
     test: binary ? "mcnemar" : "sign-flip",
     mcnemar,
     pValue,
-    pHolm: pValue, // set by buildTable once the table's family is known
+    pHolm: row.info.isReference ? null : pValue, // set by buildTable once the table's family is known
     significant: false,
+    reference: row.info.isReference,
     mde: diffs.length < 2 ? null : 100 * observedMde(diffs, { alpha: ALPHA, power: POWER, clusters }).mde,
     seeds,
   };

@@ -6,7 +6,7 @@
  */
 import { barChart, lineChart } from "./charts.js";
 import type { CellComparison, CellResult, ComparisonResult } from "./compare.js";
-import { accuracyText, legend, seedText, significanceMark } from "./compare-render.js";
+import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
 import type { Curve, Example, ReportModel } from "./model.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";
 
@@ -239,7 +239,7 @@ function comparisonHtml(c: CellComparison): string[] {
   const test = c.mcnemar === null ? "sign-flip" : `McNemar ${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`;
   return [
     `<div class="${c.significant ? "sig" : "ns"}">Δ ${e(formatNumber(c.difference, 2, true))} ${e(formatInterval([c.ci.lower, c.ci.upper], 2, true))} ${mark}</div>`,
-    `<div class="p">${e(test)}, p ${e(formatPValue(c.pValue))}, Holm ${e(formatPValue(c.pHolm))}</div>`,
+    `<div class="p">${e(test)}, p ${e(formatPValue(c.pValue))}, ${c.reference ? "reference, outside Holm" : `Holm ${e(holmText(c))}`}</div>`,
     `<div class="mde">${c.pairs} pairs${c.excluded > 0 ? `, ${c.excluded} excluded` : ""}${c.mde === null ? "" : `, MDE ${e(formatNumber(c.mde, 2))}`}</div>`,
     ...(c.seeds === null ? [] : [`<div class="seeds">Δ ${e(seedText(c.seeds))}</div>`]),
   ];

@@ -12,6 +12,9 @@ import { LeverError } from "../util/errors.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
 import { subsetSpecs } from "./options.js";
 
+/** Retrievers that are references, not methods: the simulator's oracle and informed ceiling (outside the Holm family). */
+const REFERENCE_RETRIEVERS: readonly string[] = ["informed", "oracle"];
+
 /** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
 const EvalConfigSchema = z.object({
   dataset: z.object({ name: z.string(), items: z.string() }),
@@ -92,7 +95,12 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
       const id = `${run.id}/${retriever}`;
       if (only !== undefined && !only.includes(id)) continue;
       const short = shortRetriever(retriever);
-      methods.push({ id, label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short, rows });
+      methods.push({
+        id,
+        label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short,
+        ...(REFERENCE_RETRIEVERS.includes(retriever) ? { reference: true } : {}),
+        rows,
+      });
       sources.set(id, { run, retriever, short });
     }
   }
@@ -108,13 +116,14 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
   };
 }
 
-/** zero, random, top-k, the simulator's informed ceiling and oracle, then selectors (stable within each). */
+/** zero, random, top-k, the simulator's informed ceiling, its oracle, then selectors (stable within each). */
 function retrieverRank(name: string): number {
   if (name === "zero") return 0;
   if (name === "random") return 1;
   if (name.startsWith("topk-")) return 2;
-  if (name === "informed" || name === "oracle") return 3;
-  return 4;
+  if (name === "informed") return 3;
+  if (name === "oracle") return 4;
+  return 5;
 }
 
 /** Resolves a method reference to a method id; `what` names the flag in errors. */

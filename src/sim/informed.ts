@@ -20,8 +20,9 @@
  * query, as the selectors' default "nearest" order), `beamWidth` prompts kept per length, exact for
  * one shot and for two shots when the beam is at least the pool size.
  */
-import { check, LeverError } from "../util/errors.js";
+import { check } from "../util/errors.js";
 import { normalCdf } from "../util/normal.js";
+import { searchInputs } from "./oracle.js";
 import type { SimVlm } from "./vlm.js";
 
 export const DEFAULT_INFORMED_BEAM = 4;
@@ -54,15 +55,7 @@ export class InformedSelector {
 
   /** The prompt of `shots` pool items with the largest E found by the beam search. */
   trajectory(queryId: string, poolIds: readonly string[], shots: number): InformedTrajectory {
-    check(
-      Number.isInteger(shots) && shots >= 0 && shots <= poolIds.length,
-      `shots must be an integer in [0, pool size ${poolIds.length}], got ${shots}`,
-      { record: queryId, field: "shots" },
-    );
-    const q = this.sim.itemIndex(queryId, "query");
-    const pool = Int32Array.from(poolIds, (id, i) => this.sim.itemIndex(id, `pool[${i}]`));
-    if (new Set(pool).size !== pool.length)
-      throw new LeverError("pool has duplicate question ids", { record: queryId });
+    const { q, pool } = searchInputs(this.sim, queryId, poolIds, shots);
     const answers = this.answerIds(pool);
     // A beam entry: pool positions in prompt order (farthest first, the first pick last).
     let beam: { positions: number[]; expected: number }[] = [{ positions: [], expected: this.objective(q, [], []) }];
@@ -95,17 +88,23 @@ export class InformedSelector {
     const { knowledgeMean, knowledgeSd } = world.params;
     model.evaluate(q, demos, answers, demos.length, false);
     const logits = model.logits;
-    // The two largest logits of the table: M_a is the first unless a holds it.
+    // The two largest logits of the table (first slot on ties): M_a is the first unless a holds it.
     let first = 0;
     for (let k = 1; k < model.tableSize; k++) if (logits[k] > logits[first]) first = k;
-    let second = -Infinity;
-    for (let k = 0; k < model.tableSize; k++) if (k !== first && logits[k] > second) second = logits[k];
+    let second = -1;
+    for (let k = 0; k < model.tableSize; k++) if (k !== first && (second < 0 || logits[k] > logits[second])) second = k;
     const cell = world.cell(world.concept[q], world.qtype[q]);
     let total = 0;
     for (let k = 0; k < cell.vocab.length; k++) {
       // The table starts with the cell's vocabulary, in order: slot k is answer cell.vocab[k].
-      const margin = knowledgeMean + logits[k] + model.truthBonus - (k === first ? second : logits[first]);
-      const win = knowledgeSd > 0 ? normalCdf(margin / knowledgeSd) : margin > 0 ? 1 : 0;
+      const rival = k === first ? second : first;
+      if (rival < 0) {
+        total += cell.prob[k]; // the only answer in the table
+        continue;
+      }
+      const margin = knowledgeMean + logits[k] + model.truthBonus - logits[rival];
+      // With σ_κ = 0 a tie goes to the earlier slot, as the greedy answer does.
+      const win = knowledgeSd > 0 ? normalCdf(margin / knowledgeSd) : margin > 0 || (margin === 0 && k < rival) ? 1 : 0;
       total += cell.prob[k] * win;
     }
     return total;

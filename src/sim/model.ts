@@ -123,8 +123,11 @@ export class AnswerModel {
       pi *= m.positionDecay;
     }
     for (let k = 0; k < size; k++) if (evidence[k] > 0) logits[k] += m.pull * -Math.expm1(-evidence[k]);
-    this.truthBonus = m.formatGain * -Math.expm1(-format) - m.distraction * confusion;
-    if (withTruth) logits[trueSlot] += w.knowledge[q] + this.truthBonus;
+    const formatTerm = m.formatGain * -Math.expm1(-format);
+    const distractionTerm = m.distraction * confusion;
+    this.truthBonus = formatTerm - distractionTerm;
+    // Summed as κ + format − distraction, left to right: the simulator's answers stay bit-identical.
+    if (withTruth) logits[trueSlot] += w.knowledge[q] + formatTerm - distractionTerm;
     this.tableSize = size;
     this.trueSlot = trueSlot;
     this.confusion = confusion;

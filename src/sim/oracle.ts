@@ -57,16 +57,8 @@ export class SimOracle {
 
   /** The ordered choice of `shots` demonstrations from `poolIds` that maximises the accuracy (exact). */
   bestTrajectory(queryId: string, poolIds: readonly string[], shots: number): OracleTrajectory {
-    check(
-      Number.isInteger(shots) && shots >= 0 && shots <= poolIds.length,
-      `shots must be an integer in [0, pool size ${poolIds.length}], got ${shots}`,
-      { record: queryId, field: "shots" },
-    );
-    const q = this.sim.itemIndex(queryId, "query");
-    const pool = poolIds.map((id, i) => this.sim.itemIndex(id, `pool[${i}]`));
-    if (new Set(pool).size !== pool.length)
-      throw new LeverError("pool has duplicate question ids", { record: queryId });
-    const search = new Search(this, q, Int32Array.from(pool), shots);
+    const { q, pool } = searchInputs(this.sim, queryId, poolIds, shots);
+    const search = new Search(this, q, pool, shots);
     search.run();
     const positions = Array.from(search.bestPrompt);
     return {
@@ -99,6 +91,24 @@ export class SimOracle {
     }
     return scorer;
   }
+}
+
+/** Item indices of a query and its pool for a search of `shots` picks; a bad shot count or a duplicate is an error. */
+export function searchInputs(
+  sim: SimVlm,
+  queryId: string,
+  poolIds: readonly string[],
+  shots: number,
+): { q: number; pool: Int32Array } {
+  check(
+    Number.isInteger(shots) && shots >= 0 && shots <= poolIds.length,
+    `shots must be an integer in [0, pool size ${poolIds.length}], got ${shots}`,
+    { record: queryId, field: "shots" },
+  );
+  const q = sim.itemIndex(queryId, "query");
+  const pool = Int32Array.from(poolIds, (id, i) => sim.itemIndex(id, `pool[${i}]`));
+  if (new Set(pool).size !== pool.length) throw new LeverError("pool has duplicate question ids", { record: queryId });
+  return { q, pool };
 }
 
 /** One branch-and-bound search over ordered `shots`-subsets of a pool. */

@@ -64,6 +64,21 @@ function groupAdvantage(rewards: readonly number[], cfg: AdvantageConfig): numbe
   return out;
 }
 
+/** Mean, population std and largest |A| (plain loops, not callbacks: this runs every step, src/tensor/README.md). */
+function summarise(all: readonly number[]): { mean: number; std: number; maxAbs: number } {
+  const n = all.length;
+  let sum = 0;
+  let maxAbs = 0;
+  for (let j = 0; j < n; j++) {
+    sum += all[j];
+    maxAbs = Math.max(maxAbs, Math.abs(all[j]));
+  }
+  const mean = n === 0 ? 0 : sum / n;
+  let ss = 0;
+  for (let j = 0; j < n; j++) ss += (all[j] - mean) * (all[j] - mean);
+  return { mean, std: Math.sqrt(n === 0 ? 0 : ss / n), maxAbs };
+}
+
 /** Advantages of each group's trajectories (same shape as `rewards`) and batch statistics. */
 export function groupAdvantages(
   rewards: readonly (readonly number[])[],
@@ -81,27 +96,16 @@ export function groupAdvantages(
     if (meanStd(a).std < LOW_ADVANTAGE_STD) lowStd++;
     advantages.push(a);
   }
-  // Plain loops, not callbacks: this runs every step (see src/tensor/README.md on closures in hot code).
   const all = advantages.flat();
-  const n = all.length;
-  let sum = 0;
-  let maxAbs = 0;
-  for (let j = 0; j < n; j++) {
-    sum += all[j];
-    maxAbs = Math.max(maxAbs, Math.abs(all[j]));
-  }
-  const mean = n === 0 ? 0 : sum / n;
-  let ss = 0;
-  for (let j = 0; j < n; j++) ss += (all[j] - mean) * (all[j] - mean);
-  const variance = n === 0 ? 0 : ss / n;
+  const { mean, std, maxAbs } = summarise(all);
   return {
     advantages,
     stats: {
       groups: rewards.length,
-      trajectories: n,
+      trajectories: all.length,
       zeroVarianceGroups,
       mean,
-      std: Math.sqrt(variance),
+      std,
       maxAbs,
       lowStdShare: rewards.length === 0 ? 0 : lowStd / rewards.length,
     },
@@ -145,10 +149,7 @@ export function stepAdvantages(
     for (const [b, g] of a.entries()) for (const [i, v] of g.entries()) advantages[b][i][s] = v;
     perStep.push(stats);
   }
-  const all = advantages.flat(2);
-  const n = all.length;
-  const mean = n === 0 ? 0 : all.reduce((x, v) => x + v, 0) / n;
-  const variance = n === 0 ? 0 : all.reduce((x, v) => x + (v - mean) ** 2, 0) / n;
+  const { mean, std, maxAbs } = summarise(advantages.flat(2));
   const units = perStep.reduce((x, st) => x + st.groups, 0);
   return {
     advantages,
@@ -157,8 +158,8 @@ export function stepAdvantages(
       trajectories: returns.reduce((x, g) => x + g.length, 0),
       zeroVarianceGroups: perStep.reduce((x, st) => x + st.zeroVarianceGroups, 0),
       mean,
-      std: Math.sqrt(variance),
-      maxAbs: all.reduce((x, v) => Math.max(x, Math.abs(v)), 0),
+      std,
+      maxAbs,
       lowStdShare: units === 0 ? 0 : perStep.reduce((x, st) => x + st.lowStdShare * st.groups, 0) / units,
     },
   };

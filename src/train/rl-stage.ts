@@ -175,19 +175,41 @@ const DISPLAY: Record<RlStage, string[]> = {
   ],
 };
 
-/** The stage's cross-field checks (prefix credit; online validation), then the "auto" best-epoch metric resolved. */
+/**
+ * The GRPO settings' cross-field problem, if any (one source for the schemas' refinements and the stage):
+ * prefix credit needs the VLM's answers to every prefix (online) and one advantage per step (step ratios).
+ */
+export function grpoSettingsProblem(s: {
+  online: { enabled: boolean; credit: string };
+  loss: { ratioLevel: string };
+}): { path: string[]; message: string } | null {
+  if (s.online.credit !== "prefix") return null;
+  if (!s.online.enabled)
+    return {
+      path: ["online", "credit"],
+      message:
+        "prefix credit asks the VLM about every prefix, so it trains online only: add --online (in an experiment file, use the online: section) or set online.credit to trajectory",
+    };
+  if (s.loss.ratioLevel !== "step")
+    return {
+      path: ["loss", "ratioLevel"],
+      message:
+        "prefix credit gives every step its own advantage: set loss.ratioLevel to step (or online.credit to trajectory)",
+    };
+  return null;
+}
+
+/** `grpoSettingsProblem` as a zod refinement. */
+export function checkGrpoSettings(s: Parameters<typeof grpoSettingsProblem>[0], ctx: z.RefinementCtx): void {
+  const problem = grpoSettingsProblem(s);
+  if (problem) ctx.addIssue({ code: "custom", ...problem });
+}
+
+/** The stage's cross-field checks, then the "auto" best-epoch metric resolved. */
 export function resolveMetric(config: RlStageConfig): RlStageConfig {
   const online = "online" in config && config.online.enabled;
-  if ("online" in config && config.online.credit === "prefix") {
-    if (!online)
-      throw new LeverError("prefix credit needs the VLM's answers to every prefix: it works with --online only", {
-        field: "online.credit",
-      });
-    if (config.loss.ratioLevel !== "step")
-      throw new LeverError("prefix credit gives every step its own advantage: set loss.ratioLevel to step", {
-        field: "loss.ratioLevel",
-      });
-  }
+  const problem = "online" in config ? grpoSettingsProblem(config) : null;
+  if (problem) throw new LeverError(problem.message, { field: problem.path.join(".") });
   if (config.optim.earlyStopping.metric !== AUTO_METRIC) return config;
   if (online && !config.validation.answers)
     throw new LeverError(

@@ -146,6 +146,17 @@ describe("lever train sft", () => {
   });
 });
 
+describe("lever train grpo", () => {
+  it("cross-field settings are refused before anything runs, naming the flag and the fix", async () => {
+    const grpo = ["grpo", "--dataset", "d", "--pools", "p", "--online-credit", "prefix", "--quiet"];
+    expectUserError(await runTrainCli(grpo), /field "--online-credit": prefix credit .* add --online/);
+    expectUserError(
+      await runTrainCli([...grpo, "--online", "--loss-ratio-level", "sequence"]),
+      /field "--loss-ratio-level": .*set loss\.ratioLevel to step/,
+    );
+  });
+});
+
 describe("lever train resume", () => {
   it("continues a crashed run from its last finished epoch to the same weights as an uninterrupted run", async () => {
     const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "16", "--quiet", "--json"];

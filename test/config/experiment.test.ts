@@ -81,6 +81,20 @@ describe("experiment files", () => {
     expect(leverErrorOf(() => loadExperiment(both)).message).toMatch(/exactly one of data\.synth and data\.import/);
   });
 
+  it("prefix credit is refused when the file is read (offline grpo, sequence ratios), accepted in the online section", () => {
+    const offline = write("credit.yaml", `${BASE}grpo:\n  online: { credit: prefix }\n`);
+    expect(leverErrorOf(() => loadExperiment(offline)).message).toMatch(
+      /credit\.yaml, field "grpo\.online\.credit": prefix credit .* use the online: section/,
+    );
+    const ratios = write(
+      "ratios.yaml",
+      `${BASE}online:\n  online: { credit: prefix }\n  loss: { ratioLevel: sequence }\n`,
+    );
+    expect(leverErrorOf(() => loadExperiment(ratios)).message).toMatch(/field "online\.loss\.ratioLevel": .*step/);
+    const fine = write("fine.yaml", `${BASE}online:\n  online: { credit: prefix }\n`);
+    expect(loadExperiment(fine).variants[0].experiment.online?.online.credit).toBe("prefix");
+  });
+
   it("plans shared stages: a β × seed sweep runs every upstream stage once", () => {
     const file = write("plan.yaml", `${BASE}grpo:\n  kl: { beta: [0.1, 0.2] }\n  seed: [1, 2, 3]\n`);
     const p = plan(loadExperiment(file));

@@ -76,13 +76,34 @@ describe("compareMethods", () => {
     expect(c.mcnemar).toEqual({ onlyRow: 29, onlyBaseline: 0 });
     expect(c.pValue / 2 ** -28).toBeCloseTo(1, 12);
     // Holm, m = 2: the smaller p doubles; the larger stays (its multiplier is 1) → 0.625.
-    expect(c.pHolm / 2 ** -27).toBeCloseTo(1, 12);
+    expect(c.pHolm! / 2 ** -27).toBeCloseTo(1, 12);
     expect(a.pValue).toBeCloseTo(0.625, 15);
     expect(a.pHolm).toBeCloseTo(0.625, 15);
     expect([a.significant, c.significant]).toEqual([false, true]);
     const text = renderComparison(result, "table");
     expect(text).toMatch(/\nc\s+1\s+40\s+0\s+\+72\.50\s+\[[^\]]+\]\s+29\/0\s+<0\.0001\s+<0\.0001\s+\*\s+\d/);
     expect(text).toMatch(/\na\s+1\s+40\s+0\s+\+5\.00\s+\[[^\]]+\]\s+3\/1\s+0\.6250\s+0\.6250\s+ns/);
+  });
+
+  it("references (the simulator's oracle and informed ceiling) are compared but stay out of the Holm family", () => {
+    const b40 = Array.from({ length: 40 }, (_, i) => (i === 3 ? 1 : 0));
+    const a40 = Array.from({ length: 40 }, (_, i) => (i < 3 ? 1 : 0));
+    const o40 = Array.from({ length: 40 }, (_, i) => (i < 30 ? 1 : 0));
+    const result = compareMethods(
+      [method("b", rows(1, b40)), method("a", rows(1, a40)), { ...method("oracle", rows(1, o40)), reference: true }],
+      settings(),
+    );
+    const table = result.tables[0];
+    expect(table.comparisons).toBe(1);
+    const a = table.rows[1].cells[0]!.comparison!;
+    const o = table.rows[2].cells[0]!.comparison!;
+    // a alone in the family: its Holm p is its p (with the reference inside it would have been 2p … capped).
+    expect(a.pHolm).toBe(a.pValue);
+    expect(o).toMatchObject({ reference: true, pHolm: null, significant: false });
+    expect(o.pValue / 2 ** -28).toBeCloseTo(1, 12);
+    const text = renderComparison(result, "table");
+    expect(text).toMatch(/\noracle\s+1\s+40\s+0\s+\+72\.50\s+\[[^\]]+\]\s+29\/0\s+<0\.0001\s+—\s+ref\s/);
+    expect(renderComparison(result, "csv")).toMatch(/oracle,.*,true,/);
   });
 
   it("builds one table per subset of the first N questions in question-id order, skipping subsets too large", () => {

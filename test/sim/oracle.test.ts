@@ -1,20 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
 import { vqaAccuracy } from "../../src/metrics/vqa.js";
-import { SimOracle } from "../../src/sim/oracle.js";
-import { SimVlm } from "../../src/sim/vlm.js";
 import { Rng } from "../../src/util/rng.js";
 import type { GenerateResult } from "../../src/vlm/types.js";
-
-const sim = SimVlm.fromParams({ seed: 21, trainItems: 1000, valItems: 200, concepts: 8 });
-const world = sim.world;
-const oracle = new SimOracle(sim);
-const trainIds = world.itemsOf("train").map((i) => world.questionIds[i]);
-const valIds = world.itemsOf("val").map((i) => world.questionIds[i]);
-
-function randomPool(rng: Rng, size: number): string[] {
-  return rng.sampleWithoutReplacement(trainIds.length, size).map((r) => trainIds[r]);
-}
+import { oracle, randomPool, sim, trainIds, valIds, world } from "./small-world.js";
 
 /** Every ordered choice of `shots` distinct elements. */
 function* orderedChoices(n: number, shots: number, prefix: number[] = []): Generator<number[]> {

@@ -212,4 +212,95 @@ describe("online GRPO", () => {
       });
     }
   });
+
+  it("prefix credit learns a first pick that only the 1-shot prompt rewards, where trajectory credit sees no signal", async () => {
+    // The VLM is right only when the prompt is the target alone: every 2-shot prompt is wrong, so whole
+    // trajectories all score 0 (zero-variance groups, dropped), and only the prefixes tell samples apart.
+    const alone = (p: VlmPrompt) => p.demonstrations.length === 1 && hit(p);
+    const prefixVlm: Vlm = {
+      id: "toy-alone",
+      async generate(batch) {
+        return batch.map((p) => ({ text: alone(p) ? "yes" : "no", tokens: 1 }));
+      },
+      async scoreAnswer(requests) {
+        return requests.map((r) => {
+          const lp = Math.log(alone(r.prompt) ? 0.8 : 0.1);
+          return { logprobSum: lp, logprobMean: lp, tokens: 1 };
+        });
+      },
+    };
+    const config = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, dropout: 0, attnDropout: 0 });
+    const train = async (credit: "trajectory" | "prefix") => {
+      const start = new PointerSelector(config, initParams(config, 3));
+      const online = OnlineSchema.parse({ enabled: true, samples: 8, credit });
+      const sampler = new OnlineSampler(online, {
+        queryEmb: world.emb,
+        indexEmb: world.emb,
+        shots: 2,
+        reward: RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }),
+        queryById: byId,
+        indexById: byId,
+        poolIds: (g) => world.pools.pools[g.queryId],
+        answer: { vlm: prefixVlm, ...vqaAnswering("official") },
+      });
+      const steps: Record<string, number>[] = [];
+      const result = await runTraining({
+        stage: "grpo",
+        groups,
+        valFraction: 0.25,
+        seed: 4,
+        dtype: "float64",
+        optim: OptimSchema.parse({
+          epochs: 12,
+          batchQueries: 12,
+          lr: 2e-3,
+          schedule: { kind: "constant", warmupRatio: 0 },
+          earlyStopping: { metric: "valAccuracy" },
+        }),
+        modelConfig: config,
+        objective: (model, data) =>
+          grpoObjective(
+            model,
+            {
+              train: data.train,
+              queryEmb: world.emb,
+              indexEmb: world.emb,
+              batchQueries: 12,
+              validator: new RlValidator(
+                {
+                  groups: data.val,
+                  queryEmb: world.emb,
+                  indexEmb: world.emb,
+                  shots: 2,
+                  batchQueries: 12,
+                  poolIds: (g) => world.pools.pools[g.queryId],
+                  // what the evaluation at one shot would score: the first pick alone
+                  answerer: async (queryIds, selections) =>
+                    queryIds.map((q, i) => (selections[i][0] === target.get(q) ? 1 : 0)),
+                },
+                start,
+              ),
+            },
+            GrpoSchema.parse({ online, kl: { beta: 0 }, dropZeroVariance: true, curriculum: { epochs: 2, topK: 4 } }),
+            start,
+            sampler,
+          ),
+        checkpointDir: null,
+        checkpoint: { trainedK: 8, shots: 2, provenance: {} },
+        onStep: (info) => {
+          if (info.metrics.skipped === undefined) steps.push(info.metrics);
+        },
+      });
+      return { steps, last: result.history.at(-1) as Record<string, number> };
+    };
+    const plain = await train("trajectory");
+    expect(plain.steps.length).toBe(0); // every group tied at 0: every batch skipped
+    const prefix = await train("prefix");
+    expect(prefix.steps.length).toBeGreaterThan(0);
+    // Step 2's returns are all 0 (no 2-shot prompt scores): half of the (group, step) comparisons are tied.
+    expect(prefix.steps.filter((m) => m.advStd > 0).length).toBeGreaterThan(prefix.steps.length / 2);
+    expect(prefix.steps.every((m) => m.zeroVarianceShare >= 0.5)).toBe(true);
+    expect(prefix.steps.some((m) => m.curriculumNegatives !== undefined)).toBe(true);
+    expect(prefix.last.valAccuracy).toBeGreaterThan(prefix.last.valAccuracyStart + 0.2);
+  }, 60_000);
 });

