@@ -5,8 +5,8 @@ import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { OptimSchema } from "../../src/train/loop.js";
-import { OnlineSampler, OnlineSchema } from "../../src/train/online.js";
-import { RewardSchema } from "../../src/train/rewards.js";
+import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../src/train/online.js";
+import { type RewardConfig, RewardSchema } from "../../src/train/rewards.js";
 import type { RlGroup } from "../../src/train/rl-data.js";
 import { GrpoSchema, grpoObjective } from "../../src/train/rl-objectives.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
@@ -69,72 +69,95 @@ const groups: RlGroup[] = Object.keys(world.beams.queries).map((queryId) => ({
   best: 0,
 }));
 
+/** An online sampler over the toy world's pools, answered by `answerVlm`. */
+function toySampler(online: OnlineConfig, shots: number, reward: RewardConfig, answerVlm: Vlm): OnlineSampler {
+  return new OnlineSampler(online, {
+    queryEmb: world.emb,
+    indexEmb: world.emb,
+    shots,
+    reward,
+    queryById: byId,
+    indexById: byId,
+    poolIds: (g) => world.pools.pools[g.queryId],
+    answer: { vlm: answerVlm, ...vqaAnswering("official") },
+  });
+}
+
+/**
+ * Online GRPO on the toy world (β = 0, batches of 12 queries, a quarter held out) from `start`:
+ * the step metrics of the batches that updated (with their epoch), the skipped batches per epoch, the result.
+ */
+async function trainOnline(run: {
+  start: PointerSelector;
+  sampler: OnlineSampler;
+  online: OnlineConfig;
+  grpo?: object;
+  seed: number;
+  epochs: number;
+  answerer: (queryIds: string[], selections: string[][]) => Promise<number[]>;
+}) {
+  const config = run.start.config;
+  const steps: Record<string, number>[] = [];
+  const skipped: Record<number, number> = {};
+  const result = await runTraining({
+    stage: "grpo",
+    groups,
+    valFraction: 0.25,
+    seed: run.seed,
+    dtype: "float64",
+    optim: OptimSchema.parse({
+      epochs: run.epochs,
+      batchQueries: 12,
+      lr: 2e-3,
+      schedule: { kind: "constant", warmupRatio: 0 },
+      earlyStopping: { metric: "valAccuracy" },
+    }),
+    modelConfig: config,
+    objective: (model, data) =>
+      grpoObjective(
+        model,
+        {
+          train: data.train,
+          queryEmb: world.emb,
+          indexEmb: world.emb,
+          batchQueries: 12,
+          validator: new RlValidator(
+            {
+              groups: data.val,
+              queryEmb: world.emb,
+              indexEmb: world.emb,
+              shots: config.shots,
+              batchQueries: 12,
+              poolIds: (g) => world.pools.pools[g.queryId],
+              answerer: run.answerer,
+            },
+            run.start,
+          ),
+        },
+        GrpoSchema.parse({ online: run.online, kl: { beta: 0 }, ...run.grpo }),
+        run.start,
+        run.sampler,
+      ),
+    checkpointDir: null,
+    checkpoint: { trainedK: 8, shots: config.shots, provenance: {} },
+    onStep: (info) => {
+      if (info.metrics.skipped === undefined) steps.push({ ...info.metrics, epoch: info.epoch });
+      else skipped[info.epoch] = (skipped[info.epoch] ?? 0) + 1;
+    },
+  });
+  return { steps, skipped, result, last: result.history.at(-1) as Record<string, number> };
+}
+
 describe("online GRPO", () => {
   it("samples from the current policy, scores through the VLM, and learns the rewarded choice", async () => {
     const config = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 1, dropout: 0, attnDropout: 0 });
     const seed = 2;
     const start = new PointerSelector(config, initParams(config, new Rng(seed).child("init").seed));
     const online = OnlineSchema.parse({ enabled: true, samples: 8, gtAnswers: "all" });
-    const sampler = new OnlineSampler(online, {
-      queryEmb: world.emb,
-      indexEmb: world.emb,
-      shots: 1,
-      reward: RewardSchema.parse({ mode: "hybrid" }),
-      queryById: byId,
-      indexById: byId,
-      poolIds: (g) => world.pools.pools[g.queryId],
-      answer: { vlm, ...vqaAnswering("official") },
-    });
+    const sampler = toySampler(online, 1, RewardSchema.parse({ mode: "hybrid" }), vlm);
     const answerer = async (queryIds: string[], selections: string[][]) =>
       queryIds.map((q, i) => (selections[i].at(-1) === target.get(q) ? 1 : 0));
-    const steps: Record<string, number>[] = [];
-    const skipped: Record<number, number> = {};
-    const result = await runTraining({
-      stage: "grpo",
-      groups,
-      valFraction: 0.25,
-      seed,
-      dtype: "float64",
-      optim: OptimSchema.parse({
-        epochs: 30,
-        batchQueries: 12,
-        lr: 2e-3,
-        schedule: { kind: "constant", warmupRatio: 0 },
-        earlyStopping: { metric: "valAccuracy" },
-      }),
-      modelConfig: config,
-      objective: (model, data) =>
-        grpoObjective(
-          model,
-          {
-            train: data.train,
-            queryEmb: world.emb,
-            indexEmb: world.emb,
-            batchQueries: 12,
-            validator: new RlValidator(
-              {
-                groups: data.val,
-                queryEmb: world.emb,
-                indexEmb: world.emb,
-                shots: 1,
-                batchQueries: 12,
-                poolIds: (g) => world.pools.pools[g.queryId],
-                answerer,
-              },
-              start,
-            ),
-          },
-          GrpoSchema.parse({ online, kl: { beta: 0 } }),
-          start,
-          sampler,
-        ),
-      checkpointDir: null,
-      checkpoint: { trainedK: 8, shots: 1, provenance: {} },
-      onStep: (info) => {
-        if (info.metrics.skipped === undefined) steps.push({ ...info.metrics, epoch: info.epoch });
-        else skipped[info.epoch] = (skipped[info.epoch] ?? 0) + 1;
-      },
-    });
+    const { steps, skipped, result, last } = await trainOnline({ start, sampler, online, seed, epochs: 30, answerer });
     // The samples are the current policy's: its ratio is exactly 1 at every update.
     expect(steps.every((m) => m.ratioMin === 1 && m.ratioMax === 1)).toBe(true);
     const early = steps.slice(0, 6).reduce((s, m) => s + m.sampledAccuracy, 0) / 6;
@@ -143,7 +166,6 @@ describe("online GRPO", () => {
     expect(early).toBeLessThan(0.2);
     expect(late).toBeGreaterThan(early + 0.25);
     // … and the greedy choice on held-out queries too.
-    const last = result.history.at(-1) as Record<string, number>;
     expect(last.valAccuracy).toBeGreaterThan(last.valAccuracyStart);
     expect(calls).toBeGreaterThan(0);
     // An epoch's trainLoss is the mean over the batches that made an update; skipped ones are counted apart.
@@ -180,16 +202,12 @@ describe("online GRPO", () => {
       },
     };
     const sampler = (credit: "trajectory" | "prefix") =>
-      new OnlineSampler(OnlineSchema.parse({ enabled: true, samples: 6, credit }), {
-        queryEmb: world.emb,
-        indexEmb: world.emb,
-        shots: 2,
-        reward: RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }),
-        queryById: byId,
-        indexById: byId,
-        poolIds: (g) => world.pools.pools[g.queryId],
-        answer: { vlm: prefixVlm, ...vqaAnswering("official") },
-      });
+      toySampler(
+        OnlineSchema.parse({ enabled: true, samples: 6, credit }),
+        2,
+        RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }),
+        prefixVlm,
+      );
     const some = groups.slice(0, 10);
     const plain = await sampler("trajectory").sample(model, some, new Rng(3));
     expect(prompts.length).toBe(10 * 6);
@@ -230,68 +248,18 @@ describe("online GRPO", () => {
       },
     };
     const config = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, dropout: 0, attnDropout: 0 });
-    const train = async (credit: "trajectory" | "prefix") => {
-      const start = new PointerSelector(config, initParams(config, 3));
+    const train = (credit: "trajectory" | "prefix") => {
       const online = OnlineSchema.parse({ enabled: true, samples: 8, credit });
-      const sampler = new OnlineSampler(online, {
-        queryEmb: world.emb,
-        indexEmb: world.emb,
-        shots: 2,
-        reward: RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }),
-        queryById: byId,
-        indexById: byId,
-        poolIds: (g) => world.pools.pools[g.queryId],
-        answer: { vlm: prefixVlm, ...vqaAnswering("official") },
-      });
-      const steps: Record<string, number>[] = [];
-      const result = await runTraining({
-        stage: "grpo",
-        groups,
-        valFraction: 0.25,
+      return trainOnline({
+        start: new PointerSelector(config, initParams(config, 3)),
+        sampler: toySampler(online, 2, RewardSchema.parse({ mode: "hard_only", hardWeight: 1 }), prefixVlm),
+        online,
+        grpo: { dropZeroVariance: true, curriculum: { epochs: 2, topK: 4 } },
         seed: 4,
-        dtype: "float64",
-        optim: OptimSchema.parse({
-          epochs: 12,
-          batchQueries: 12,
-          lr: 2e-3,
-          schedule: { kind: "constant", warmupRatio: 0 },
-          earlyStopping: { metric: "valAccuracy" },
-        }),
-        modelConfig: config,
-        objective: (model, data) =>
-          grpoObjective(
-            model,
-            {
-              train: data.train,
-              queryEmb: world.emb,
-              indexEmb: world.emb,
-              batchQueries: 12,
-              validator: new RlValidator(
-                {
-                  groups: data.val,
-                  queryEmb: world.emb,
-                  indexEmb: world.emb,
-                  shots: 2,
-                  batchQueries: 12,
-                  poolIds: (g) => world.pools.pools[g.queryId],
-                  // what the evaluation at one shot would score: the first pick alone
-                  answerer: async (queryIds, selections) =>
-                    queryIds.map((q, i) => (selections[i][0] === target.get(q) ? 1 : 0)),
-                },
-                start,
-              ),
-            },
-            GrpoSchema.parse({ online, kl: { beta: 0 }, dropZeroVariance: true, curriculum: { epochs: 2, topK: 4 } }),
-            start,
-            sampler,
-          ),
-        checkpointDir: null,
-        checkpoint: { trainedK: 8, shots: 2, provenance: {} },
-        onStep: (info) => {
-          if (info.metrics.skipped === undefined) steps.push(info.metrics);
-        },
+        epochs: 12,
+        // what the evaluation at one shot would score: the first pick alone
+        answerer: async (queryIds, selections) => queryIds.map((q, i) => (selections[i][0] === target.get(q) ? 1 : 0)),
       });
-      return { steps, last: result.history.at(-1) as Record<string, number> };
     };
     const plain = await train("trajectory");
     expect(plain.steps.length).toBe(0); // every group tied at 0: every batch skipped
