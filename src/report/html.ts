@@ -7,7 +7,7 @@
 import { barChart, lineChart } from "./charts.js";
 import type { CellComparison, CellResult, ComparisonResult } from "./compare.js";
 import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
-import type { Curve, Example, ReportModel } from "./model.js";
+import type { Curve, Example, ReportModel, StageSummary } from "./model.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";
 
 /** Escapes text for HTML element content and quoted attribute values. */
@@ -45,7 +45,7 @@ export async function renderReportHtml(model: ReportModel): Promise<string> {
   const sections = [
     configSection(model),
     dataSection(model),
-    await trainingSection(model.curves),
+    await trainingSection(model.curves, model.summaries),
     healthSection(model),
     await comparisonSection(model.comparison),
     examplesSection(model),
@@ -125,9 +125,18 @@ function dataSection(model: ReportModel): string {
   return section("data", "Data", parts.length > 0 ? parts.join("\n") : "<p>No dataset is named by these runs.</p>");
 }
 
-async function trainingSection(curves: readonly Curve[]): Promise<string> {
-  if (curves.length === 0) return section("training", "Training curves", "<p>These runs logged no metrics.</p>");
+async function trainingSection(curves: readonly Curve[], summaries: readonly StageSummary[]): Promise<string> {
+  if (curves.length === 0 && summaries.length === 0)
+    return section("training", "Training curves", "<p>These runs logged no metrics.</p>");
   const figures: string[] = [];
+  if (summaries.length > 0)
+    figures.push(
+      "<h3>Stage summaries</h3>",
+      table(
+        ["run", "stage", "metric", "value"],
+        summaries.map((s) => [e(s.run), e(s.stage), e(s.metric), num(e(summaryValue(s.value)))]),
+      ),
+    );
   for (const curve of curves) {
     const averaged = Math.max(...curve.series.map((s) => s.perPoint));
     const svg = await lineChart({
@@ -286,6 +295,11 @@ function table(headers: readonly string[], rows: readonly string[][]): string {
   const head = `<tr>${headers.map((h) => `<th>${e(h)}</th>`).join("")}</tr>`;
   const body = rows.map((r) => `<tr>${r.map((c) => (c.startsWith("<td") ? c : `<td>${c}</td>`)).join("")}</tr>`);
   return `<table>\n<thead>${head}</thead>\n<tbody>\n${body.join("\n")}\n</tbody>\n</table>`;
+}
+
+/** Counts as integers, other values with four significant digits. */
+function summaryValue(value: number): string {
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
 }
 
 /** A right-aligned numeric cell. */

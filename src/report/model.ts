@@ -60,6 +60,14 @@ export interface Curve {
   series: CurveSeries[];
 }
 
+/** A value a stage logged once, without step or epoch (data generation's counts, for example). */
+export interface StageSummary {
+  run: string;
+  stage: string;
+  metric: string;
+  value: number;
+}
+
 export interface HealthWarning {
   /** Where it comes from: a run id, or "given" for the caller's. */
   source: string;
@@ -95,6 +103,7 @@ export interface ReportModel {
   datasets: Omit<DatasetSummary, "examples" | "files">[];
   evaluations: EvaluationStats[];
   curves: Curve[];
+  summaries: StageSummary[];
   warnings: HealthWarning[];
   comparison: ComparisonResult | null;
   /** Shot the examples show (the largest evaluated), null without examples. */
@@ -155,6 +164,7 @@ export function buildReportModel(
       }),
     evaluations: evalRuns.map((run) => evaluationStats(ws, run)),
     curves: curves(ws, runs),
+    summaries: summaries(ws, runs),
     warnings,
     comparison,
     ...examples(ws, loaded, options.examples),
@@ -198,7 +208,20 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
   };
 }
 
-/** One curve per metric name, a series per run (and stage, when a run logs the name in several). */
+/** Values logged without step or epoch: a table, not a curve. */
+function summaries(ws: Workspace, runs: readonly RunRecord[]): StageSummary[] {
+  return runs.flatMap((run) =>
+    ws
+      .getMetrics(run.id)
+      .filter((m) => m.step === null && m.epoch === null)
+      .map((m) => ({ run: run.name ?? run.id, stage: m.stage, metric: m.name, value: m.value })),
+  );
+}
+
+/**
+ * One curve per metric name, a series per run (and stage, when a run logs the name in several); names
+ * logged only without step or epoch have no curve (`summaries`).
+ */
 function curves(ws: Workspace, runs: readonly RunRecord[]): Curve[] {
   const byName = new Map<
     string,
@@ -222,6 +245,7 @@ function curves(ws: Workspace, runs: readonly RunRecord[]): Curve[] {
       if (series === undefined) keyed.set(key, (series = { run: r.run, stage: r.stage, points: [] }));
       series.points.push({ x, y: r.value });
     }
+    if (keyed.size === 0) continue;
     const stagesPerRun = new Map<string, number>();
     for (const s of keyed.values()) stagesPerRun.set(s.run.id, (stagesPerRun.get(s.run.id) ?? 0) + 1);
     out.push({

@@ -61,6 +61,8 @@ describe("buildReportModel", () => {
       ["epoch.valLoss", "epoch", ["sft-a"]],
     ]);
     expect(model.curves[0].series[0].points[3]).toEqual({ x: 3, y: 0.5 });
+    // A value logged without step or epoch is a stage summary (a table row), not an empty chart.
+    expect(model.summaries).toEqual([{ run: "sft-a", stage: "sft", metric: "vlm.calls", value: 1290 }]);
     expect(model.curves[2].series[0].points).toEqual([
       { x: 0, y: 1.5 },
       { x: 1, y: 1.25 },
@@ -173,5 +175,8 @@ describe("renderReportHtml", () => {
     expect(html).toMatch(/McNemar 4\/0, p 0\.1250, Holm 0\.2500/);
     expect(html).toContain("Selection overlap");
     expect(html).toContain("advantage std 0.006 &lt; 0.01");
+    expect(html).toMatch(
+      /<h3>Stage summaries<\/h3>[\s\S]*<td>sft-a<\/td><td>sft<\/td><td>vlm\.calls<\/td><td[^>]*>1290<\/td>/,
+    );
   });
 });
