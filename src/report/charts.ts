@@ -112,6 +112,8 @@ export function lineChart(input: LineChartInput): Promise<string> {
   });
 }
 
+const MAX_BAR_CHART_WIDTH = 900;
+
 /** Grouped bars (a bar per series within each group) with optional interval error bars. */
 export function barChart(input: BarChartInput): Promise<string> {
   const groups = input.groups ?? [...new Set(input.bars.map((b) => b.group))];
@@ -122,7 +124,8 @@ export function barChart(input: BarChartInput): Promise<string> {
   const xOffset = { field: "series", type: "nominal", sort: series } as const;
   return renderVegaLite({
     title: input.title,
-    width: input.width ?? Math.max(240, groups.length * (series.length * 22 + 24)),
+    // 22 px per bar, but never wider than the report's column (1,152 px, with room for the axes and legend).
+    width: input.width ?? Math.min(MAX_BAR_CHART_WIDTH, Math.max(240, groups.length * (series.length * 22 + 24))),
     height: input.height ?? 240,
     layer: [
       {
@@ -137,7 +140,10 @@ export function barChart(input: BarChartInput): Promise<string> {
             type: "nominal",
             sort: series,
             title: null,
-            legend: { orient: "bottom", labelLimit: 360 },
+            // Rows of four: one row of a dozen methods would be wider than the page.
+            legend: { orient: "bottom", labelLimit: 240, columns: 4 },
+            // Ten colours repeat from the eleventh series on (two methods would share one).
+            scale: { scheme: series.length > 10 ? "tableau20" : "tableau10" },
           },
         },
       },

@@ -61,6 +61,17 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
     expect(count(rules, /<line /g)).toBe(3);
   });
 
+  it("keeps many bars within the report's column (the bars get narrower, not the page wider)", async () => {
+    const bars = Array.from({ length: 5 * 12 }, (_, i) => ({ series: `m${i % 12}`, group: String(i % 5), value: 50 }));
+    const svg = await barChart({ title: "accuracy", xTitle: "shots", yTitle: "accuracy %", bars });
+    const width = Number(svg.match(/^<svg [^>]*width="(\d+)"/)?.[1]);
+    expect(width).toBeLessThanOrEqual(1200 - 2 * 24);
+    const rects = svg.match(/<g class="mark-rect role-mark[^"]*"[^>]*>(.*?)<\/g>/s)?.[1] ?? "";
+    expect(count(rects, /<path /g)).toBe(60);
+    // Twelve series, twelve colours.
+    expect(new Set(rects.match(/fill="#[0-9a-f]{6}"/g)).size).toBe(12);
+  });
+
   it("refuses to load data from a URL", async () => {
     await expect(renderVegaLite({ data: { url: "https://example.invalid/data.json" }, mark: "point" })).rejects.toThrow(
       /inline data only/,
