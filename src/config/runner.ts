@@ -234,6 +234,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const note = (text: string) => hooks.log(`note: ${text}`);
   const progress = hooks.progress as unknown as { write(text: string): unknown; isTTY?: boolean } | null;
   const trainingRuns: string[] = [];
+  const runLabels: Record<string, string> = {};
   // Ctrl-C: the stage at work stores what it finished and stops (a training stage runs to its end);
   // no further stage starts.
   const interrupted = () =>
@@ -253,7 +254,10 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
     if (done !== null) {
       outputs.set(key, done);
       counts[stage.stage].reused += variants.length;
-      if (done.runId) trainingRuns.push(done.runId);
+      if (done.runId) {
+        trainingRuns.push(done.runId);
+        runLabels[done.runId] = stage.label;
+      }
       hooks.log(
         `${stage.stage} ${stage.id}: done earlier, reused${variants.length > 1 ? ` by ${variants.length} variants` : ""}`,
       );
@@ -263,7 +267,10 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       `${stage.stage} ${stage.id}: running${variants.length > 1 ? ` (shared by ${variants.length} variants)` : ""}`,
     );
     const out = await runStage(ws, stage, e, dep, { progress, note, signal: hooks.signal });
-    if (out.runId) trainingRuns.push(out.runId);
+    if (out.runId) {
+      trainingRuns.push(out.runId);
+      runLabels[out.runId] = stage.label;
+    }
     writeFileAtomic(
       stageRecordPath(ws, stage),
       `${JSON.stringify({ stage: stage.stage, id: stage.id, outputs: out }, null, 2)}\n`,
@@ -345,6 +352,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       examples: 5,
       warnings: [],
       runs: [...evalRuns, ...new Set(trainingRuns)],
+      runLabels,
     });
     result = model.comparison;
     reportPath = resolve(ws.dir, "reports", `${e0.name}.html`);

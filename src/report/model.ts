@@ -125,6 +125,7 @@ export function buildReportModel(
   let loaded: EvalMethods | null = null;
   if (evalRuns.length > 0) ({ result: comparison, loaded } = compareEvalRuns(ws, evalRuns, options));
 
+  const labelOf = (run: RunRecord) => options.runLabels?.[run.id] ?? run.name ?? run.id;
   const warnings: HealthWarning[] = options.warnings.map((message) => ({ source: "given", message }));
   warnings.push(...runWarnings(ws, runs));
   if (comparison !== null) warnings.push(...comparisonWarnings(comparison));
@@ -163,8 +164,8 @@ export function buildReportModel(
         return summary;
       }),
     evaluations: evalRuns.map((run) => evaluationStats(ws, run)),
-    curves: curves(ws, runs),
-    summaries: summaries(ws, runs),
+    curves: curves(ws, runs, labelOf),
+    summaries: summaries(ws, runs, labelOf),
     warnings,
     comparison,
     ...examples(ws, loaded, options.examples),
@@ -209,12 +210,12 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
 }
 
 /** Values logged without step or epoch: a table, not a curve. */
-function summaries(ws: Workspace, runs: readonly RunRecord[]): StageSummary[] {
+function summaries(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: RunRecord) => string): StageSummary[] {
   return runs.flatMap((run) =>
     ws
       .getMetrics(run.id)
       .filter((m) => m.step === null && m.epoch === null)
-      .map((m) => ({ run: run.name ?? run.id, stage: m.stage, metric: m.name, value: m.value })),
+      .map((m) => ({ run: labelOf(run), stage: m.stage, metric: m.name, value: m.value })),
   );
 }
 
@@ -222,7 +223,7 @@ function summaries(ws: Workspace, runs: readonly RunRecord[]): StageSummary[] {
  * One curve per metric name, a series per run (and stage, when a run logs the name in several); names
  * logged only without step or epoch have no curve (`summaries`).
  */
-function curves(ws: Workspace, runs: readonly RunRecord[]): Curve[] {
+function curves(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: RunRecord) => string): Curve[] {
   const byName = new Map<
     string,
     { run: RunRecord; stage: string; step: number | null; epoch: number | null; value: number }[]
@@ -252,7 +253,7 @@ function curves(ws: Workspace, runs: readonly RunRecord[]): Curve[] {
       metric,
       axis,
       series: [...keyed.values()].map((s) => {
-        const label = s.run.name ?? s.run.id;
+        const label = labelOf(s.run);
         const { points, perPoint } = downsample(s.points, MAX_CURVE_POINTS);
         return { name: (stagesPerRun.get(s.run.id) ?? 0) > 1 ? `${label} (${s.stage})` : label, points, perPoint };
       }),

@@ -78,6 +78,8 @@ export type ReportOptions = ReportSettings & {
   runs: readonly string[];
   /** Only these methods of the evaluation runs ("RUN/RETRIEVER"; all when absent). */
   methods?: readonly string[];
+  /** Readable names of runs in curves and tables (`lever run`: the stage's label, e.g. "online"); else the run's name or id. */
+  runLabels?: Readonly<Record<string, string>>;
 };
 
 /** "100", "all" → 100, "all". */

@@ -57,7 +57,12 @@ describe("lever run (a tiny synthetic world, every stage)", () => {
     expect(first.report.comparison).toMatch(/grpo_beta-0\.2 .*over 2 seeds/);
     expect(first.report.reportPath).not.toBeNull();
     expect(existsSync(first.report.reportPath as string)).toBe(true);
-    expect(readFileSync(first.report.reportPath as string, "utf8")).toContain("<svg");
+    const html = readFileSync(first.report.reportPath as string, "utf8");
+    expect(html).toContain("<svg");
+    // Curves and stage summaries name runs by their stage label, not by the stage's identity tag.
+    expect(html).toMatch(/<td>beams<\/td><td>beams<\/td><td>vlm\.calls<\/td>/);
+    expect(html).toContain(">grpo_beta-0.2_seed-2<");
+    expect(html).not.toMatch(/<td>x[0-9a-f]{10}<\/td>/);
 
     const again = await runTiny();
     for (const [stage, n] of Object.entries(again.report.counts)) expect(n.run, stage).toBe(0);
