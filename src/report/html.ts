@@ -260,7 +260,7 @@ function examplesSection(model: ReportModel): string {
   return section(
     "examples",
     `Examples (${model.exampleShot} shot${model.exampleShot === 1 ? "" : "s"})`,
-    `<p class="meta">Questions where the methods disagree come first.</p>\n${cards.join("\n")}`,
+    `<p class="meta">Questions where the methods disagree come first. Demonstrations are listed in prompt order: the last one is next to the question.</p>\n${cards.join("\n")}`,
   );
 }
 
