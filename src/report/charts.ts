@@ -106,13 +106,46 @@ export function lineChart(input: LineChartInput): Promise<string> {
       },
       y: { field: "y", type: "quantitative", title: input.yTitle, scale: { zero: flat } },
       color: many
-        ? { field: "series", type: "nominal", title: null, legend: { orient: "bottom", labelLimit: 360 } }
+        ? { field: "series", type: "nominal", title: null, ...seriesColors(input.series.length) }
         : { value: "#3366aa" },
     },
   });
 }
 
 const MAX_BAR_CHART_WIDTH = 900;
+
+/**
+ * Vega's tableau10, then dark2 (distinct hues, not tableau20's light/dark pairs): the first ten series
+ * keep their colours when an eleventh is added, and eighteen series get eighteen colours.
+ */
+const SERIES_COLORS = [
+  "#4c78a8",
+  "#f58518",
+  "#e45756",
+  "#72b7b2",
+  "#54a24b",
+  "#eeca3b",
+  "#b279a2",
+  "#ff9da6",
+  "#9d755d",
+  "#bab0ac",
+  "#1b9e77",
+  "#d95f02",
+  "#7570b3",
+  "#e7298a",
+  "#66a61e",
+  "#e6ab02",
+  "#a6761d",
+  "#666666",
+];
+
+/** The colour scale and legend of a chart's series: a legend in rows of three below the chart, never wider than the page. */
+function seriesColors(count: number) {
+  return {
+    scale: { range: SERIES_COLORS },
+    legend: { orient: "bottom", labelLimit: 340, columns: Math.min(3, count) },
+  } as const;
+}
 
 /** Grouped bars (a bar per series within each group) with optional interval error bars. */
 export function barChart(input: BarChartInput): Promise<string> {
@@ -140,10 +173,7 @@ export function barChart(input: BarChartInput): Promise<string> {
             type: "nominal",
             sort: series,
             title: null,
-            // Rows of four: one row of a dozen methods would be wider than the page.
-            legend: { orient: "bottom", labelLimit: 240, columns: 4 },
-            // Ten colours repeat from the eleventh series on (two methods would share one).
-            scale: { scheme: series.length > 10 ? "tableau20" : "tableau10" },
+            ...seriesColors(series.length),
           },
         },
       },

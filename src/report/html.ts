@@ -134,7 +134,12 @@ async function trainingSection(curves: readonly Curve[], summaries: readonly Sta
       "<h3>Stage summaries</h3>",
       table(
         ["run", "stage", "metric", "value"],
-        summaries.map((s) => [e(s.run), e(s.stage), e(s.metric), num(e(summaryValue(s.value)))]),
+        summaries.map((s) => [
+          e(s.run === s.runId ? s.run : `${s.run} (${s.runId})`),
+          e(s.stage),
+          e(s.metric),
+          num(summaryValue(s.value)),
+        ]),
       ),
     );
   for (const curve of curves) {
@@ -297,9 +302,11 @@ function table(headers: readonly string[], rows: readonly string[][]): string {
   return `<table>\n<thead>${head}</thead>\n<tbody>\n${body.join("\n")}\n</tbody>\n</table>`;
 }
 
-/** Counts as integers, other values with four significant digits. */
+/** Counts as integers, large values with one decimal, others with four significant digits; n/a when not finite. */
 function summaryValue(value: number): string {
-  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
+  if (!Number.isFinite(value)) return "n/a";
+  if (Number.isInteger(value)) return String(value);
+  return Math.abs(value) >= 1000 ? value.toFixed(1) : String(Number(value.toPrecision(4)));
 }
 
 /** A right-aligned numeric cell. */

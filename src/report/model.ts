@@ -62,7 +62,10 @@ export interface Curve {
 
 /** A value a stage logged once, without step or epoch (data generation's counts, for example). */
 export interface StageSummary {
+  /** The run's label (its name, or its stage under `lever run`) … */
   run: string;
+  /** … and its id, as health warnings and `runs` name it. */
+  runId: string;
   stage: string;
   metric: string;
   value: number;
@@ -209,14 +212,24 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
   };
 }
 
-/** Values logged without step or epoch: a table, not a curve. */
+/**
+ * Values logged without step or epoch: a table, not a curve. A stage that ran again (resumed, retried)
+ * logged its summary again: the last value per (run, stage, name) is the current one.
+ */
 function summaries(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: RunRecord) => string): StageSummary[] {
-  return runs.flatMap((run) =>
-    ws
-      .getMetrics(run.id)
-      .filter((m) => m.step === null && m.epoch === null)
-      .map((m) => ({ run: labelOf(run), stage: m.stage, metric: m.name, value: m.value })),
-  );
+  return runs.flatMap((run) => {
+    const last = new Map<string, StageSummary>();
+    for (const m of ws.getMetrics(run.id))
+      if (m.step === null && m.epoch === null)
+        last.set(`${m.stage}\u0000${m.name}`, {
+          run: labelOf(run),
+          runId: run.id,
+          stage: m.stage,
+          metric: m.name,
+          value: m.value,
+        });
+    return [...last.values()];
+  });
 }
 
 /**

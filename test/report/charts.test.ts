@@ -68,8 +68,22 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
     expect(width).toBeLessThanOrEqual(1200 - 2 * 24);
     const rects = svg.match(/<g class="mark-rect role-mark[^"]*"[^>]*>(.*?)<\/g>/s)?.[1] ?? "";
     expect(count(rects, /<path /g)).toBe(60);
-    // Twelve series, twelve colours.
+    // Twelve series, twelve colours; line charts share the palette.
     expect(new Set(rects.match(/fill="#[0-9a-f]{6}"/g)).size).toBe(12);
+    const lines = await lineChart({
+      title: "loss",
+      xTitle: "step",
+      yTitle: "loss",
+      series: Array.from({ length: 12 }, (_, i) => ({
+        name: `run${i}`,
+        points: [
+          { x: 0, y: i },
+          { x: 1, y: i + 1 },
+        ],
+      })),
+    });
+    const paths = [...lines.matchAll(/<g class="mark-line role-mark[^"]*"[^>]*>(.*?)<\/g>/gs)].map((m) => m[1]).join("");
+    expect(new Set(paths.match(/stroke="#[0-9a-f]{6}"/g)).size).toBe(12);
   });
 
   it("refuses to load data from a URL", async () => {

@@ -61,8 +61,11 @@ describe("buildReportModel", () => {
       ["epoch.valLoss", "epoch", ["sft-a"]],
     ]);
     expect(model.curves[0].series[0].points[3]).toEqual({ x: 3, y: 0.5 });
-    // A value logged without step or epoch is a stage summary (a table row), not an empty chart.
-    expect(model.summaries).toEqual([{ run: "sft-a", stage: "sft", metric: "vlm.calls", value: 1290 }]);
+    // A value logged without step or epoch is a stage summary (a table row), not an empty chart; the
+    // last one logged is current (a resumed stage logs its summary again).
+    expect(model.summaries).toEqual([
+      { run: "sft-a", runId: fixture.trainRun, stage: "sft", metric: "vlm.calls", value: 1290 },
+    ]);
     expect(model.curves[2].series[0].points).toEqual([
       { x: 0, y: 1.5 },
       { x: 1, y: 1.25 },
@@ -176,7 +179,7 @@ describe("renderReportHtml", () => {
     expect(html).toContain("Selection overlap");
     expect(html).toContain("advantage std 0.006 &lt; 0.01");
     expect(html).toMatch(
-      /<h3>Stage summaries<\/h3>[\s\S]*<td>sft-a<\/td><td>sft<\/td><td>vlm\.calls<\/td><td[^>]*>1290<\/td>/,
+      /<h3>Stage summaries<\/h3>[\s\S]*<td>sft-a \(sft-\d+\)<\/td><td>sft<\/td><td>vlm\.calls<\/td><td[^>]*>1290<\/td>/,
     );
   });
 });

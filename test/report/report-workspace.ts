@@ -98,7 +98,8 @@ export function reportWorkspace(): ReportWorkspace {
     ws.logMetrics(
       [0, 1].map((epoch) => ({ runId: trainRun, stage: "sft", epoch, name: "epoch.valLoss", value: 1.5 - epoch / 4 })),
     );
-    // A stage summary (no step, no epoch), as data generation logs them.
+    // A stage summary (no step, no epoch), as data generation logs them; logged again by a resumed stage.
+    ws.logMetrics([{ runId: trainRun, stage: "sft", name: "vlm.calls", value: 645 }]);
     ws.logMetrics([{ runId: trainRun, stage: "sft", name: "vlm.calls", value: 1290 }]);
     const health = ws.writeArtifact(
       `runs/${trainRun}/${HEALTH_FILE}`,
