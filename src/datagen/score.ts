@@ -74,8 +74,33 @@ export function isCorrect(accuracy: number, threshold: number): 0 | 1 {
   return (threshold === 0 ? accuracy > 0 : accuracy >= threshold) ? 1 : 0;
 }
 
-/** Scores each selection (ICD question ids, selection order) for `query`. */
+/**
+ * Scores each selection (ICD question ids, selection order) for `query`. A selection listed more than once
+ * (samples that drew the same prompt, prefixes they share) is sent to the VLM once and its result repeated.
+ */
 export async function scoreTrajectories(
+  query: VqaItem,
+  selections: readonly (readonly string[])[],
+  indexById: ReadonlyMap<string, VqaItem>,
+  settings: ScoringSettings,
+  deps: AnswerDeps,
+): Promise<ScoredTrajectory[]> {
+  const slotOf = new Map<string, number>();
+  const distinct: (readonly string[])[] = [];
+  const slots = selections.map((selection) => {
+    const key = selection.join("\u0000");
+    let slot = slotOf.get(key);
+    if (slot === undefined) {
+      slot = distinct.push(selection) - 1;
+      slotOf.set(key, slot);
+    }
+    return slot;
+  });
+  const scored = await scoreDistinct(query, distinct, indexById, settings, deps);
+  return slots.map((slot) => ({ ...scored[slot] }));
+}
+
+async function scoreDistinct(
   query: VqaItem,
   selections: readonly (readonly string[])[],
   indexById: ReadonlyMap<string, VqaItem>,

@@ -91,6 +91,21 @@ describe("scoring trajectories", () => {
     expect(vlm.generated).toBe(2);
     expect(vlm.scored).toBe(4); // two distinct answers per trajectory, the majority among them
 
+    // A selection listed again is sent once and its result repeated (as a copy).
+    const once = new FakeVlm();
+    const twice = await scoreTrajectories(
+      query,
+      [["d0", "d4"], ["d6"], ["d0", "d4"], ["d4", "d0"]],
+      indexById,
+      { gtAnswers: "all", correctThreshold: 0, order: "farthest" },
+      deps(once),
+    );
+    expect(once.generated).toBe(3);
+    expect(once.scored).toBe(6);
+    expect(twice[2]).toEqual(blue);
+    expect(twice[2]).not.toBe(twice[0]);
+    expect(twice[3]).toMatchObject({ predAnswer: "red" }); // another order is another prompt
+
     const majority = new FakeVlm();
     const [only] = await scoreTrajectories(
       query,

@@ -82,7 +82,9 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
         ],
       })),
     });
-    const paths = [...lines.matchAll(/<g class="mark-line role-mark[^"]*"[^>]*>(.*?)<\/g>/gs)].map((m) => m[1]).join("");
+    const paths = [...lines.matchAll(/<g class="mark-line role-mark[^"]*"[^>]*>(.*?)<\/g>/gs)]
+      .map((m) => m[1])
+      .join("");
     expect(new Set(paths.match(/stroke="#[0-9a-f]{6}"/g)).size).toBe(12);
   });
 

@@ -210,10 +210,15 @@ describe("online GRPO", () => {
       );
     const some = groups.slice(0, 10);
     const plain = await sampler("trajectory").sample(model, some, new Rng(3));
-    expect(prompts.length).toBe(10 * 6);
+    // Each distinct prompt of a query is sent once: the 2-shot samples, then also their 1-shot prefixes.
+    const distinct = (n: number) =>
+      plain.groups.reduce((k, g) => k + new Set(g.trajectories.map((t) => t.slice(0, n).join(","))).size, 0);
+    expect(plain.groups.length).toBe(10);
+    expect(prompts.length).toBe(distinct(2));
     prompts.length = 0;
     const prefix = await sampler("prefix").sample(model, some, new Rng(3));
-    expect(prompts.length).toBe(10 * 6 * 2);
+    expect(prompts.length).toBe(distinct(2) + distinct(1));
+    expect(distinct(1)).toBeLessThan(10 * 6); // samples share first picks: fewer calls than S × G
     // Every trajectory of the failing query lost its 1-shot prompt: all left out, the query dropped.
     expect(prefix.stats).toMatchObject({ sampled: 60, failed: 6, droppedQueries: 1 });
     expect(prefix.groups.map((g) => g.queryId)).toEqual(plain.groups.map((g) => g.queryId).slice(1));
