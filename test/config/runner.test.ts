@@ -60,7 +60,7 @@ describe("lever run (a tiny synthetic world, every stage)", () => {
     const html = readFileSync(first.report.reportPath as string, "utf8");
     expect(html).toContain("<svg");
     // Curves and stage summaries name runs by their stage label, not by the stage's identity tag.
-    expect(html).toMatch(/<td>beams<\/td><td>beams<\/td><td>vlm\.calls<\/td>/);
+    expect(html).toMatch(/<td>beams \(beams-\d+\)<\/td><td>beams<\/td><td>vlm\.calls<\/td>/);
     expect(html).toContain(">grpo_beta-0.2_seed-2<");
     expect(html).not.toMatch(/<td>x[0-9a-f]{10}<\/td>/);
 
