@@ -118,13 +118,17 @@ const common = {
  */
 const AUTO_METRIC = "auto";
 
-const rceOptim = optimSchema({
-  epochs: 5,
-  lr: 1e-4,
-  weightDecay: 0.01,
-  schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
-  metric: AUTO_METRIC,
-});
+/** The RL stages' optimiser defaults: 5 epochs, weight decay 0.01, constant LR, the "auto" best-epoch metric. */
+const rlOptim = (lr: number) =>
+  optimSchema({
+    epochs: 5,
+    lr,
+    weightDecay: 0.01,
+    schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+    metric: AUTO_METRIC,
+  });
+
+const rceOptim = rlOptim(1e-4);
 export const RceStageConfigSchema = z
   .object({
     ...common,
@@ -134,13 +138,7 @@ export const RceStageConfigSchema = z
   .strict();
 export type RceStageConfig = z.output<typeof RceStageConfigSchema>;
 
-const grpoOptim = optimSchema({
-  epochs: 5,
-  lr: 3e-5,
-  weightDecay: 0.01,
-  schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
-  metric: AUTO_METRIC,
-});
+const grpoOptim = rlOptim(3e-5);
 export const GrpoStageConfigSchema = z
   .object({
     ...common,
