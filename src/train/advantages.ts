@@ -65,7 +65,7 @@ function groupAdvantage(rewards: readonly number[], cfg: AdvantageConfig): numbe
 }
 
 /** Mean, population std and largest |A| (plain loops, not callbacks: this runs every step, src/tensor/README.md). */
-function summarise(all: readonly number[]): { mean: number; std: number; maxAbs: number } {
+export function summarise(all: readonly number[]): { mean: number; std: number; maxAbs: number } {
   const n = all.length;
   let sum = 0;
   let maxAbs = 0;

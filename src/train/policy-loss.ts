@@ -29,6 +29,7 @@ import { z } from "zod";
 import type { TeacherForced } from "../selector/model.js";
 import * as T from "../tensor/ops.js";
 import { type Data, noGrad, Tensor } from "../tensor/tensor.js";
+import { summarise } from "./advantages.js";
 
 export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export type KlEstimator = (typeof KL_ESTIMATORS)[number];
@@ -160,8 +161,8 @@ export function policyLoss(
 
   // KL toward the reference, per step.
   let kl: Tensor | null = null;
-  if (inputs.refLogp !== null) {
-    const ref = realRows(inputs.refLogp, current, weights, S);
+  const ref = inputs.refLogp === null ? null : realRows(inputs.refLogp, current, weights, S);
+  if (ref !== null) {
     const klOf = () => T.sum(T.mul(klEstimate(T.sub(Tensor.from(ref, [R, S], dt), logp), cfg.klEstimator), rowCoef(S)));
     kl = beta > 0 ? klOf() : noGrad(klOf);
   }
@@ -189,16 +190,7 @@ export function policyLoss(
       entries++;
     }
   }
-  let advSum = 0;
-  let advMaxAbs = 0;
-  for (const v of advs) {
-    advSum += v;
-    advMaxAbs = Math.max(advMaxAbs, Math.abs(v));
-  }
-  const advMean = advSum / advs.length;
-  let advSs = 0;
-  for (const v of advs) advSs += (v - advMean) * (v - advMean);
-  const advVar = advSs / advs.length;
+  const { mean: advMean, std: advStd, maxAbs: advMaxAbs } = summarise(advs);
   const policyValue = policy.item();
   const klValue = kl === null ? null : kl.item();
   const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;
@@ -206,7 +198,6 @@ export function policyLoss(
   // −c·A·r where its unclipped branch is active (both branches tie inside the clip range), else 0.
   let polSq = 0;
   let klSq = 0;
-  const ref = inputs.refLogp === null ? null : realRows(inputs.refLogp, current, weights, S);
   for (let r = 0; r < R; r++) {
     if (!(weights[r] > 0)) continue;
     const c = weights[r] / (weightSum * cols);
@@ -241,7 +232,7 @@ export function policyLoss(
       clipLow: low / entries,
       clipHigh: high / entries,
       advMean,
-      advStd: Math.sqrt(advVar),
+      advStd,
       advMaxAbs,
     },
   };
