@@ -2,6 +2,7 @@
  * `health.json`, stored beside a training run's checkpoints: the health warnings its epochs raised
  * (docs/training.md, "Health warnings"). The training stage writes it, the report reads it.
  */
+import { readFileSync } from "node:fs";
 import { z } from "zod";
 
 export const HEALTH_FILE = "health.json";
@@ -18,6 +19,16 @@ export const HealthFileSchema = z.object({
   ),
 });
 export type HealthFile = z.infer<typeof HealthFileSchema>;
+
+/** The warnings of an existing health file, or null when it cannot be read or is not this format. */
+export function readHealthFile(file: string): HealthFile | null {
+  try {
+    const parsed = HealthFileSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
 
 /** The file's text for these warnings. */
 export function healthFileContent(warnings: HealthFile["warnings"]): string {

@@ -8,10 +8,9 @@
  * their data (non-finite metrics, failed VLM calls, methods choosing identical demonstrations), and
  * from the `health.json` artefacts training stages store (src/data/health-file.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { basename } from "node:path";
-import type { z } from "zod";
-import { describeHealthWarning, HEALTH_FILE, HealthFileSchema } from "../data/health-file.js";
+import { describeHealthWarning, HEALTH_FILE, readHealthFile } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { RunRecord } from "../store/types.js";
@@ -309,18 +308,13 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[]
           out.push({ source, message: `health file ${artifact.path} is missing` });
           continue;
         }
-        let parsed: z.ZodSafeParseResult<z.infer<typeof HealthFileSchema>>;
-        try {
-          parsed = HealthFileSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-        } catch {
-          parsed = HealthFileSchema.safeParse(null);
-        }
-        if (!parsed.success)
+        const stored = readHealthFile(file);
+        if (stored === null)
           out.push({
             source,
             message: `health file ${artifact.path} is not {"warnings": [{epoch, code, message}, …]}`,
           });
-        else for (const w of parsed.data.warnings) out.push({ source, message: describeHealthWarning(w) });
+        else for (const w of stored.warnings) out.push({ source, message: describeHealthWarning(w) });
       }
     }
     const reported = new Set<string>();

@@ -7,9 +7,9 @@
  * artefacts when it completes (`Workspace.runStage`). A throw marks the stage and the run failed.
  * The training itself is the caller's `train` function (src/train/run.ts).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { describeHealthWarning, HEALTH_FILE, HealthFileSchema, healthFileContent } from "../data/health-file.js";
+import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
@@ -70,7 +70,7 @@ export async function executeStage<R extends TrainingRunResult>(
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
     // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
-    const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE));
+    const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
     const { value } = await ws.runStage(
       runId,
       stage,
@@ -133,15 +133,15 @@ export function imagesOf(ws: Workspace, dataset: string): Map<string, string> {
   return new Map(ws.loadItems(dataset).map((item) => [item.questionId, item.imageId]));
 }
 
-/** The warnings of a health file written by an earlier process of the run ([] when there is none). */
-function storedWarnings(file: string): HealthWarning[] {
+/**
+ * The warnings of a health file written by an earlier process of the run ([] when there is none). An
+ * unreadable one is said (`note`) and replaced by the epochs that run now.
+ */
+function storedWarnings(file: string, note?: (text: string) => void): HealthWarning[] {
   if (!existsSync(file)) return [];
-  try {
-    const parsed = HealthFileSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    return parsed.success ? (parsed.data.warnings as HealthWarning[]) : [];
-  } catch {
-    return []; // unreadable: the epochs that run now write a new one
-  }
+  const stored = readHealthFile(file);
+  if (stored === null) note?.(`${file} is unreadable: the earlier epochs' health warnings are not kept`);
+  return (stored?.warnings ?? []) as HealthWarning[];
 }
 
 /** A dataset's stored embedding of one kind as the training code's table (rows by question id). */

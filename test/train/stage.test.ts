@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,7 +6,7 @@ import { HEALTH_FILE, HealthFileSchema } from "../../src/data/health-file.js";
 import { Workspace } from "../../src/store/workspace.js";
 import type { HealthWarning } from "../../src/train/health.js";
 import type { TrainingRunResult } from "../../src/train/run.js";
-import { executeStage, type StageHooks } from "../../src/train/stage.js";
+import { checkpointDirOf, executeStage, type StageHooks } from "../../src/train/stage.js";
 
 /** One warning per epoch; a "training" that reports `epochs` and then crashes or returns. */
 const health = (epoch: number): HealthWarning[] => [
@@ -32,6 +32,30 @@ describe("executeStage", () => {
       expect(done.warnings.map((w) => w.epoch)).toEqual([0, 1, 2]);
       const file = HealthFileSchema.parse(JSON.parse(readFileSync(join(done.checkpointDir, HEALTH_FILE), "utf8")));
       expect(file.warnings).toEqual(done.warnings);
+    } finally {
+      ws.close();
+    }
+  });
+
+  it("an unreadable earlier health file is said, not silently dropped, and replaced by the epochs that run now", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "grpo", config: {}, seed: 1 });
+      const notes: string[] = [];
+      const opts = {
+        stage: "grpo",
+        runId,
+        epochs: 3,
+        inputs: [],
+        progress: null,
+        health,
+        note: (t: string) => notes.push(t),
+      };
+      await expect(executeStage(ws, opts, fakeTraining([0, 1], true))).rejects.toThrow("simulated crash");
+      writeFileSync(join(checkpointDirOf(ws, runId, "grpo"), HEALTH_FILE), "{ not json");
+      const done = await executeStage(ws, opts, fakeTraining([1, 2], false));
+      expect(notes.some((n) => n.includes(HEALTH_FILE) && n.includes("unreadable"))).toBe(true);
+      expect(done.warnings.map((w) => w.epoch)).toEqual([1, 2]);
     } finally {
       ws.close();
     }
