@@ -174,3 +174,19 @@ export function parameterGroups(config: SelectorConfig): { group: string; count:
   for (const s of paramSpecs(config)) groups.set(s.group, (groups.get(s.group) ?? 0) + sizeOf(s.shape));
   return [...groups].map(([group, count]) => ({ group, count }));
 }
+
+/** A checkpoint (a starting one, a KL reference) must read these embeddings and score these shots. */
+export function checkpointFits(
+  config: SelectorConfig,
+  d: number,
+  shots: number,
+  role: string,
+  file: string | undefined,
+): void {
+  if (config.d !== d)
+    throw new LeverError(`the ${role} checkpoint expects d=${config.d}, the embeddings have ${d}`, { file });
+  if (config.stepEmbedding && config.shots < shots)
+    throw new LeverError(`the ${role} checkpoint was built for ${config.shots} shots, the data have ${shots}`, {
+      file,
+    });
+}

@@ -15,8 +15,8 @@ import { selectSubset } from "../data/splits.js";
 import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
 import { answerPrompts, buildPrompt, vqaAnswering } from "../eval/answer.js";
 import { createVlm } from "../eval/backend.js";
-import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
-import { type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
+import { type Checkpoint, checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
+import { SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
@@ -595,22 +595,6 @@ function makeAnswerer(ctx: VlmContext): Answerer {
 }
 
 /** The online stage's configuration, or null (RCE, offline GRPO). */
-/** A checkpoint (the starting one or the KL reference) must read these embeddings and score these shots. */
-function checkpointFits(
-  config: SelectorConfig,
-  d: number,
-  shots: number,
-  role: string,
-  file: string | undefined,
-): void {
-  if (config.d !== d)
-    throw new LeverError(`the ${role} checkpoint expects d=${config.d}, the embeddings have ${d}`, { file });
-  if (config.stepEmbedding && config.shots < shots)
-    throw new LeverError(`the ${role} checkpoint was built for ${config.shots} shots, the data have ${shots}`, {
-      file,
-    });
-}
-
 function onlineOf(stage: RlStage, config: RlStageConfig): OnlineConfig | null {
   if (stage !== "grpo") return null;
   const online = (config as GrpoStageConfig).online;

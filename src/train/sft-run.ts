@@ -6,7 +6,7 @@
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
+import { type Checkpoint, checkpointFits, type ProvenanceInput } from "../selector/checkpoint.js";
 import { SelectorConfigSchema } from "../selector/config.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
@@ -55,7 +55,8 @@ export interface SftRunInput {
   pools: PoolSet;
   queryEmb: EmbeddingTable;
   indexEmb: EmbeddingTable;
-  files: { beams: string; pools: string };
+  /** Where the inputs came from, for errors (init: the starting checkpoint's file). */
+  files: { beams: string; pools: string; init?: string };
   /** Each query's image id: validation then holds out whole images (src/train/split.ts). */
   imageOf?: ReadonlyMap<string, string>;
   /** Directory for epoch-NNN.safetensors and best.safetensors (null = no checkpoints). */
@@ -92,8 +93,7 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
   const modelConfig = input.init
     ? input.init.config
     : SelectorConfigSchema.parse({ ...config.model, d: input.queryEmb.dim, shots: stats.shots });
-  if (modelConfig.d !== input.queryEmb.dim)
-    throw new LeverError(`initial checkpoint expects d=${modelConfig.d}, embeddings have ${input.queryEmb.dim}`);
+  checkpointFits(modelConfig, input.queryEmb.dim, stats.shots, "starting", input.files.init);
   const result = await runTraining({
     stage: "sft",
     groups,

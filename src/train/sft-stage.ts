@@ -144,7 +144,12 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     ...(opts.name ? { name: opts.name } : {}),
   });
   const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
-  return execute(ws, runId, inputs, opts.config, { init, progress: opts.progress, note: opts.note });
+  return execute(ws, runId, inputs, opts.config, {
+    init,
+    initFile: opts.init,
+    progress: opts.progress,
+    note: opts.note,
+  });
 }
 
 /**
@@ -168,7 +173,7 @@ export async function resumeSftStage(
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = resume === undefined && stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
-  return execute(ws, runId, inputs, stored.sft, { init, resume, progress, note });
+  return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, progress, note });
 }
 
 /** Holds the run, records its inputs and trains it as the run's one stage ("sft"). */
@@ -179,6 +184,8 @@ async function execute(
   config: SftConfig,
   extra: {
     init?: Checkpoint;
+    /** The starting checkpoint's file (for errors). */
+    initFile?: string;
     resume?: SavedState;
     progress?: ProgressStream | null;
     note?: (text: string) => void;
@@ -201,7 +208,11 @@ async function execute(
         pools: inputs.pools.set,
         queryEmb: inputs.queryEmb,
         indexEmb: inputs.indexEmb,
-        files: { beams: inputs.beams.file, pools: inputs.pools.file },
+        files: {
+          beams: inputs.beams.file,
+          pools: inputs.pools.file,
+          ...(extra.initFile !== undefined ? { init: extra.initFile } : {}),
+        },
         imageOf: imagesOf(ws, inputs.pools.set.queryDataset),
         checkpointDir,
         init: extra.init,

@@ -2,7 +2,9 @@ import { mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { type Checkpoint, loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { initParams } from "../../src/selector/params.js";
 import { buildBatch } from "../../src/train/batch.js";
 import { buildSftGroups } from "../../src/train/data.js";
 import { STATE_FILE } from "../../src/train/run.js";
@@ -131,6 +133,31 @@ describe("SFT training", () => {
     expect(best.provenance.notes.configHash).toMatch(/^[0-9a-f]{64}$/);
     expect(best.provenance.metrics.valLoss).toBeCloseTo(epochs[result.bestEpoch].valLoss, 6);
   }, 20_000);
+
+  it("refuses a starting checkpoint that cannot read these embeddings or score these shots, naming its file", async () => {
+    const start = (over: object) => {
+      const c = SelectorConfigSchema.parse({ d: 12, shots: 2, ...over });
+      return {
+        config: c,
+        params: initParams(c, 1),
+        trainedK: 12,
+        shots: c.shots,
+        provenance: {},
+      } as unknown as Checkpoint;
+    };
+    const withInit = (init: Checkpoint) =>
+      runSft({
+        ...baseInput(),
+        files: { ...files, init: "start.safetensors" },
+        init,
+        config: config({ optim: { epochs: 1 } }),
+      });
+    await expect(withInit(start({ d: 8 }))).rejects.toThrow(/start\.safetensors.*starting checkpoint expects d=8/);
+    // A step embedding for one shot cannot score the beams' second step: refused up front, not mid-training.
+    await expect(withInit(start({ shots: 1, stepEmbedding: true }))).rejects.toThrow(
+      /start\.safetensors.*built for 1 shots, the data have 2/,
+    );
+  });
 
   it("is reproducible: the same seed gives bit-identical weights, another seed different ones", async () => {
     const small = config({ optim: { epochs: 2, batchQueries: 16, lr: 5e-3 } });
