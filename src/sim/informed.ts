@@ -89,8 +89,7 @@ export class InformedSelector {
     model.evaluate(q, demos, answers, demos.length, false);
     const logits = model.logits;
     // The two largest logits of the table (first slot on ties): M_a is the first unless a holds it.
-    let first = 0;
-    for (let k = 1; k < model.tableSize; k++) if (logits[k] > logits[first]) first = k;
+    const first = model.argmax();
     let second = -1;
     for (let k = 0; k < model.tableSize; k++) if (k !== first && (second < 0 || logits[k] > logits[second])) second = k;
     const cell = world.cell(world.concept[q], world.qtype[q]);
