@@ -98,9 +98,7 @@ export const ExperimentSchema = z
     }).optional(),
     rce: RceStageConfigSchema.optional(),
     grpo: GrpoStageConfigSchema.superRefine(checkGrpoSettings).optional(),
-    online: GrpoStageConfigSchema.superRefine((s, ctx) =>
-      checkGrpoSettings({ ...s, online: { ...s.online, enabled: true } }, ctx),
-    )
+    online: GrpoStageConfigSchema.superRefine((s, ctx) => checkGrpoSettings(onlineGrpoConfig(s), ctx))
       .optional()
       .describe("online GRPO from the RCE checkpoint (grpo.online.enabled is set)"),
     eval: EvalSectionSchema.default(EvalSectionSchema.parse({})),
@@ -112,6 +110,11 @@ export const ExperimentSchema = z
   })
   .strict();
 export type Experiment = z.output<typeof ExperimentSchema>;
+
+/** The GRPO settings of an experiment's `online` section: the section with online training switched on. */
+export function onlineGrpoConfig<C extends { online: { enabled: boolean } }>(section: C): C {
+  return { ...section, online: { ...section.online, enabled: true } };
+}
 
 export interface Variant {
   /** "grpo.kl.beta=0.12, grpo.seed=2" ("" without sweeps). */

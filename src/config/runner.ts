@@ -42,7 +42,13 @@ import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
 import { hashValue } from "../util/hash.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { type Experiment, ExperimentCompareSchema, type LoadedExperiment, type Variant } from "./experiment.js";
+import {
+  type Experiment,
+  ExperimentCompareSchema,
+  type LoadedExperiment,
+  onlineGrpoConfig,
+  type Variant,
+} from "./experiment.js";
 
 export const STAGES = ["data", "pools", "beams", "sft", "rollouts", "rce", "grpo", "online"] as const;
 export type StageName = (typeof STAGES)[number];
@@ -481,10 +487,7 @@ async function runStage(
           ? (e.rce as NonNullable<Experiment["rce"]>)
           : stage.stage === "grpo"
             ? (e.grpo as NonNullable<Experiment["grpo"]>)
-            : (() => {
-                const o = e.online as NonNullable<Experiment["online"]>;
-                return { ...o, online: { ...o.online, enabled: true } };
-              })();
+            : onlineGrpoConfig(e.online as NonNullable<Experiment["online"]>);
       const result = await runRlStage(ws, {
         stage: stage.stage === "rce" ? "rce" : "grpo",
         inputs: {
