@@ -7,14 +7,14 @@
 import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import type { SamplerName } from "../pools/samplers.js";
+import { isSimReference, SIM_REFERENCES, type SimReference } from "../sim/oracle.js";
 import { LeverError } from "../util/errors.js";
 
 export type RetrieverSpec =
   | { kind: "zero" }
   | { kind: "random" }
   | { kind: "topk"; embedding: EmbeddingKind }
-  | { kind: "oracle" }
-  | { kind: "informed" }
+  | { kind: SimReference }
   | { kind: "selector"; checkpoint: string };
 
 /**
@@ -78,14 +78,7 @@ export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason
   },
 };
 
-export const RETRIEVER_NAMES = [
-  "zero",
-  "random",
-  ...Object.keys(TOPK_EMBEDDINGS),
-  "oracle",
-  "informed",
-  "selector:CKPT",
-];
+export const RETRIEVER_NAMES = ["zero", "random", ...Object.keys(TOPK_EMBEDDINGS), ...SIM_REFERENCES, "selector:CKPT"];
 
 /** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `oracle`, `informed`, `selector:CKPT`). */
 export function parseRetrieverSpec(text: string): RetrieverSpec {
@@ -93,7 +86,7 @@ export function parseRetrieverSpec(text: string): RetrieverSpec {
   const name = DEPRECATED_RETRIEVERS[given]?.replacement ?? given;
   if (name === "zero") return { kind: "zero" };
   if (name === "random") return { kind: "random" };
-  if (name === "oracle" || name === "informed") return { kind: name };
+  if (isSimReference(name)) return { kind: name };
   if (name in TOPK_EMBEDDINGS) return { kind: "topk", embedding: TOPK_EMBEDDINGS[name] };
   if (name.startsWith("selector:")) {
     const checkpoint = name.slice("selector:".length);

@@ -6,14 +6,12 @@
  */
 import { basename, extname } from "node:path";
 import { z } from "zod";
+import { isSimReference, SIM_REFERENCES } from "../sim/oracle.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
 import { subsetSpecs } from "./options.js";
-
-/** Retrievers that are references, not methods: the simulator's oracle and informed ceiling (outside the Holm family). */
-const REFERENCE_RETRIEVERS: readonly string[] = ["informed", "oracle"];
 
 /** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
 const EvalConfigSchema = z.object({
@@ -98,7 +96,7 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
       methods.push({
         id,
         label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short,
-        ...(REFERENCE_RETRIEVERS.includes(retriever) ? { reference: true } : {}),
+        ...(isSimReference(retriever) ? { reference: true } : {}),
         rows,
       });
       sources.set(id, { run, retriever, short });
@@ -121,9 +119,8 @@ function retrieverRank(name: string): number {
   if (name === "zero") return 0;
   if (name === "random") return 1;
   if (name.startsWith("topk-")) return 2;
-  if (name === "informed") return 3;
-  if (name === "oracle") return 4;
-  return 5;
+  if (isSimReference(name)) return 3 + SIM_REFERENCES.indexOf(name);
+  return 3 + SIM_REFERENCES.length;
 }
 
 /** Resolves a method reference to a method id; `what` names the flag in errors. */
