@@ -96,27 +96,17 @@ export interface RlObjectiveData {
   validator: RlValidator;
 }
 
-/** Each row's value of a per-trajectory quantity (0 on padding rows). */
-function rowValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly number[]): Float64Array {
-  const out = new Float64Array(batch.trajectoryOf.length);
-  for (let r = 0; r < out.length; r++) {
-    const t = batch.trajectoryOf[r];
-    if (t < 0) continue;
-    const b = Math.floor(r / batch.G);
-    out[r] = perGroup(batch.groups[b] as RlGroup, b)[t];
-  }
-  return out;
-}
-
-/** Each row's S values [R·S] of a per-trajectory, per-step quantity (0 on padding rows). */
-function rowStepValues(batch: Batch, perGroup: (g: RlGroup, b: number) => readonly (readonly number[])[], S: number) {
+/**
+ * A batch's rows × S table [R·S] of a per-trajectory quantity: `value(b, t, s)` for row t of group b at
+ * step s (S = 1 for one value per trajectory); 0 on padding rows.
+ */
+function rowTable(batch: Batch, S: number, value: (b: number, t: number, s: number) => number): Float64Array {
   const out = new Float64Array(batch.trajectoryOf.length * S);
   for (let r = 0; r < batch.trajectoryOf.length; r++) {
     const t = batch.trajectoryOf[r];
     if (t < 0) continue;
     const b = Math.floor(r / batch.G);
-    const row = perGroup(batch.groups[b] as RlGroup, b)[t];
-    for (let s = 0; s < S; s++) out[r * S + s] = row[s];
+    for (let s = 0; s < S; s++) out[r * S + s] = value(b, t, s);
   }
   return out;
 }
@@ -126,29 +116,6 @@ function degenerateGroup(g: RlGroup): boolean {
   const returns = g.returns;
   if (returns === undefined) return isDegenerate(g.rewards);
   return returns[0].every((_, s) => isDegenerate(returns.map((row) => row[s])));
-}
-
-/**
- * Each row's S per-step values [R·S] from per-group tables (`source[index of the group's query]`,
- * [trajectories·S]); `kept[b][t]` is the table trajectory of row t of group b (0 on padding rows).
- */
-function perStepValues(
-  batch: Batch,
-  source: readonly Float64Array[],
-  sourceOf: readonly number[],
-  kept: readonly number[][],
-  S: number,
-): Float64Array {
-  const out = new Float64Array(batch.trajectoryOf.length * S);
-  for (let r = 0; r < batch.trajectoryOf.length; r++) {
-    const t = batch.trajectoryOf[r];
-    if (t < 0) continue;
-    const b = Math.floor(r / batch.G);
-    const own = source[sourceOf[b]];
-    const i = kept[b][t];
-    for (let s = 0; s < S; s++) out[r * S + s] = own[i * S + s];
-  }
-  return out;
 }
 
 export function rceObjective(
@@ -163,7 +130,7 @@ export function rceObjective(
       const enc = model.encode(batch.input, { training: true, rng: ctx.rng });
       const tf = model.teacherForce(enc, batch.G, batch.labels, batch.steps);
       const perGroup = groups.map((g) => (cfg.rewards === "raw" ? g.rewards : normalizeGroup(g.rewards, reward)));
-      const rewards = rowValues(batch, (_, b) => perGroup[b]); // once per query, not per trajectory row
+      const rewards = rowTable(batch, 1, (b, t) => perGroup[b][t]); // normalised once per query, not per row
       const temperature = rceTemperature(cfg.temperature, ctx.step, ctx.totalSteps);
       return {
         loss: rceLoss(sequenceLogProbs(tf, batch.labels), rewards, batch.real, batch.G, {
@@ -302,7 +269,9 @@ export function grpoObjective(
             cfg.advantage,
           );
       const sourceOf = groups.map((g) => index.get(g.queryId) as number);
-      const perStep = (source: Float64Array[]) => perStepValues(batch, source, sourceOf, kept, S);
+      // The behaviour's or reference's table row of each batch row (the curriculum keeps a subset).
+      const perStep = (source: Float64Array[]) =>
+        rowTable(batch, S, (b, t, s) => source[sourceOf[b]][kept[b][t] * S + s]);
       // Online: the samples come from this very policy, so its (detached) log-probabilities are the behaviour's.
       const old = online ? Float64Array.from(logp.data) : perStep(oldLogp);
       const ref = online
@@ -318,8 +287,8 @@ export function grpoObjective(
           oldLogp: old,
           refLogp: ref,
           advantages: perStepCredit
-            ? rowStepValues(batch, (_g, b) => advantages[b] as number[][], S)
-            : rowValues(batch, (_g, b) => advantages[b] as number[]),
+            ? rowTable(batch, S, (b, t, s) => (advantages[b] as number[][])[t][s])
+            : rowTable(batch, 1, (b, t) => (advantages[b] as number[])[t]),
           weights: batch.weights,
         },
         cfg.loss,
