@@ -19,15 +19,11 @@ import type { EmbeddingTable, QueryGroup } from "../src/train/data.js";
 import { OptimSchema, train } from "../src/train/loop.js";
 import { sftObjective } from "../src/train/sft.js";
 import { Rng } from "../src/util/rng.js";
+import { median } from "./common.js";
 
 const D = 512;
 const H = 256;
 const SHOTS = 4;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
 
 function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;

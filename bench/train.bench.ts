@@ -16,7 +16,7 @@
  * SHA-256 of the trained weights is printed so code changes can be checked to leave results bit-identical.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { vqaAnswering } from "../src/eval/answer.js";
@@ -42,6 +42,7 @@ import { runTraining } from "../src/train/run.js";
 import { Rng } from "../src/util/rng.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
 import type { Vlm } from "../src/vlm/types.js";
+import { loadAverage, median } from "./common.js";
 
 const D = 512;
 const H = 256;
@@ -150,15 +151,6 @@ function weightsHash(model: PointerSelector): string {
   const hash = createHash("sha256");
   for (const p of model.parameters()) hash.update(new Uint8Array(p.data.buffer, p.data.byteOffset, p.data.byteLength));
   return hash.digest("hex").slice(0, 16);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-function loadavg(): string {
-  return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 }
 
 function randomTable(rows: number, seed: number): EmbeddingTable {
@@ -382,7 +374,7 @@ export async function offline(): Promise<void> {
     const worst = runs.map((r) => Math.max(r.epochs[0].get("epoch"), r.epochs[1].get("epoch")) / 1000);
     console.log(
       `verdict: an epoch with its refresh takes ${Math.min(...worst).toFixed(2)} s best, ${median(worst).toFixed(2)} s median — ` +
-        `${median(worst) < TARGET_S ? "within" : "OVER"} the ${TARGET_S} s target (load average ${loadavg()})`,
+        `${median(worst) < TARGET_S ? "within" : "OVER"} the ${TARGET_S} s target (load average ${loadAverage()})`,
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -554,7 +546,7 @@ export async function onlineBench(): Promise<void> {
       `\nVLM requests per iteration: ${runs[0].calls}; queries kept for the update (≥ 2 scored samples, ` +
         `rewards not all equal): ${runs[0].kept} of ${ONLINE_QUERIES}; ` +
         `${Math.round((ONLINE_QUERIES * ONLINE_SAMPLES) / (iteration / 1000))} sampled trajectories/s ` +
-        `(load average ${loadavg()})`,
+        `(load average ${loadAverage()})`,
     );
   } finally {
     sim.ws.close();
