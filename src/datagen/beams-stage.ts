@@ -165,7 +165,6 @@ export async function runBeams(
     signal,
     progress: hooks.progress,
     activity: () => counter.activity(),
-    note: hooks.note,
     // Beam search only scores answers: the server must return prompt log-probabilities.
     beforeWork: () => preflight(vlm.vlm, { scoring: true, signal }),
     work: async (key) => {

@@ -251,7 +251,6 @@ export async function runRollouts(
     progress: hooks.progress,
     activity: () => counter.activity(),
     redo: (value) => value.failed > 0,
-    note: hooks.note,
     beforeWork: () => preflight(vlm.vlm, { scoring: settings.gtAnswers !== "none", signal }),
     work: async (key) => {
       const query = queryById.get(key)!;

@@ -64,8 +64,6 @@ export interface ItemStageOptions<T> {
   redo?: (value: T) => boolean;
   /** Runs once before the first item, only when there is work (the VLM's preflight check). */
   beforeWork?: () => Promise<void>;
-  /** Informational lines (a lease taken over from a dead process). */
-  note?: (text: string) => void;
   work(key: string): Promise<ItemOutcome<T>>;
 }
 
@@ -132,8 +130,8 @@ async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStage
     processed: 0,
     aborted: false,
   };
-  const lease = ws.holdRun(runId); // taken by findOrCreateRun; held here to release it at the end
-  if (lease.note !== null) options.note?.(lease.note);
+  // The lease findOrCreateRun took (holdRun is re-entrant in a process: no second note), released at the end.
+  const lease = ws.holdRun(runId);
   try {
     if (todo.length > 0) await options.beforeWork?.();
   } catch (error) {
