@@ -21,6 +21,11 @@ export const PREFLIGHT_PNG =
 /** Time limit of the model-list check (the configured `timeoutMs` when that is shorter). */
 export const MODELS_TIMEOUT_MS = 10_000;
 
+/** The time limit of the model-list check: the client's, capped at MODELS_TIMEOUT_MS. */
+export function modelsTimeout(timeoutMs: number): number {
+  return Math.min(timeoutMs, MODELS_TIMEOUT_MS);
+}
+
 export interface PreflightSettings {
   /** Server roots (normalised, without /v1). */
   urls: string[];
@@ -50,7 +55,7 @@ async function checkEndpoint(url: string, s: PreflightSettings): Promise<void> {
   // accepts connections but never answers is reported in seconds (the chat checks keep the full limit).
   const models = await request(url, "GET /v1/models", `${url}/v1/models`, null, {
     ...s,
-    send: { ...s.send, timeoutMs: Math.min(s.send.timeoutMs, MODELS_TIMEOUT_MS) },
+    send: { ...s.send, timeoutMs: modelsTimeout(s.send.timeoutMs) },
     retryTimeouts: false,
   });
   const served = servedModels(models);
