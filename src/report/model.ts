@@ -13,7 +13,7 @@ import { basename } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, readHealthFile } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
-import type { RunRecord } from "../store/types.js";
+import type { MetricRecord, RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { maxOf } from "../util/extent.js";
 import type { Point } from "./charts.js";
@@ -129,7 +129,10 @@ export function buildReportModel(
 
   const labelOf = (run: RunRecord) => options.runLabels?.[run.id] ?? run.name ?? run.id;
   const warnings: HealthWarning[] = options.warnings.map((message) => ({ source: "given", message }));
-  warnings.push(...runWarnings(ws, runs));
+  // Each run's metrics, read once for the warnings, the curves and the stage summaries.
+  const metrics = new Map(runs.map((run) => [run.id, ws.getMetrics(run.id)]));
+  const metricsOf = (run: RunRecord) => metrics.get(run.id) ?? [];
+  warnings.push(...runWarnings(ws, runs, metricsOf));
   if (comparison !== null) warnings.push(...comparisonWarnings(comparison));
 
   return {
@@ -166,8 +169,8 @@ export function buildReportModel(
         return summary;
       }),
     evaluations: evalRuns.map((run) => evaluationStats(ws, run)),
-    curves: curves(ws, runs, labelOf),
-    summaries: summaries(ws, runs, labelOf),
+    curves: curves(runs, metricsOf, labelOf),
+    summaries: summaries(runs, metricsOf, labelOf),
     warnings,
     comparison,
     ...examples(ws, loaded, options.examples),
@@ -215,10 +218,16 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
  * Values logged without step or epoch: a table, not a curve. A stage that ran again (resumed, retried)
  * logged its summary again: the last value per (run, stage, name) is the current one.
  */
-function summaries(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: RunRecord) => string): StageSummary[] {
+type MetricsOf = (run: RunRecord) => readonly MetricRecord[];
+
+function summaries(
+  runs: readonly RunRecord[],
+  metricsOf: MetricsOf,
+  labelOf: (run: RunRecord) => string,
+): StageSummary[] {
   return runs.flatMap((run) => {
     const last = new Map<string, StageSummary>();
-    for (const m of ws.getMetrics(run.id))
+    for (const m of metricsOf(run))
       if (m.step === null && m.epoch === null)
         last.set(`${m.stage}\u0000${m.name}`, {
           run: labelOf(run),
@@ -235,13 +244,13 @@ function summaries(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: Run
  * One curve per metric name, a series per run (and stage, when a run logs the name in several); names
  * logged only without step or epoch have no curve (`summaries`).
  */
-function curves(ws: Workspace, runs: readonly RunRecord[], labelOf: (run: RunRecord) => string): Curve[] {
+function curves(runs: readonly RunRecord[], metricsOf: MetricsOf, labelOf: (run: RunRecord) => string): Curve[] {
   const byName = new Map<
     string,
     { run: RunRecord; stage: string; step: number | null; epoch: number | null; value: number }[]
   >();
   for (const run of runs)
-    for (const m of ws.getMetrics(run.id)) {
+    for (const m of metricsOf(run)) {
       let list = byName.get(m.name);
       if (list === undefined) byName.set(m.name, (list = []));
       list.push({ run, stage: m.stage, step: m.step, epoch: m.epoch, value: m.value });
@@ -290,7 +299,7 @@ export function downsample(points: readonly Point[], max: number): { points: Poi
   return { points: out, perPoint: size };
 }
 
-function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[] {
+function runWarnings(ws: Workspace, runs: readonly RunRecord[], metricsOf: MetricsOf): HealthWarning[] {
   const out: HealthWarning[] = [];
   for (const run of runs) {
     const source = run.id;
@@ -318,7 +327,7 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[]): HealthWarning[]
       }
     }
     const reported = new Set<string>();
-    for (const m of ws.getMetrics(run.id)) {
+    for (const m of metricsOf(run)) {
       if (Number.isFinite(m.value) || reported.has(m.name)) continue;
       reported.add(m.name);
       const at = m.step !== null ? `step ${m.step}` : m.epoch !== null ? `epoch ${m.epoch}` : "a logged point";
