@@ -7,8 +7,8 @@
 
 import { LeverError } from "../util/errors.js";
 import {
+  activityText,
   countFailure,
-  describeActivity,
   type FailureCounts,
   failureSummary,
   type HasActivity,
@@ -68,8 +68,7 @@ export function callCounter(): CallCounter {
       return calls;
     },
     activity(): string {
-      const now = hasActivity(wrapped) ? wrapped.activity() : null;
-      const detail = now === null ? "" : describeActivity(now);
+      const detail = activityText(wrapped);
       return detail === "" ? `VLM calls ${calls}` : `VLM calls ${calls}, ${detail}`;
     },
     wrap(backend: Vlm): Vlm & HasActivity {

@@ -7,7 +7,7 @@
 import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
-import { describeActivity, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
+import { activityText, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
 import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { createProgress, type Progress, type ProgressStream, silentProgress } from "./progress.js";
@@ -51,12 +51,7 @@ export async function evaluate(
   if (note !== null) prepared.notes.push(note);
   ws.beginStage(runId, EVAL_STAGE, { restart: true });
   const client = prepared.vlm.vlm;
-  const activity = hasActivity(client)
-    ? () => {
-        const now = client.activity();
-        return now === null ? "" : describeActivity(now);
-      }
-    : undefined;
+  const activity = hasActivity(client) ? () => activityText(client) : undefined;
   const display =
     run.progress === null ? silentProgress : createProgress({ label: `eval ${runId}`, stream: run.progress, activity });
   let stats: RunStats;

@@ -157,6 +157,12 @@ export function hasActivity(value: unknown): value is HasActivity {
   return typeof value === "object" && value !== null && typeof (value as HasActivity).activity === "function";
 }
 
+/** What a backend is retrying or waiting for, as `describeActivity` words it; "" when it reports nothing. */
+export function activityText(vlm: unknown): string {
+  const now = hasActivity(vlm) ? vlm.activity() : null;
+  return now === null ? "" : describeActivity(now);
+}
+
 /** "retrying 3, 1/2 endpoints cooling 4 s (12 waiting), no success for 9 s (stop at 20 s)"; "" when all is well. */
 export function describeActivity(a: VlmActivity): string {
   const parts: string[] = [];
