@@ -239,7 +239,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
   const outputs = new Map<string, Outputs>();
   const note = (text: string) => hooks.log(`note: ${text}`);
   const progress = hooks.progress as unknown as { write(text: string): unknown; isTTY?: boolean } | null;
-  const trainingRuns: string[] = [];
+  // The training runs of the chain (run id → the stage's label), in the order they ran or were found.
   const runLabels: Record<string, string> = {};
   // Ctrl-C: the stage at work stores what it finished and stops (a training stage runs to its end);
   // no further stage starts.
@@ -261,7 +261,6 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       outputs.set(key, done);
       counts[stage.stage].reused += variants.length;
       if (done.runId) {
-        trainingRuns.push(done.runId);
         runLabels[done.runId] = stage.label;
       }
       hooks.log(
@@ -274,7 +273,6 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
     );
     const out = await runStage(ws, stage, e, dep, { progress, note, signal: hooks.signal });
     if (out.runId) {
-      trainingRuns.push(out.runId);
       runLabels[out.runId] = stage.label;
     }
     writeFileAtomic(
@@ -357,7 +355,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       title: `lever run ${e0.name}`,
       examples: 5,
       warnings: [],
-      runs: [...evalRuns, ...new Set(trainingRuns)],
+      runs: [...evalRuns, ...Object.keys(runLabels)],
       runLabels,
     });
     result = model.comparison;
@@ -374,7 +372,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
     comparison = renderComparison(result, "table");
     writeFileAtomic(ws.artifactPath(`experiments/${e0.name}/comparison.md`), renderComparison(result, "markdown"));
   }
-  return { counts, evalRuns, trainingRuns: [...new Set(trainingRuns)], comparison, reportPath };
+  return { counts, evalRuns, trainingRuns: Object.keys(runLabels), comparison, reportPath };
 }
 
 /** A hard link (copy when linking fails) of a checkpoint under a readable name: the comparison labels methods by file name. */
