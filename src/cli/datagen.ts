@@ -7,9 +7,9 @@ import {
   RolloutsSettingsSchema,
   runRollouts,
 } from "../datagen/rollouts-stage.js";
-import { formatDuration } from "../eval/progress.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
+import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";

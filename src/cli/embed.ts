@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { type ComputeResult, ComputeSettingsSchema, computeEmbedding } from "../embed/compute.js";
-import { createProgress } from "../eval/progress.js";
+import { createProgress } from "../util/progress.js";
 import { group, printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 

@@ -1,11 +1,11 @@
 import type { Command } from "commander";
 import { EvalSettingsSchema, parseEvalOptions } from "../eval/config.js";
 import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
-import { formatDuration } from "../eval/progress.js";
 import type { RunStats } from "../eval/runner.js";
 import { renderEvalSummary } from "../report/table.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
+import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, workspaceDir } from "./common.js";
 import { bindSettings, resolve } from "./options.js";

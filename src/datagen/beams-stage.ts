@@ -12,7 +12,7 @@ import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
 import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
-import { createVlm } from "../eval/backend.js";
+import { createVlm } from "../icl/backend.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";

@@ -24,7 +24,7 @@
  */
 import type { VqaItem } from "../data/item.js";
 import type { PromptOrder } from "../data/trajectories.js";
-import { buildPrompt } from "../eval/answer.js";
+import { buildPrompt } from "../icl/answer.js";
 import { LeverError } from "../util/errors.js";
 import type { Outcome, ScoreResult, VlmPrompt } from "../vlm/types.js";
 import { formatFailure, isFailure } from "../vlm/types.js";

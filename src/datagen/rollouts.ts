@@ -1,6 +1,6 @@
 /**
  * The rollouts of one query: propose trajectories (src/datagen/proposals.ts), score them through the
- * evaluation's answering path (src/datagen/score.ts), optionally top the group up until its rewards
+ * evaluation's answering path (src/icl/score.ts), optionally top the group up until its rewards
  * are spread, and record every trajectory with how it was made and what it scored.
  *
  * Balanced top-up (off unless `topup.min` > 0): while fewer than `min` scored trajectories have an
@@ -12,7 +12,8 @@
  */
 import type { VqaItem } from "../data/item.js";
 import type { Trajectory } from "../data/trajectories.js";
-import type { AnswerDeps } from "../eval/answer.js";
+import type { AnswerDeps } from "../icl/answer.js";
+import { type ScoredTrajectory, type ScoringSettings, scoreTrajectories } from "../icl/score.js";
 import type { Rng } from "../util/rng.js";
 import {
   addRandom,
@@ -24,7 +25,6 @@ import {
   policyLogprobs,
   propose,
 } from "./proposals.js";
-import { type ScoredTrajectory, type ScoringSettings, scoreTrajectories } from "./score.js";
 
 export interface TopupSettings {
   /** P: trajectories wanted above and below the median; 0 = no top-up. */

@@ -9,9 +9,9 @@
  * run that was killed and restarted produces the same bytes as one that never stopped.
  */
 import { z } from "zod";
-import { createProgress, type ProgressStream, silentProgress } from "../eval/progress.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
+import { createProgress, type ProgressStream, silentProgress } from "../util/progress.js";
 import type { Vlm } from "../vlm/types.js";
 
 /** The settings both stages end with: how many items run at once and the artefact they write. */

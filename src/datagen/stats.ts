@@ -6,7 +6,7 @@
  * signal; the share of such groups is the number to watch.
  */
 import type { RolloutQuery } from "../data/trajectories.js";
-import { isDegenerate } from "../train/rewards.js";
+import { isDegenerate } from "../icl/rewards.js";
 import { maxOf, minOf } from "../util/extent.js";
 
 export interface RolloutStats {

@@ -21,12 +21,12 @@ import { basename, join, relative, resolve } from "node:path";
 import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import { encodeNpy } from "../data/npy.js";
-import { type Progress, silentProgress } from "../eval/progress.js";
 import { hashData, hashFileSync } from "../store/files.js";
 import { type ImportEmbeddingResult, importEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
+import { type Progress, silentProgress } from "../util/progress.js";
 import { type ClipTowers, loadClip, modelFiles, type PreparedImages, type Tower } from "./clip.js";
 import { PARTIAL_FORMAT, type PartialIdentity, PartialStore } from "./partial.js";
 

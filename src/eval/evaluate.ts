@@ -7,10 +7,10 @@
 import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
+import { createProgress, type Progress, type ProgressStream, silentProgress } from "../util/progress.js";
 import { activityText, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
 import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
-import { createProgress, type Progress, type ProgressStream, silentProgress } from "./progress.js";
 import { type RunStats, runEvaluation } from "./runner.js";
 import { prepareEvaluation } from "./setup.js";
 

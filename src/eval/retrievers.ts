@@ -6,6 +6,7 @@
  */
 import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
+import type { SelectorHandle } from "../icl/selector.js";
 import type { SamplerName } from "../pools/samplers.js";
 import { isSimReference, SIM_REFERENCES, type SimReference } from "../sim/oracle.js";
 import { LeverError } from "../util/errors.js";
@@ -29,17 +30,6 @@ export type PoolProvider = (queries: readonly VqaItem[], sampler: SamplerName, k
  * best trajectory, knowing the answers) or the informed ceiling (src/sim/informed.ts).
  */
 export type OracleFn = (query: VqaItem, pool: readonly string[], shots: number) => string[];
-
-/** A loaded pointer selector, ready to choose from each query's own pool. */
-export interface SelectorHandle {
-  /** Label stored with predictions: names the checkpoint and its content hash (never ambiguous). */
-  readonly label: string;
-  /** Pool sampler and K this selector chooses from (checkpoint metadata or flags). */
-  readonly sampler: SamplerName;
-  readonly k: number;
-  /** Greedy decode: for each query, `shots` distinct positions into its pool, in selection order. */
-  choose(queries: readonly VqaItem[], pools: readonly string[][], shots: number): Promise<number[][]>;
-}
 
 export interface Retriever {
   /** Name stored with predictions and shown in tables. */

@@ -6,13 +6,13 @@
  * stored successes are skipped, stored failures are retried.
  */
 import type { VqaItem } from "../data/item.js";
+import { type Answer, type AnswerDeps, answerPrompts, buildPrompt } from "../icl/answer.js";
 import { linkedSignal } from "../util/abort.js";
 import { Coalescer } from "../util/coalesce.js";
 import { LeverError } from "../util/errors.js";
+import { type Progress, silentProgress } from "../util/progress.js";
 import { countFailure, type FailureCounts, failureSummary } from "../vlm/stats.js";
 import { formatFailure, type VlmFailure, type VlmFailureReason } from "../vlm/types.js";
-import { type Answer, type AnswerDeps, answerPrompts, buildPrompt } from "./answer.js";
-import { type Progress, silentProgress } from "./progress.js";
 import { checkDemonstrations, type Retriever } from "./retrievers.js";
 import { type EvalPrediction, type PredictionStore, type PromptOrder, predictionKey } from "./types.js";
 

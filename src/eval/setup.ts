@@ -1,6 +1,9 @@
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
+import { vqaAnswering } from "../icl/answer.js";
+import { createVlm, type VlmSetup } from "../icl/backend.js";
+import { loadSelector } from "../icl/selector.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { InformedSelector } from "../sim/informed.js";
@@ -10,8 +13,6 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import type { Vlm } from "../vlm/types.js";
-import { vqaAnswering } from "./answer.js";
-import { createVlm, type VlmSetup } from "./backend.js";
 import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
 import {
   createRetriever,
@@ -23,7 +24,6 @@ import {
   type Retriever,
   type RetrieverSpec,
 } from "./retrievers.js";
-import { loadSelector } from "./selector.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
 import { fromPromptOrder } from "./types.js";
 

@@ -23,7 +23,7 @@
  * where the clamp bit; pick one place to normalise.
  */
 import { z } from "zod";
-import { isDegenerate, meanStd, rankScores } from "./rewards.js";
+import { isDegenerate, meanStd, rankScores } from "../icl/rewards.js";
 
 export const AdvantageSchema = z
   .object({

@@ -2,7 +2,7 @@
  * On-policy data for GRPO (`lever train grpo --online`): for every query of a batch, draw G
  * trajectories from the CURRENT policy (softmax of its step scores at a sampling temperature, seeded
  * per step), answer and score them through the rollout scorer — the evaluation's one answering path
- * plus the annotator-answer probabilities (src/datagen/score.ts), with the workspace's response cache
+ * plus the annotator-answer probabilities (src/icl/score.ts), with the workspace's response cache
  * when it is on — and turn them into the query's group with rewards. A failed VLM call removes that
  * trajectory (counted), never scores it 0. The sampling policy is the policy being updated, so the
  * importance ratio of the update is exactly 1 (one update per sample, as TRL with num_iterations = 1).
@@ -18,8 +18,9 @@ import { z } from "zod";
 import type { VqaItem } from "../data/item.js";
 import { SubsetSpecSchema } from "../data/splits.js";
 import type { PromptOrder } from "../data/trajectories.js";
-import { GT_ANSWER_SETS, scoreTrajectories } from "../datagen/score.js";
-import type { AnswerDeps } from "../eval/answer.js";
+import type { AnswerDeps } from "../icl/answer.js";
+import { type RewardConfig, trajectoryReward } from "../icl/rewards.js";
+import { GT_ANSWER_SETS, scoreTrajectories } from "../icl/score.js";
 import { sampleDecode } from "../selector/decode.js";
 import type { PointerSelector } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
@@ -28,7 +29,6 @@ import type { Rng } from "../util/rng.js";
 import { rewardToGo } from "./advantages.js";
 import { buildQueryInput } from "./batch.js";
 import type { EmbeddingTable } from "./data.js";
-import { type RewardConfig, trajectoryReward } from "./rewards.js";
 import type { RlGroup } from "./rl-data.js";
 
 export const OnlineSchema = z

@@ -9,9 +9,9 @@
 import { compareQuestionIds } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { RolloutSet } from "../data/trajectories.js";
+import { type RewardConfig, scoredTrajectories, trajectoryReward } from "../icl/rewards.js";
 import { LeverError } from "../util/errors.js";
 import type { EmbeddingTable, QueryGroup } from "./data.js";
-import { type RewardConfig, scoredTrajectories, trajectoryReward } from "./rewards.js";
 
 /** A query group whose rewards are known (RL stages). */
 export interface RlGroup extends QueryGroup {

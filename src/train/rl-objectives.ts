@@ -24,6 +24,7 @@
  * continues exactly.
  */
 import { z } from "zod";
+import { isDegenerate, normalizeGroup, type RewardConfig } from "../icl/rewards.js";
 import { PointerSelector, sequenceLogProbs, stepLogProbs, stepLogSoftmax } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
 import { AdvantageSchema, groupAdvantages, stepAdvantages } from "./advantages.js";
@@ -34,7 +35,6 @@ import type { Objective, StepContext } from "./loop.js";
 import { type OnlineSampler, OnlineSchema, type OnlineStats } from "./online.js";
 import { PolicyLossSchema, policyLoss, stepEntropy } from "./policy-loss.js";
 import { rceLoss, rceTemperature, TemperatureSchema } from "./rce.js";
-import { isDegenerate, normalizeGroup, type RewardConfig } from "./rewards.js";
 import type { RlGroup } from "./rl-data.js";
 import type { RlValidator } from "./rl-validate.js";
 import type { ObjectiveState } from "./train-state.js";

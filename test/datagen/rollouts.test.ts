@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
 import { isBalanced, type RolloutSettings, rolloutQuery } from "../../src/datagen/rollouts.js";
-import { distinctGtAnswers, isCorrect, scoreTrajectories } from "../../src/datagen/score.js";
 import { rolloutStats } from "../../src/datagen/stats.js";
-import { vqaAnswering } from "../../src/eval/answer.js";
-import { scoredTrajectories } from "../../src/train/rewards.js";
+import { vqaAnswering } from "../../src/icl/answer.js";
+import { scoredTrajectories } from "../../src/icl/rewards.js";
+import { distinctGtAnswers, isCorrect, scoreTrajectories } from "../../src/icl/score.js";
 import { Rng } from "../../src/util/rng.js";
 import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../../src/vlm/types.js";
 import { makeItem } from "../eval/helpers.js";

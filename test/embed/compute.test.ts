@@ -6,10 +6,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { EmbeddingKind } from "../../src/data/embeddings.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { type ComputeOptions, computeEmbedding } from "../../src/embed/compute.js";
-import type { Progress } from "../../src/eval/progress.js";
 import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { LeverError } from "../../src/util/errors.js";
+import type { Progress } from "../../src/util/progress.js";
 import { Rng } from "../../src/util/rng.js";
 import {
   DIM,

@@ -7,8 +7,8 @@ import {
   parseRetrieverList,
   parseRetrieverSpec,
   type RetrieverContext,
-  type SelectorHandle,
 } from "../../src/eval/retrievers.js";
+import type { SelectorHandle } from "../../src/icl/selector.js";
 import { LeverError } from "../../src/util/errors.js";
 import { makeItem, makeItems, referencePools } from "./helpers.js";
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { buildPrompt } from "../../src/eval/answer.js";
 import { createRetriever, memoizePools, type Retriever, type RetrieverContext } from "../../src/eval/retrievers.js";
 import { type RunnerDeps, runEvaluation } from "../../src/eval/runner.js";
 import { MemoryPredictionStore } from "../../src/eval/types.js";
+import { buildPrompt } from "../../src/icl/answer.js";
 import { LeverError } from "../../src/util/errors.js";
 import {
   type CallOptions,

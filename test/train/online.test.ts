@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { vqaAnswering } from "../../src/eval/answer.js";
+import { vqaAnswering } from "../../src/icl/answer.js";
+import { type RewardConfig, RewardSchema } from "../../src/icl/rewards.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../src/train/online.js";
-import { type RewardConfig, RewardSchema } from "../../src/train/rewards.js";
 import type { RlGroup } from "../../src/train/rl-data.js";
 import { GrpoSchema, grpoObjective } from "../../src/train/rl-objectives.js";
 import { RlValidator } from "../../src/train/rl-validate.js";

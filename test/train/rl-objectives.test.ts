@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { RewardSchema } from "../../src/icl/rewards.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { OptimSchema } from "../../src/train/loop.js";
-import { RewardSchema } from "../../src/train/rewards.js";
 import { buildRlGroups, type RlGroup } from "../../src/train/rl-data.js";
 import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "../../src/train/rl-objectives.js";
 import { GrpoStageConfigSchema, resolveMetric } from "../../src/train/rl-stage.js";

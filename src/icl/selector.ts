@@ -14,7 +14,6 @@ import { predict } from "../selector/decode.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import type { SelectorHandle } from "./retrievers.js";
 
 /** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */
 export const SELECTOR_DEFAULTS: { poolSampler: SamplerName; k: number; embedding: EmbeddingKind } = {
@@ -34,6 +33,17 @@ export interface SelectorEmbeddings {
   /** Embedding matrix of the query dataset / index dataset of the given kind. */
   query(kind: EmbeddingKind): EmbeddingMatrix;
   index(kind: EmbeddingKind): EmbeddingMatrix;
+}
+
+/** A loaded pointer selector, ready to choose from each query's own pool. */
+export interface SelectorHandle {
+  /** Label stored with predictions: names the checkpoint and its content hash (never ambiguous). */
+  readonly label: string;
+  /** Pool sampler and K this selector chooses from (checkpoint metadata or flags). */
+  readonly sampler: SamplerName;
+  readonly k: number;
+  /** Greedy decode: for each query, `shots` distinct positions into its pool, in selection order. */
+  choose(queries: readonly VqaItem[], pools: readonly string[][], shots: number): Promise<number[][]>;
 }
 
 export interface LoadedSelector extends SelectorHandle {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createProgress, formatDuration, progressStatus, renderBar } from "../../src/eval/progress.js";
+import { createProgress, formatDuration, progressStatus, renderBar } from "../../src/util/progress.js";
 
 describe("progress", () => {
   it("formats durations as s, m+s and h+m", () => {

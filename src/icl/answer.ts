@@ -6,12 +6,12 @@
  * Answers are handed over as they arrive (`onAnswer`), so callers can store them right away.
  */
 import type { VqaItem } from "../data/item.js";
+import { type PromptOrder, toPromptOrder } from "../data/trajectories.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { hashValue } from "../util/hash.js";
 import type { Demonstration, GenerateResult, Outcome, Vlm, VlmFailure, VlmPrompt } from "../vlm/types.js";
 import { isFailure } from "../vlm/types.js";
-import { type PromptOrder, toPromptOrder } from "./types.js";
 
 export interface AnswerDeps {
   vlm: Vlm;

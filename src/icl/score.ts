@@ -1,5 +1,5 @@
 /**
- * Scores trajectories of one query through the evaluation's own answering path (src/eval/answer.ts:
+ * Scores trajectories of one query through the evaluation's own answering path (src/icl/answer.ts:
  * the same prompt builder, generation, post-processor and official VQA accuracy as `lever eval`),
  * and measures how probable the annotators' answers are under each prompt:
  *  - `gtLogprob`: Σ log p of the majority answer's tokens (`multiple_choice_answer`);
@@ -16,10 +16,10 @@
  */
 import type { VqaItem } from "../data/item.js";
 import type { PromptOrder } from "../data/trajectories.js";
-import { type AnswerDeps, answerPrompts, buildPrompt } from "../eval/answer.js";
 import { normalizeAnswer, stripAnswer } from "../metrics/vqa.js";
 import type { Outcome, ScoreResult } from "../vlm/types.js";
 import { formatFailure, isFailure } from "../vlm/types.js";
+import { type AnswerDeps, answerPrompts, buildPrompt } from "./answer.js";
 
 export const GT_ANSWER_SETS = ["none", "majority", "all"] as const;
 export type GtAnswerSet = (typeof GT_ANSWER_SETS)[number];

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
-import { loadSelector } from "../../src/eval/selector.js";
+import { loadSelector } from "../../src/icl/selector.js";
 import { PoolBuilder } from "../../src/pools/samplers.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
@@ -10,7 +10,7 @@ import { predict } from "../../src/selector/decode.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
-import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
+import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
 
 let sim: SimWorkspace;
 let ckpt: string;

@@ -7,7 +7,7 @@ import {
   rankScores,
   scoredTrajectories,
   trajectoryReward,
-} from "../../src/train/rewards.js";
+} from "../../src/icl/rewards.js";
 import { leverErrorOf } from "../helpers/errors.js";
 
 /** A right answer (h 1, s 0.6) and a wrong one (h 0, s 0), with every other score present. */
