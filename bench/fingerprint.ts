@@ -9,6 +9,7 @@
  *   node dist/bench/fingerprint.js --write before.json --lever /old/checkout/dist/src/cli/main.js
  *   node dist/bench/fingerprint.js --check before.json            # this build; exit 1 on a difference
  *   node dist/bench/fingerprint.js --check before.json --demo     # also `lever demo`'s tables
+ *   (--root DIR: where the chain runs, default $TMPDIR/lever-fingerprint; compare fingerprints made at one root)
  *
  * Timestamps are left out, and the workspace's own path is replaced by `<ws>` before hashing, so
  * two runs in different directories compare equal. Numbers are bit-identical only on the same
@@ -149,13 +150,13 @@ function fingerprintWorkspace(ws: string): Fingerprint {
 }
 
 /**
- * The chain runs at one fixed path: an evaluation's bootstrap and permutation streams are keyed by
- * the method's id, which names its checkpoint by path. Two fingerprints cannot run at once.
+ * The chain runs at one fixed path (`--root`): an evaluation's bootstrap and permutation streams are
+ * keyed by the method's id, which names its checkpoint by path, so two fingerprints compare only when
+ * made at the same root, and two cannot run at the same root at once.
  */
-const ROOT = join(tmpdir(), "lever-fingerprint");
+const DEFAULT_ROOT = join(tmpdir(), "lever-fingerprint");
 
-function runChain(cli: string, withDemo: boolean): Fingerprint {
-  const root = ROOT;
+function runChain(cli: string, root: string, withDemo: boolean): Fingerprint {
   rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
   try {
@@ -211,7 +212,7 @@ function main(argv: string[]): number {
   const here = dirname(fileURLToPath(import.meta.url));
   const cli = resolve(flag("--lever") ?? join(here, "..", "src", "cli", "main.js"));
   statSync(cli);
-  const fp = runChain(cli, argv.includes("--demo"));
+  const fp = runChain(cli, resolve(flag("--root") ?? DEFAULT_ROOT), argv.includes("--demo"));
   const write = flag("--write");
   if (write !== undefined) writeFileSync(write, `${JSON.stringify(fp, null, 2)}\n`);
   const check = flag("--check");
