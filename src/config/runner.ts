@@ -41,10 +41,13 @@ import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
 import { hashValue } from "../util/hash.js";
-import type { VlmSettings } from "../vlm/settings.js";
+import { withoutOperational } from "../util/operational.js";
+import { type VlmSettings, VlmSettingsSchema } from "../vlm/settings.js";
 import {
   type Experiment,
+  EvalSectionSchema,
   ExperimentCompareSchema,
+  ExperimentSchema,
   type LoadedExperiment,
   onlineGrpoConfig,
   type Variant,
@@ -53,33 +56,9 @@ import {
 export const STAGES = ["data", "pools", "beams", "sft", "rollouts", "rce", "grpo", "online"] as const;
 export type StageName = (typeof STAGES)[number];
 
-/** VLM settings that change how fast or where answers come, never what they are. */
-const OPERATIONAL_VLM_KEYS = new Set([
-  "cache",
-  "baseUrls",
-  "apiKeyEnv",
-  "imageCacheBytes",
-  "concurrencyPerEndpoint",
-  "timeoutMs",
-  "maxRetries",
-  "backoffBaseMs",
-  "backoffMaxMs",
-  "maxRetryAfterMs",
-  "cooldownAfterFailures",
-  "cooldownMs",
-  "breakerMs",
-  "preflight",
-]);
-
+/** The VLM settings that change an answer (the operational ones are marked in their schema). */
 export function vlmIdentity(vlm: VlmSettings): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(vlm).filter(([k]) => !OPERATIONAL_VLM_KEYS.has(k)));
-}
-
-/** Stage settings that change how fast a stage runs, never its result. */
-const OPERATIONAL_STAGE_KEYS = new Set(["concurrency", "batchSize"]);
-
-function withoutOperational(settings: object): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(settings).filter(([k]) => !OPERATIONAL_STAGE_KEYS.has(k)));
+  return withoutOperational(VlmSettingsSchema, vlm);
 }
 
 export interface PlannedStage {
@@ -116,13 +95,13 @@ export function planVariant(v: Variant): PlannedVariant {
   };
   add("data", e.data, []);
   add("pools", e.pools, ["data"]);
-  if (e.beams) add("beams", { beams: withoutOperational(e.beams), vlm, embedding: e.embedding }, ["pools"]);
+  if (e.beams) add("beams", { beams: withoutOperational(ExperimentSchema.shape.beams, e.beams), vlm, embedding: e.embedding }, ["pools"]);
   if (e.sft) {
     if (!e.beams) throw new LeverError("the sft section needs a beams section (SFT trains on beams)", { field: "sft" });
     add("sft", { sft: e.sft, embedding: e.embedding }, ["beams", "pools"]);
   }
   if (e.rollouts)
-    add("rollouts", { rollouts: withoutOperational(e.rollouts), vlm, embedding: e.embedding }, [
+    add("rollouts", { rollouts: withoutOperational(ExperimentSchema.shape.rollouts, e.rollouts), vlm, embedding: e.embedding }, [
       "pools",
       ...(e.sft ? (["sft"] as const) : []),
     ]);
@@ -148,7 +127,7 @@ export function planVariant(v: Variant): PlannedVariant {
   if (e.online) add("online", { online: e.online, vlm, embedding: e.embedding }, ["pools", ...start]);
   const { baselines: _b, ...evalSettings } = e.eval;
   const evalId = short({
-    eval: withoutOperational(evalSettings),
+    eval: withoutOperational(EvalSectionSchema, evalSettings),
     pools: { sampler: e.pools.sampler, k: e.pools.k },
     vlm,
     data: ids.data,
