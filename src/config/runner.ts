@@ -44,8 +44,8 @@ import { hashValue } from "../util/hash.js";
 import { withoutOperational } from "../util/operational.js";
 import { type VlmSettings, VlmSettingsSchema } from "../vlm/settings.js";
 import {
-  type Experiment,
   EvalSectionSchema,
+  type Experiment,
   ExperimentCompareSchema,
   ExperimentSchema,
   type LoadedExperiment,
@@ -95,16 +95,20 @@ export function planVariant(v: Variant): PlannedVariant {
   };
   add("data", e.data, []);
   add("pools", e.pools, ["data"]);
-  if (e.beams) add("beams", { beams: withoutOperational(ExperimentSchema.shape.beams, e.beams), vlm, embedding: e.embedding }, ["pools"]);
+  if (e.beams)
+    add("beams", { beams: withoutOperational(ExperimentSchema.shape.beams, e.beams), vlm, embedding: e.embedding }, [
+      "pools",
+    ]);
   if (e.sft) {
     if (!e.beams) throw new LeverError("the sft section needs a beams section (SFT trains on beams)", { field: "sft" });
     add("sft", { sft: e.sft, embedding: e.embedding }, ["beams", "pools"]);
   }
   if (e.rollouts)
-    add("rollouts", { rollouts: withoutOperational(ExperimentSchema.shape.rollouts, e.rollouts), vlm, embedding: e.embedding }, [
-      "pools",
-      ...(e.sft ? (["sft"] as const) : []),
-    ]);
+    add(
+      "rollouts",
+      { rollouts: withoutOperational(ExperimentSchema.shape.rollouts, e.rollouts), vlm, embedding: e.embedding },
+      ["pools", ...(e.sft ? (["sft"] as const) : [])],
+    );
   const rlVlm = (validationAnswers: boolean) => (validationAnswers ? vlm : null);
   if (e.rce) {
     if (!e.rollouts) throw new LeverError("the rce section needs a rollouts section", { field: "rce" });

@@ -31,8 +31,7 @@ function unwrapped(schema: z.ZodType): z.ZodType | null {
 
 /** True when the field, or a schema it wraps, carries the operational mark. */
 export function isOperational(field: z.ZodType): boolean {
-  for (let s: z.ZodType | null = field; s !== null; s = unwrapped(s))
-    if (s.meta()?.operational === true) return true;
+  for (let s: z.ZodType | null = field; s !== null; s = unwrapped(s)) if (s.meta()?.operational === true) return true;
   return false;
 }
 
