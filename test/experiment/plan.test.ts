@@ -1,5 +1,5 @@
 /**
- * Stage and evaluation identities are persistent: they name the stage records of every workspace
+ * Planning `lever run`. Stage and evaluation identities are persistent: they name the stage records of every workspace
  * (`artifacts/experiments/stages/<stage>-<id>.json`) and the evaluation runs, so a workspace made by an
  * earlier build reuses its finished stages only while the same experiment plans the same ids. These
  * values were computed by the build before the stage table (commit e39fe92); a change here strands
@@ -9,8 +9,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadExperiment } from "../../src/config/experiment.js";
-import { plan } from "../../src/config/runner.js";
+import { loadExperiment } from "../../src/experiment/load.js";
+import { plan } from "../../src/experiment/plan.js";
+import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "../../src/experiment/stages.js";
+import { leverErrorOf } from "../helpers/errors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-identities-"));
 const write = (name: string, text: string) => {
@@ -111,5 +113,51 @@ describe("stage identities stay what earlier builds planned", () => {
       grpo: "175f1aba49",
       online: "59b1a25b75",
     });
+  });
+});
+
+describe("the plan derives from the stage table", () => {
+  const BASE = `name: t
+data:
+  synth: { seed: 3, trainItems: 300, valItems: 60 }
+pools: { sampler: mix, k: 16 }
+`;
+
+  it("every stage reads only stages before it in the table", () => {
+    for (const [i, name] of STAGES.entries()) {
+      const entry: StageEntry<StageName> = STAGE_TABLE[name];
+      const inputs = [...entry.needs, ...(entry.uses ?? []), ...(entry.startsFrom ?? [])];
+      for (const input of inputs) expect(STAGES.indexOf(input), `${name} reads ${input}`).toBeLessThan(i);
+    }
+  });
+
+  it("refuses a stage without a section it needs, saying why", () => {
+    const cases = [
+      ["sft: {}\n", /the sft section needs a beams section \(SFT trains on beams\)/],
+      ["rce: {}\n", /the rce section needs a rollouts section$/],
+      ["grpo: {}\n", /the grpo section needs a rollouts section \(online GRPO is the online section\)/],
+    ] as const;
+    for (const [section, message] of cases) {
+      const error = leverErrorOf(() => plan(loadExperiment(write("needs.yaml", BASE + section))));
+      expect(error.message).toMatch(message);
+      expect(error.location.field).toBe(section.split(":")[0]);
+    }
+  });
+
+  it("a stage's label names the swept values of its own sections and its inputs' only", () => {
+    // Rollouts without SFT do not read the beams: both variants share them, under one name.
+    const file = write(
+      "labels.yaml",
+      `${BASE}beams: { anchors: "first:20", shots: 2, beamSize: [2, 3] }\nrollouts: { queries: "first:30", shots: 2 }\nonline: { seed: [1, 2] }\n`,
+    );
+    const p = plan(loadExperiment(file));
+    const named = (stage: string) => p.unique.filter((u) => u.stage.stage === stage).map((u) => u.stage.label);
+    expect(named("beams")).toEqual(["beams_beamSize-2", "beams_beamSize-3"]);
+    expect(named("rollouts")).toEqual(["rollouts"]);
+    expect(p.unique.find((u) => u.stage.stage === "rollouts")?.variants).toEqual([0, 1, 2, 3]);
+    expect(named("online")).toEqual(["online_seed-1", "online_seed-2"]);
+    expect(p.variants.map((v) => v.stages.find((s) => s.stage === "online")?.seedGroup)).toEqual(
+      Array(4).fill("online"),
+    );
   });
 });
