@@ -1,5 +1,3 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
@@ -7,13 +5,9 @@ import { loadExperiment, parseSetOption } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
+import { experimentFiles } from "./helpers.js";
 
-const dir = mkdtempSync(join(tmpdir(), "lever-experiment-"));
-const write = (name: string, text: string) => {
-  const file = join(dir, name);
-  writeFileSync(file, text);
-  return file;
-};
+const { dir, write } = experimentFiles("lever-experiment-");
 
 const BASE = `name: t
 data:

@@ -5,21 +5,14 @@
  * values were computed by the build before the stage table (commit e39fe92); a change here strands
  * every existing workspace's finished work.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadExperiment } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "../../src/experiment/stages.js";
 import { leverErrorOf } from "../helpers/errors.js";
+import { experimentFiles } from "./helpers.js";
 
-const dir = mkdtempSync(join(tmpdir(), "lever-identities-"));
-const write = (name: string, text: string) => {
-  const file = join(dir, name);
-  writeFileSync(file, text);
-  return file;
-};
+const { write } = experimentFiles("lever-identities-");
 
 /** Every stage, a β × seed sweep, operational settings set (they must not count). */
 const SYNTH = `name: pin
