@@ -1,8 +1,9 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadExperiment } from "../src/config/experiment.js";
-import { plan, type RunPlan, STAGES } from "../src/config/runner.js";
+import { loadExperiment } from "../src/experiment/load.js";
+import { plan, type RunPlan } from "../src/experiment/plan.js";
+import { STAGES } from "../src/experiment/stages.js";
 
 const dir = "examples";
 const load = (name: string) => plan(loadExperiment(join(dir, name)));
@@ -79,13 +80,15 @@ describe("examples/", () => {
       grpo: [1, 1, 1, 1, 1, 1, 1, 1, 1],
     });
     expect(new Set(p.variants.map((v) => v.evalId)).size).toBe(1);
-    const labels = p.variants.map((v) => v.stages.find((s) => s.stage === "grpo")?.label);
-    expect(labels[0]).toBe("grpo_beta-0.12_seed-1");
-    expect(labels[8]).toBe("grpo_beta-0.18_seed-3");
+    const grpo = p.variants.map((v) => v.stages.find((s) => s.stage === "grpo"));
+    expect(grpo[0]?.label).toBe("grpo_beta-0.12_seed-1");
+    expect(grpo[8]?.label).toBe("grpo_beta-0.18_seed-3");
     // The seeds of one β collapse to one name: one row of the comparison.
-    expect(new Set(labels.map((l) => l?.replace(/_seed-[^_]+/g, "")))).toEqual(
+    expect(new Set(grpo.map((s) => s?.seedGroup))).toEqual(
       new Set(["grpo_beta-0.12", "grpo_beta-0.15", "grpo_beta-0.18"]),
     );
+    // Stages no seed reaches form no group.
+    expect(p.variants[0].stages.filter((s) => s.stage !== "grpo").map((s) => s.seedGroup)).toEqual(Array(6).fill(null));
     expect(p.variants[0].variant.experiment.compare?.baseline).toBe("selector:rce");
   });
 

@@ -2,9 +2,9 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { loadExperiment } from "../config/experiment.js";
-import { execute, plan, type RunPlan, readStageRecord, STAGES } from "../config/runner.js";
-import type { Workspace } from "../store/workspace.js";
+import { execute } from "../experiment/execute.js";
+import { loadExperiment } from "../experiment/load.js";
+import { describePlan, plan } from "../experiment/plan.js";
 import { LeverError } from "../util/errors.js";
 import { printJson, withWorkspace } from "./common.js";
 
@@ -99,24 +99,6 @@ export function register(program: Command): void {
     });
 }
 
-function describePlan(ws: Workspace, p: RunPlan) {
-  return {
-    file: p.loaded.file,
-    variants: p.variants.map((v, i) => ({
-      index: i + 1,
-      label: v.variant.label || "(no sweep)",
-      stages: Object.fromEntries(v.stages.map((s) => [s.stage, s.id])),
-      eval: v.evalId,
-    })),
-    stages: p.unique.map(({ stage, variants }) => ({
-      stage: stage.stage,
-      id: stage.id,
-      usedBy: variants.map((i) => i + 1),
-      state: readStageRecord(ws, stage) !== null ? "done" : "to run",
-    })),
-  };
-}
-
 async function runExperiment(command: Command, file: string, flags: RunFlags): Promise<void> {
   const loaded = loadExperiment(file, flags.set);
   const p = plan(loaded);
@@ -129,13 +111,11 @@ async function runExperiment(command: Command, file: string, flags: RunFlags): P
         else {
           process.stdout.write(`${described.variants.length} variant(s) of ${file}\n`);
           for (const v of described.variants) process.stdout.write(`  #${v.index} ${v.label}\n`);
-          for (const stage of STAGES) {
-            const rows = described.stages.filter((s) => s.stage === stage);
-            for (const s of rows)
-              process.stdout.write(
-                `  ${s.stage.padEnd(9)} ${s.id}  ${s.state.padEnd(7)} used by variant${s.usedBy.length > 1 ? "s" : ""} ${s.usedBy.join(", ")}${s.usedBy.length > 1 ? " (shared)" : ""}\n`,
-              );
-          }
+          // In the stage table's order (the plan's).
+          for (const s of described.stages)
+            process.stdout.write(
+              `  ${s.stage.padEnd(9)} ${s.id}  ${s.state.padEnd(7)} used by variant${s.usedBy.length > 1 ? "s" : ""} ${s.usedBy.join(", ")}${s.usedBy.length > 1 ? " (shared)" : ""}\n`,
+            );
         }
         return;
       }

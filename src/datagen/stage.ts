@@ -11,6 +11,7 @@
 import { z } from "zod";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
+import { OPERATIONAL } from "../util/operational.js";
 import { createProgress, type ProgressStream, silentProgress } from "../util/progress.js";
 import type { Vlm } from "../vlm/types.js";
 
@@ -22,7 +23,8 @@ export function stageOutputFields(folder: "beams" | "rollouts", items: string) {
       .int()
       .positive()
       .default(8)
-      .describe(`${items} in flight at once (results do not depend on it)`),
+      .describe(`${items} in flight at once (results do not depend on it)`)
+      .meta(OPERATIONAL),
     out: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "letters, digits, '.', '_' and '-' only")

@@ -13,6 +13,7 @@ import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
+import { OPERATIONAL } from "../util/operational.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 import { PROMPT_ORDERS } from "./types.js";
 
@@ -66,8 +67,8 @@ export const EvalSettingsSchema = z
       .enum(PROMPT_ORDERS)
       .default("nearest")
       .describe("prompt order: nearest (first selected next to the query) or farthest"),
-    batchSize: z.number().int().positive().default(64).describe("prompts per VLM call"),
-    concurrency: z.number().int().positive().default(4).describe("VLM calls in flight"),
+    batchSize: z.number().int().positive().default(64).describe("prompts per VLM call").meta(OPERATIONAL),
+    concurrency: z.number().int().positive().default(4).describe("VLM calls in flight").meta(OPERATIONAL),
     resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples"),
     clusterByImage: z
       .boolean()

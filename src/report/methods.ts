@@ -11,7 +11,7 @@ import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
-import { subsetSpecs } from "./options.js";
+import { type SeedGroup, subsetSpecs } from "./options.js";
 
 /** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
 const EvalConfigSchema = z.object({
@@ -147,23 +147,16 @@ export function resolveMethod(ref: string, loaded: EvalMethods, what: string): s
   });
 }
 
-/** Applies "NAME=METHOD+METHOD+…" seed groups to the methods (in place). */
-export function applySeedGroups(specs: readonly string[], loaded: EvalMethods): void {
+/** Applies seed groups to the methods (in place). */
+export function applySeedGroups(groups: readonly SeedGroup[], loaded: EvalMethods): void {
   const assigned = new Map<string, string>();
   const names = new Set<string>();
-  for (const spec of specs) {
-    const at = spec.indexOf("=");
-    const name = spec.slice(0, at).trim();
-    const refs = spec
-      .slice(at + 1)
-      .split("+")
-      .map((s) => s.trim())
-      .filter(Boolean);
+  for (const { name, members } of groups) {
     if (names.has(name)) throw new LeverError(`seed group "${name}" is given twice`, { field: "--seed-group" });
     names.add(name);
-    if (refs.length < 2)
+    if (members.length < 2)
       throw new LeverError(`seed group "${name}" needs at least two methods`, { field: "--seed-group" });
-    for (const ref of refs) {
+    for (const ref of members) {
       const id = resolveMethod(ref, loaded, "--seed-group");
       const other = assigned.get(id);
       if (other !== undefined)
@@ -199,7 +192,7 @@ export interface WorkspaceComparisonOptions {
   subsets: readonly string[];
   test: CompareTest;
   clusterByImage: boolean;
-  seedGroups: readonly string[];
+  seedGroups: readonly SeedGroup[];
   seed: number;
   resamples: number;
   /** Only these methods ("RUN/RETRIEVER" ids; all of the runs' when absent). */

@@ -8,8 +8,26 @@ import { COMPARE_TESTS, type SubsetSpec } from "./compare.js";
 import { COMPARE_FORMATS } from "./compare-render.js";
 import { DEFAULT_RESAMPLES } from "./results.js";
 
-/** How a seed group is written: NAME=METHOD+METHOD+… */
+/** How a seed group is written on the command line and in settings files: NAME=METHOD+METHOD+… */
 export const SEED_GROUP_PATTERN = /^([^=\s]+)=([^=]+\+[^=]+)$/;
+
+/** Methods that differ only in their seed: one row of the comparison (mean ± sd over the seeds). */
+export interface SeedGroup {
+  name: string;
+  /** Method references: "RUN/RETRIEVER" ids, labels, or what else `resolveMethod` accepts. */
+  members: readonly string[];
+}
+
+/** "NAME=A+B+…" (validated by SEED_GROUP_PATTERN) → the group. */
+export function parseSeedGroup(text: string): SeedGroup {
+  const at = text.indexOf("=");
+  const members = text
+    .slice(at + 1)
+    .split("+")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return { name: text.slice(0, at).trim(), members };
+}
 
 /** Settings shared by `lever compare` and `lever report`: which baseline, which subsets, how tested. */
 const ComparisonSettings = {
@@ -37,11 +55,16 @@ const ComparisonSettings = {
     .boolean()
     .default(false)
     .describe("resample and flip whole images instead of questions (questions on one image are not independent)"),
-  seedGroups: z.array(z.string().regex(SEED_GROUP_PATTERN, "a seed group is NAME=METHOD+METHOD+…")).default([]).meta({
-    flag: "seed-group",
-    description:
-      "methods that differ only in their seed, as NAME=METHOD+METHOD+…: one row with mean ± sd over the seeds (per-seed values kept)",
-  }),
+  // Written as text, parsed here once into groups.
+  seedGroups: z
+    .array(z.string().regex(SEED_GROUP_PATTERN, "a seed group is NAME=METHOD+METHOD+…"))
+    .default([])
+    .meta({
+      flag: "seed-group",
+      description:
+        "methods that differ only in their seed, as NAME=METHOD+METHOD+…: one row with mean ± sd over the seeds (per-seed values kept)",
+    })
+    .transform((specs): SeedGroup[] => specs.map(parseSeedGroup)),
   seed: z.number().int().min(0).max(0xffffffff).default(0).describe("seed of the bootstrap and permutation draws"),
   resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples per interval"),
 };

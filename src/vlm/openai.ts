@@ -21,6 +21,7 @@ import { z } from "zod";
 import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
+import { OPERATIONAL, withoutOperational } from "../util/operational.js";
 import { Rng } from "../util/rng.js";
 import { EndpointPool, type EndpointSnapshot } from "./endpoints.js";
 import { type PostContext, postJson } from "./http.js";
@@ -74,12 +75,17 @@ export const openAiVlmConfigSchema = z
     baseUrls: z
       .array(z.string().regex(/^https?:\/\/[^\s]+$/, "expected an http(s) URL"))
       .min(1)
-      .meta({ flag: "base-url", description: "replica servers of the same model, with or without a trailing /v1" }),
+      .meta({
+        flag: "base-url",
+        description: "replica servers of the same model, with or without a trailing /v1",
+        ...OPERATIONAL,
+      }),
     model: z.string().min(1).describe("served model name, as the server lists it under /v1/models"),
     apiKeyEnv: z
       .string()
       .optional()
-      .describe("name of the environment variable holding the API key (keys never live in settings files)"),
+      .describe("name of the environment variable holding the API key (keys never live in settings files)")
+      .meta(OPERATIONAL),
     layout: z.enum(LAYOUT_NAMES).default("lever-plus").describe("prompt layout (docs/vlm.md)"),
     systemPrompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT).meta({
       description: "system prompt of few-shot prompts",
@@ -98,7 +104,8 @@ export const openAiVlmConfigSchema = z
       .int()
       .nonnegative()
       .default(512 * 1024 * 1024)
-      .describe("bytes of encoded images kept in memory"),
+      .describe("bytes of encoded images kept in memory")
+      .meta(OPERATIONAL),
     maxTokens: z.number().int().positive().default(5).describe("generated tokens per answer (the reference used 5)"),
     temperature: z
       .number()
@@ -121,42 +128,65 @@ export const openAiVlmConfigSchema = z
       .default(false)
       .describe("also score the end-of-turn token after the answer (Lever-LM scored label + EOS)"),
     endOfTurnToken: z.string().min(1).default("<|im_end|>").describe("the end-of-turn token text"),
-    concurrencyPerEndpoint: z.number().int().positive().default(8).describe("requests in flight per base URL"),
-    timeoutMs: z.number().int().positive().default(60_000).describe("per-attempt timeout in milliseconds"),
-    maxRetries: z.number().int().nonnegative().default(3).describe("retries of a failed request"),
+    concurrencyPerEndpoint: z
+      .number()
+      .int()
+      .positive()
+      .default(8)
+      .describe("requests in flight per base URL")
+      .meta(OPERATIONAL),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(60_000)
+      .describe("per-attempt timeout in milliseconds")
+      .meta(OPERATIONAL),
+    maxRetries: z.number().int().nonnegative().default(3).describe("retries of a failed request").meta(OPERATIONAL),
     backoffBaseMs: z
       .number()
       .nonnegative()
       .default(500)
-      .describe("first retry delay in milliseconds (doubles, with jitter)"),
-    backoffMaxMs: z.number().nonnegative().default(5_000).describe("largest retry delay in milliseconds"),
+      .describe("first retry delay in milliseconds (doubles, with jitter)")
+      .meta(OPERATIONAL),
+    backoffMaxMs: z
+      .number()
+      .nonnegative()
+      .default(5_000)
+      .describe("largest retry delay in milliseconds")
+      .meta(OPERATIONAL),
     maxRetryAfterMs: z
       .number()
       .nonnegative()
       .default(60_000)
-      .describe("largest Retry-After the client honours, in milliseconds"),
+      .describe("largest Retry-After the client honours, in milliseconds")
+      .meta(OPERATIONAL),
     cooldownAfterFailures: z
       .number()
       .int()
       .positive()
       .default(3)
-      .describe("consecutive failures after which an endpoint cools down"),
+      .describe("consecutive failures after which an endpoint cools down")
+      .meta(OPERATIONAL),
     cooldownMs: z
       .number()
       .nonnegative()
       .default(5_000)
-      .describe("how long a failing endpoint is left alone, in milliseconds"),
+      .describe("how long a failing endpoint is left alone, in milliseconds")
+      .meta(OPERATIONAL),
     breakerMs: z
       .number()
       .int()
       .positive()
       .default(20_000)
-      .describe("stop sending (and stop the run) when every endpoint has been failing this long, in milliseconds"),
+      .describe("stop sending (and stop the run) when every endpoint has been failing this long, in milliseconds")
+      .meta(OPERATIONAL),
     preflight: z
       .boolean()
       .default(true)
-      .describe("check the servers (model served, images accepted, prompt_logprobs when scoring) before any work"),
-    seed: z.number().int().default(0).describe("seed of the retry jitter"),
+      .describe("check the servers (model served, images accepted, prompt_logprobs when scoring) before any work")
+      .meta(OPERATIONAL),
+    seed: z.number().int().default(0).describe("seed of the retry jitter").meta(OPERATIONAL),
   })
   .strict();
 
@@ -478,15 +508,30 @@ export class OpenAiVlm implements Vlm {
   }
 }
 
-/** Identity of the backend + settings that change responses (part of every cache key). Replica URLs are not part of it. */
+/**
+ * Identity of the backend + settings that change responses (part of every cache key): every setting
+ * not marked operational (src/util/operational.ts; so not the replica URLs), in the grouping the id
+ * has always had, so cached answers stay valid — but `answerSpan`: both ways locate the answer's
+ * tokens in the same prompt or fail, and failures are never cached, so a cached score holds for either.
+ */
 export function openAiVlmId(c: OpenAiVlmConfig): string {
+  const {
+    layout,
+    systemPrompt,
+    zeroShotSystemPrompt,
+    maxTokens,
+    temperature,
+    extraBody,
+    includeEndOfTurn,
+    endOfTurnToken,
+    answerSpan: _sameTokens,
+    ...rest // backend, model, imageUrl, and any setting added later
+  } = withoutOperational(openAiVlmConfigSchema, c);
   const hash = hashValue({
-    backend: "openai",
-    model: c.model,
-    layout: { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt },
-    generation: { maxTokens: c.maxTokens, temperature: c.temperature, extraBody: c.extraBody },
-    scoring: { includeEndOfTurn: c.includeEndOfTurn, endOfTurnToken: c.includeEndOfTurn ? c.endOfTurnToken : null },
-    imageUrl: c.imageUrl,
+    ...rest,
+    layout: { name: layout, systemPrompt, zeroShotSystemPrompt },
+    generation: { maxTokens, temperature, extraBody },
+    scoring: { includeEndOfTurn, endOfTurnToken: includeEndOfTurn ? endOfTurnToken : null },
   });
   return `openai:${c.model}:${hash.slice(0, 16)}`;
 }

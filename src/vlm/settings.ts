@@ -5,6 +5,7 @@
  * experiment files all take the same keys.
  */
 import { z } from "zod";
+import { OPERATIONAL } from "../util/operational.js";
 import { openAiVlmConfigSchema } from "./openai.js";
 
 export const VLM_BACKENDS = ["sim", "openai"] as const;
@@ -26,7 +27,8 @@ export const VlmFieldsSchema = z
       .default("auto")
       .describe(
         "the workspace's response cache, so no request is sent twice: on, off, or auto = on for servers and off for the simulator (whose answers are cheaper to recompute than to look up)",
-      ),
+      )
+      .meta(OPERATIONAL),
     ...openAiVlmConfigSchema.omit({ backend: true, seed: true }).partial({ baseUrls: true, model: true }).shape,
   })
   .strict();

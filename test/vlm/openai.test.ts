@@ -502,3 +502,30 @@ describe("failing servers fail fast", () => {
     expect([...seen].sort()).toEqual([...VLM_FAILURE_REASONS].sort());
   });
 });
+
+describe("the OpenAI client's model id", () => {
+  it("stays what earlier builds computed (it keys every cached answer of the workspace)", () => {
+    const id = (options: Partial<OpenAiVlmOptions>) =>
+      new OpenAiVlm({ baseUrls: ["http://a:1"], model: "m", ...options }).id;
+    expect(id({})).toBe("openai:m:c587f2ec2872b622");
+    // The end-of-turn token counts only when it is scored.
+    expect(id({ includeEndOfTurn: false, endOfTurnToken: "<x>" })).toBe("openai:m:c587f2ec2872b622");
+    expect(
+      id({
+        baseUrls: ["http://a:1", "http://b:1"],
+        model: "Qwen/Qwen2.5-VL-3B-Instruct",
+        layout: "chat-turns",
+        systemPrompt: null,
+        maxTokens: 7,
+        temperature: 0.5,
+        extraBody: { mm_processor_kwargs: { max_pixels: 200704 } },
+        includeEndOfTurn: true,
+        endOfTurnToken: "<e>",
+        imageUrl: "file",
+        answerSpan: "decoded",
+        timeoutMs: 5,
+        seed: 9,
+      }),
+    ).toBe("openai:Qwen/Qwen2.5-VL-3B-Instruct:857a9974680877c7");
+  });
+});

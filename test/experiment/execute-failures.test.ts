@@ -6,8 +6,10 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadExperiment } from "../../src/config/experiment.js";
-import { execute, plan, stageRecordPath } from "../../src/config/runner.js";
+import { execute } from "../../src/experiment/execute.js";
+import { loadExperiment } from "../../src/experiment/load.js";
+import { plan } from "../../src/experiment/plan.js";
+import { stageRecordPath } from "../../src/experiment/records.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
 

@@ -1,18 +1,13 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadExperiment, parseSetOption } from "../../src/config/experiment.js";
-import { execute, plan } from "../../src/config/runner.js";
+import { execute } from "../../src/experiment/execute.js";
+import { loadExperiment, parseSetOption } from "../../src/experiment/load.js";
+import { plan } from "../../src/experiment/plan.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
+import { experimentFiles } from "./helpers.js";
 
-const dir = mkdtempSync(join(tmpdir(), "lever-experiment-"));
-const write = (name: string, text: string) => {
-  const file = join(dir, name);
-  writeFileSync(file, text);
-  return file;
-};
+const { dir, write } = experimentFiles("lever-experiment-");
 
 const BASE = `name: t
 data:
@@ -143,6 +138,13 @@ describe("experiment files", () => {
         /field "eval\.[a-zA-Z]+": Unrecognized key/,
       );
     }
+  });
+
+  it("seed groups are the chain's (from the swept seeds): compare.seedGroups is rejected, not ignored", () => {
+    const file = write("groups.yaml", `${BASE}compare: { seedGroups: ["g=a+b"] }\n`);
+    expect(leverErrorOf(() => loadExperiment(file)).message).toMatch(
+      /groups\.yaml, field "compare\.seedGroups": Unrecognized key/,
+    );
   });
 
   it("after Ctrl-C (an aborted signal) no further stage starts", async () => {

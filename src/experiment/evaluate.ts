@@ -1,0 +1,131 @@
+/**
+ * The evaluation step of `lever run`: one evaluation run per evaluation identity
+ * (`<name>-eval-<id>`), holding the baselines and every trained selector of the variants that share
+ * it, so all of them are compared on the same questions. A selector is evaluated as its checkpoint
+ * linked under its stage's label (`experiments/<name>/checkpoints/<label>.safetensors`), which names
+ * it in every comparison of the run (`selector:<label>`). Returns, as data, the methods evaluated now
+ * ("RUN/RETRIEVER") and the seed groups: the checkpoints whose labels differ only in swept seeds are
+ * one method of the comparison.
+ */
+import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { parseEvalOptions } from "../eval/config.js";
+import { evaluate } from "../eval/evaluate.js";
+import type { SeedGroup } from "../report/options.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import type { ProgressStream } from "../util/progress.js";
+import type { PlannedVariant, RunPlan } from "./plan.js";
+import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
+
+interface Hooks {
+  log(line: string): void;
+  progress: ProgressStream | null;
+  signal?: AbortSignal;
+}
+
+export interface Evaluation {
+  evalRuns: string[];
+  /** "RUN/RETRIEVER" of every method evaluated in this execution. */
+  methods: string[];
+  /** Methods that differ only in their seed (two or more each). */
+  seedGroups: SeedGroup[];
+}
+
+/** Evaluates every evaluation identity of the plan. */
+export async function evaluateVariants(
+  ws: Workspace,
+  p: RunPlan,
+  outputs: StageOutputMap,
+  hooks: Hooks,
+): Promise<Evaluation> {
+  const evalRuns: string[] = [];
+  const methods: string[] = [];
+  const seedMembers = new Map<string, string[]>(); // seed group → its methods, over every evaluation
+  const byEval = new Map<string, PlannedVariant[]>();
+  for (const pv of p.variants) byEval.set(pv.evalId, [...(byEval.get(pv.evalId) ?? []), pv]);
+  for (const [evalId, group] of byEval) {
+    if (hooks.signal?.aborted) throw interruptedError();
+    const selectors = new Map<string, string>(); // label → checkpoint path
+    for (const pv of group)
+      for (const s of pv.stages) {
+        const out = outputs.get(`${s.stage}-${s.id}`);
+        if (out !== undefined && "bestFile" in out)
+          selectors.set(s.label, labelledCheckpoint(ws, p, s.label, out.bestFile));
+      }
+    const result = await evaluateGroup(ws, p, evalId, group, outputs, [...selectors.values()], hooks);
+    evalRuns.push(result.runId);
+    const retrievers = [...new Set(result.summary.cells.map((c) => c.retriever))];
+    for (const retriever of retrievers) methods.push(`${result.runId}/${retriever}`);
+    for (const pv of group)
+      for (const s of pv.stages) {
+        const path = selectors.get(s.label);
+        if (s.seedGroup === null || path === undefined) continue;
+        const members = seedMembers.get(s.seedGroup) ?? [];
+        const retriever = retrievers.find((r) => r.startsWith(`selector:${path}@`));
+        if (retriever !== undefined && !members.includes(`${result.runId}/${retriever}`))
+          members.push(`${result.runId}/${retriever}`);
+        seedMembers.set(s.seedGroup, members);
+      }
+  }
+  const seedGroups = [...seedMembers]
+    .filter(([, members]) => members.length > 1)
+    .map(([name, members]) => ({ name, members }));
+  return { evalRuns, methods, seedGroups };
+}
+
+/** One evaluation run: the baselines and the given selector checkpoints, with the first variant's settings. */
+async function evaluateGroup(
+  ws: Workspace,
+  p: RunPlan,
+  evalId: string,
+  group: PlannedVariant[],
+  outputs: StageOutputMap,
+  selectors: string[],
+  hooks: Hooks,
+) {
+  const first = group[0].variant.experiment;
+  const data = outputs.get(`data-${group[0].stages.find((s) => s.stage === "data")?.id}`) as DataOutputs;
+  const { baselines, ...settings } = first.eval;
+  const retrievers = [...baselines, ...selectors.map((path) => `selector:${path}`)];
+  hooks.log(`eval ${evalId}: ${retrievers.length} retrievers on ${settings.queries} of ${data.val}`);
+  const result = await evaluate(
+    ws,
+    parseEvalOptions({
+      ...settings,
+      ...first.vlm,
+      dataset: data.val,
+      index: data.train,
+      retrievers,
+      run: `${p.loaded.variants[0].experiment.name}-eval-${evalId}`,
+      poolSampler: first.pools.sampler,
+      k: first.pools.k,
+      selectorEmbedding: first.embedding,
+      ...(data.world ? { world: data.world } : {}),
+    }),
+    {
+      signal: hooks.signal,
+      progress: hooks.progress,
+      clusterByImage: settings.clusterByImage,
+    },
+  );
+  if (result.stats.aborted) throw new LeverError("interrupted during the evaluation; rerun the same command to resume");
+  return result;
+}
+
+/** A hard link (copy when linking fails) of a checkpoint under its label: the comparison names selectors by file name. */
+function labelledCheckpoint(ws: Workspace, p: RunPlan, label: string, file: string): string {
+  const name = p.loaded.variants[0].experiment.name;
+  const target = ws.artifactPath(`experiments/${name}/checkpoints/${label}.safetensors`);
+  if (existsSync(target)) {
+    if (readFileSync(target).equals(readFileSync(file))) return target;
+    rmSync(target);
+  }
+  mkdirSync(dirname(target), { recursive: true });
+  try {
+    linkSync(file, target);
+  } catch {
+    copyFileSync(file, target);
+  }
+  return target;
+}

@@ -1,0 +1,117 @@
+/**
+ * `lever run`: executes a plan (src/experiment/plan.ts) — every distinct stage once, in the order of
+ * the stage table, each through its entry's `run` (src/experiment/stages.ts); a stage whose record
+ * exists is reused (src/experiment/records.ts). Inside a stage the stage's own resumability applies
+ * (per anchor, per query, per epoch, per prediction), so a crash or Ctrl-C resumes where it stopped.
+ * Then one evaluation per evaluation identity (src/experiment/evaluate.ts) and one comparison and HTML
+ * report of the methods evaluated now (src/experiment/compare.ts).
+ */
+import type { Workspace } from "../store/workspace.js";
+import type { ProgressStream } from "../util/progress.js";
+import { compareAndReport } from "./compare.js";
+import { evaluateVariants } from "./evaluate.js";
+import type { PlannedStage, RunPlan } from "./plan.js";
+import { readStageRecord, writeStageRecord } from "./records.js";
+import type { Experiment } from "./schema.js";
+import {
+  type AnyStageOutputs,
+  interruptedError,
+  STAGE_TABLE,
+  STAGES,
+  type StageContext,
+  type StageEntry,
+  type StageName,
+  type StageOutputMap,
+  type StageOutputs,
+} from "./stages.js";
+
+export interface RunReport {
+  /** Per stage name: stages run now and stages reused (done earlier or shared). */
+  counts: Record<StageName, { run: number; reused: number }>;
+  evalRuns: string[];
+  trainingRuns: string[];
+  comparison: string | null;
+  reportPath: string | null;
+}
+
+export interface RunHooks {
+  /** One line per event (stage starts, reuse, results). */
+  log(line: string): void;
+  /** Progress stream of the stages (null = silent). */
+  progress: NodeJS.WritableStream | null;
+  signal?: AbortSignal;
+}
+
+/** Executes the plan (resuming and reusing what is done). */
+export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promise<RunReport> {
+  const stages = await runStages(ws, p, hooks);
+  const progress = hooks.progress as unknown as ProgressStream | null;
+  const evaluation = await evaluateVariants(ws, p, stages.outputs, {
+    log: (line) => hooks.log(line),
+    progress,
+    signal: hooks.signal,
+  });
+  const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
+  const trainingRuns = Object.keys(stages.runLabels);
+  return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
+}
+
+/** Runs or reuses every distinct stage; the training runs of the chain (run id → the stage's label), in order. */
+async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
+  const counts = Object.fromEntries(STAGES.map((s) => [s, { run: 0, reused: 0 }])) as RunReport["counts"];
+  const outputs: StageOutputMap = new Map();
+  const runLabels: Record<string, string> = {};
+  for (const { stage, variants } of p.unique) {
+    if (hooks.signal?.aborted) throw interruptedError();
+    let out = readStageRecord(ws, stage);
+    if (out !== null) {
+      counts[stage.stage].reused += variants.length;
+      hooks.log(
+        `${stage.stage} ${stage.id}: done earlier, reused${variants.length > 1 ? ` by ${variants.length} variants` : ""}`,
+      );
+    } else {
+      hooks.log(
+        `${stage.stage} ${stage.id}: running${variants.length > 1 ? ` (shared by ${variants.length} variants)` : ""}`,
+      );
+      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, hooks);
+      writeStageRecord(ws, stage, out);
+      counts[stage.stage].run += 1;
+      counts[stage.stage].reused += variants.length - 1;
+    }
+    outputs.set(`${stage.stage}-${stage.id}`, out);
+    if ("runId" in out) runLabels[out.runId] = stage.label;
+  }
+  return { counts, outputs, runLabels };
+}
+
+/** Runs one stage through its entry, with the outputs of the stages it reads. */
+function runStage(
+  ws: Workspace,
+  stage: PlannedStage,
+  e: Experiment,
+  outputs: StageOutputMap,
+  hooks: RunHooks,
+): Promise<AnyStageOutputs> | AnyStageOutputs {
+  const optional = <I extends StageName>(name: I) => {
+    const id = stage.deps[name];
+    return id === undefined ? undefined : (outputs.get(`${name}-${id}`) as StageOutputs[I] | undefined);
+  };
+  const input = <I extends StageName>(name: I) => {
+    const out = optional(name);
+    if (out === undefined) throw new Error(`stage ${name} of ${stage.stage}-${stage.id} has no outputs`);
+    return out;
+  };
+  const entry: StageEntry<StageName> = STAGE_TABLE[stage.stage];
+  const ctx: StageContext<StageName> = {
+    ws,
+    experiment: e,
+    settings: e[stage.stage] as NonNullable<Experiment[StageName]>,
+    tag: `x${stage.id}`,
+    input,
+    optional,
+    progress: hooks.progress as unknown as ProgressStream | null,
+    note: (text) => hooks.log(`note: ${text}`),
+    signal: hooks.signal,
+  };
+  return entry.run(ctx);
+}

@@ -1,0 +1,153 @@
+/**
+ * Planning `lever run` (no work done): every variant's stages with their IDENTITY — a hash of the
+ * stage's settings and of the identities of the stages it reads — and LABEL, the evaluation's
+ * identity, the distinct stages in execution order with the variants that share them, and the
+ * dry-run's description. Variants that agree upstream share those stages (a β sweep reuses one set of
+ * pools, beams, SFT and rollouts); a stage whose record exists is reused (src/experiment/records.ts).
+ *
+ * Everything here derives from the stage table (src/experiment/stages.ts). A stage's identity hashes
+ * its section and the other sections it reads (`vlm`, `embedding`; a stage that reads none: its
+ * section alone) without the settings marked operational (src/util/operational.ts: the VLM's cache,
+ * timeouts, replicas and concurrency, the stages' concurrency and batch size), on which no result
+ * depends. Identities name the stage records and evaluation runs of existing workspaces: they must not
+ * change (test/experiment/plan.test.ts pins them).
+ */
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
+import { withoutOperational } from "../util/operational.js";
+import type { LoadedExperiment, Variant } from "./load.js";
+import { readStageRecord } from "./records.js";
+import { EvalSectionSchema, type Experiment, ExperimentSchema } from "./schema.js";
+import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "./stages.js";
+
+export interface PlannedStage {
+  stage: StageName;
+  id: string;
+  /** Readable name of the stage's outputs in this variant: the stage plus the swept values that reach it ("grpo_beta-0.12_seed-2"). */
+  label: string;
+  /** The label without its swept seeds when a seed reaches the stage ("grpo_beta-0.12"): the seeds of one method, one row of the comparison. */
+  seedGroup: string | null;
+  /** The stages it reads, with their identities. */
+  deps: Partial<Record<StageName, string>>;
+}
+
+export interface PlannedVariant {
+  variant: Variant;
+  stages: PlannedStage[];
+  evalId: string;
+}
+
+export interface RunPlan {
+  loaded: LoadedExperiment;
+  variants: PlannedVariant[];
+  /** Every distinct stage, in execution order, with the variants that use it. */
+  unique: { stage: PlannedStage; variants: number[] }[];
+}
+
+const short = (value: unknown) => hashValue(value).slice(0, 10);
+
+/** A section's settings without the operational ones. */
+const sectionIdentity = (e: Experiment, key: "vlm" | StageName) =>
+  withoutOperational(ExperimentSchema.shape[key], e[key] as object);
+
+/** The stages of one variant with their identities (no work done). */
+export function planVariant(v: Variant): PlannedVariant {
+  const e = v.experiment;
+  const stages: PlannedStage[] = [];
+  // Per planned stage: its id, and the sections whose swept values reach it (its label's).
+  const planned = new Map<StageName, { id: string; sections: Set<string> }>();
+  for (const name of STAGES) {
+    if (e[name] === undefined) continue;
+    const entry: StageEntry<StageName> = STAGE_TABLE[name];
+    const inputs = inputsOf(name, entry, e);
+    const deps = Object.fromEntries(inputs.map((d) => [d, planned.get(d)?.id]));
+    const id = short({ stage: name, settings: stageSettings(name, entry, e), deps });
+    const sections = new Set([name, ...entry.reads, ...inputs.flatMap((d) => [...(planned.get(d)?.sections ?? [])])]);
+    planned.set(name, { id, sections });
+    stages.push({ stage: name, id, ...labels(name, v.assignments, sections), deps });
+  }
+  return { variant: v, stages, evalId: evalIdentity(e, planned.get("data")?.id as string) };
+}
+
+/** The stages it reads in this experiment; refuses one without a section it needs. */
+function inputsOf(name: StageName, entry: StageEntry<StageName>, e: Experiment): StageName[] {
+  const missing = entry.needs.find((d) => e[d] === undefined);
+  if (missing !== undefined)
+    throw new LeverError(`the ${name} section needs a ${missing} section${entry.why ? ` (${entry.why})` : ""}`, {
+      field: name,
+    });
+  const start = entry.startsFrom?.find((d) => e[d] !== undefined);
+  return [...entry.needs, ...(entry.uses ?? []).filter((d) => e[d] !== undefined), ...(start ? [start] : [])];
+}
+
+/** What of the experiment enters a stage's identity (besides its inputs' identities). */
+function stageSettings(name: StageName, entry: StageEntry<StageName>, e: Experiment): unknown {
+  const own = sectionIdentity(e, name);
+  if (entry.reads.length === 0) return own;
+  const section = e[name] as NonNullable<Experiment[StageName]>;
+  const read = {
+    vlm: entry.asksVlm?.(section) === false ? null : sectionIdentity(e, "vlm"),
+    embedding: e.embedding,
+  };
+  return { [name]: own, ...Object.fromEntries(entry.reads.map((r) => [r, read[r]])) };
+}
+
+/** "grpo" plus the swept values of the sections that reach the stage ("grpo_beta-0.12_seed-2"). */
+function labels(stage: StageName, assignments: Variant["assignments"], sections: Set<string>) {
+  const parts = assignments
+    .filter((a) => sections.has(a.path[0]))
+    .map((a) => {
+      const key = a.path[a.path.length - 1];
+      return { seed: key === "seed", text: `${key}-${String(a.value)}`.replace(/[^A-Za-z0-9.-]+/g, "-") };
+    });
+  const label = [stage, ...parts.map((p) => p.text)].join("_");
+  const seedless = [stage, ...parts.filter((p) => !p.seed).map((p) => p.text)].join("_");
+  return { label, seedGroup: seedless === label ? null : seedless };
+}
+
+/** The evaluation's identity: its settings but the baselines, the pools' sampler and K, the VLM, the data, the embedding. */
+function evalIdentity(e: Experiment, dataId: string): string {
+  const { baselines: _b, ...evalSettings } = e.eval;
+  return short({
+    eval: withoutOperational(EvalSectionSchema, evalSettings),
+    pools: { sampler: e.pools.sampler, k: e.pools.k },
+    vlm: sectionIdentity(e, "vlm"),
+    data: dataId,
+    embedding: e.embedding,
+  });
+}
+
+export function plan(loaded: LoadedExperiment): RunPlan {
+  const variants = loaded.variants.map(planVariant);
+  const unique = new Map<string, { stage: PlannedStage; variants: number[] }>();
+  for (const stageName of STAGES)
+    variants.forEach((pv, i) => {
+      const s = pv.stages.find((x) => x.stage === stageName);
+      if (s === undefined) return;
+      const key = `${s.stage}-${s.id}`;
+      const entry = unique.get(key);
+      if (entry) entry.variants.push(i);
+      else unique.set(key, { stage: s, variants: [i] });
+    });
+  return { loaded, variants, unique: [...unique.values()] };
+}
+
+/** The dry-run (and `--json`) view of a plan: variants with their stage ids, every distinct stage with its state. */
+export function describePlan(ws: Workspace, p: RunPlan) {
+  return {
+    file: p.loaded.file,
+    variants: p.variants.map((v, i) => ({
+      index: i + 1,
+      label: v.variant.label || "(no sweep)",
+      stages: Object.fromEntries(v.stages.map((s) => [s.stage, s.id])),
+      eval: v.evalId,
+    })),
+    stages: p.unique.map(({ stage, variants }) => ({
+      stage: stage.stage,
+      id: stage.id,
+      usedBy: variants.map((i) => i + 1),
+      state: readStageRecord(ws, stage) !== null ? "done" : "to run",
+    })),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The experiment file format (`lever run FILE`): one declarative YAML or JSON object describing the
+ * whole chain — data, pools, the VLM backend, beams, SFT, rollouts, RCE, GRPO (offline and online),
+ * evaluation, comparison and report — validated by the SAME zod schemas the stage commands use (one
+ * source for defaults, flags and help). A stage section takes exactly the keys of its command's
+ * settings file minus the inputs the chain wires from earlier stages (datasets, artefact names,
+ * checkpoints); a section the chain sets itself is rejected, not ignored. Each stage's section has the
+ * stage's name (src/experiment/stages.ts). Loading, `--set` and sweeps: src/experiment/load.ts.
+ */
+import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { BeamsSettingsSchema } from "../datagen/beams-stage.js";
+import { RolloutsSettingsSchema } from "../datagen/rollouts-stage.js";
+import { EvalSettingsSchema } from "../eval/config.js";
+import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
+import { CompareSettingsSchema } from "../report/options.js";
+import { WorldParamsSchema } from "../sim/params.js";
+import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-stage.js";
+import { SftConfigSchema } from "../train/sft-run.js";
+import { VlmSettingsSchema } from "../vlm/settings.js";
+
+/**
+ * The `compare` section: `lever compare`'s settings but the output format (the chain writes a table and
+ * Markdown) and the seed groups (the chain groups the seeds of its variants itself).
+ */
+export const ExperimentCompareSchema = CompareSettingsSchema.omit({ format: true, seedGroups: true });
+
+const SplitFilesSchema = z
+  .object({
+    questions: z.string().min(1).describe("official questions JSON file"),
+    annotations: z.string().min(1).describe("official annotations JSON file"),
+    images: z.string().min(1).optional().describe("COCO root folder (<dir>/<split>2014/COCO_<split>2014_<id>.jpg)"),
+    subset: z.string().optional().describe("items kept: first:N, random:N or all (default all)"),
+  })
+  .strict();
+
+const EmbeddingFilesSchema = z
+  .partialRecord(z.enum(EMBEDDING_KINDS), z.string().min(1))
+  .describe("embedding matrix per kind (.npy with ids beside it, or .safetensors)");
+
+const DataSchema = z
+  .object({
+    synth: WorldParamsSchema.optional().describe("a synthetic world answered by the simulated VLM (docs/simulator.md)"),
+    import: z
+      .object({
+        train: SplitFilesSchema,
+        val: SplitFilesSchema,
+        embeddings: z.object({ train: EmbeddingFilesSchema, val: EmbeddingFilesSchema }).strict(),
+      })
+      .strict()
+      .optional()
+      .describe("official VQA files and their embeddings (real data)"),
+  })
+  .strict()
+  .superRefine((d, ctx) => {
+    if ((d.synth === undefined) === (d.import === undefined))
+      ctx.addIssue({ code: "custom", path: [], message: "give exactly one of data.synth and data.import" });
+  });
+
+export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index: true, run: true })
+  .extend({
+    baselines: z
+      .array(z.string().min(1))
+      .default(["zero", "random", "topk-image", "topk-text", "topk-joint"])
+      .describe("baseline retrievers evaluated beside the trained selectors (oracle, informed: simulator only)"),
+  })
+  // Set by the chain: the trained selectors are the retrievers, and every pool is built like the training pools.
+  .omit({ retrievers: true, k: true, poolSampler: true, selectorEmbedding: true });
+
+export const ExperimentSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
+      .describe("experiment name (names its outputs)"),
+    data: DataSchema,
+    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding the selectors read"),
+    // The inputs the chain wires itself (datasets, artefact names, checkpoints) are not settings of a section.
+    pools: PoolsFieldsSchema.omit({ queries: true, index: true, out: true, replace: true })
+      .superRefine(checkPoolsSettings)
+      .prefault({})
+      .describe("each training query's pool (eval pools use the same sampler and K)"),
+    vlm: VlmSettingsSchema.default(VlmSettingsSchema.parse({})),
+    beams: BeamsSettingsSchema.omit({ dataset: true, pools: true, out: true, replace: true }).optional(),
+    sft: SftConfigSchema.optional(),
+    rollouts: RolloutsSettingsSchema.omit({
+      dataset: true,
+      pools: true,
+      checkpoint: true,
+      embedding: true,
+      out: true,
+      replace: true,
+    }).optional(),
+    rce: RceStageConfigSchema.optional(),
+    grpo: GrpoStageConfigSchema.superRefine(checkGrpoSettings).optional(),
+    online: GrpoStageConfigSchema.superRefine((s, ctx) => checkGrpoSettings(onlineGrpoConfig(s), ctx))
+      .optional()
+      .describe("online GRPO from the RCE checkpoint (grpo.online.enabled is set)"),
+    eval: EvalSectionSchema.default(EvalSectionSchema.parse({})),
+    compare: ExperimentCompareSchema.optional(),
+    report: z
+      .object({ enabled: z.boolean().default(true).describe("write the HTML report") })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+export type Experiment = z.output<typeof ExperimentSchema>;
+
+/** The GRPO settings of an experiment's `online` section: the section with online training switched on. */
+export function onlineGrpoConfig<C extends { online: { enabled: boolean } }>(section: C): C {
+  return { ...section, online: { ...section.online, enabled: true } };
+}
