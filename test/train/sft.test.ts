@@ -184,6 +184,30 @@ describe("SFT training", () => {
     expect(result.bestEpoch).toBe(0);
   });
 
+  it("resumed from the state it saved when it stopped early, trains nothing and reports the same result", async () => {
+    const cfg = config({
+      optim: {
+        epochs: 30,
+        batchQueries: 32,
+        lr: 1e-9,
+        earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
+      },
+    });
+    const dir = mkdtempSync(join(tmpdir(), "lever-sft-stopped-"));
+    const { model: _model, ...stopped } = await runSft({ ...baseInput(), config: cfg, checkpointDir: dir });
+    const epochs: number[] = [];
+    const { model: _again, ...again } = await runSft({
+      ...baseInput(),
+      config: cfg,
+      checkpointDir: dir,
+      resume: loadTrainState(join(dir, STATE_FILE)),
+      onEpoch: (info) => epochs.push(info.epoch),
+    });
+    expect(epochs).toEqual([]);
+    expect(again).toEqual(stopped);
+    expect(again.epochsRun).toBe(3);
+  });
+
   it("validation agreement of a model equals a direct count over greedy decodes", async () => {
     const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
     const r = await runSft({ ...baseInput(), config: config({ optim: { epochs: 1 } }) });
