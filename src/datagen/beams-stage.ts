@@ -153,14 +153,7 @@ export async function runBeams(
     search: record,
     embeddings,
   };
-  const run = openStageRun(ws, {
-    kind: "beams",
-    stage: BEAMS_STAGE,
-    config,
-    seed: settings.seed,
-    work: "items",
-    note: hooks.note,
-  });
+  const run = openStageRun(ws, { kind: BEAMS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
   const { runId } = run;
   run.begin();
   const anchorById = new Map(anchors.map((a) => [a.questionId, a]));

@@ -235,14 +235,7 @@ export async function runRollouts(
     ),
     generator: { ...generator, checkpoint: checkpoint?.sha256 ?? null },
   };
-  const run = openStageRun(ws, {
-    kind: "rollouts",
-    stage: ROLLOUTS_STAGE,
-    config,
-    seed: settings.seed,
-    work: "items",
-    note: hooks.note,
-  });
+  const run = openStageRun(ws, { kind: ROLLOUTS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
   const { runId } = run;
   const earlier = new Set((ws.getStage(runId, ROLLOUTS_STAGE)?.artifacts ?? []).map((a) => a.sha256));
   run.begin();

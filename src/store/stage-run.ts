@@ -33,8 +33,8 @@ export type Opened = "new" | "resumed" | "done";
 export interface StageRunSpec {
   /** The run kind (`sft`, `beams`, `eval`, …). */
   kind: string;
-  /** The stage's name in the run (training: the kind). */
-  stage: string;
+  /** The stage's name in the run (default: the kind). */
+  stage?: string;
   /** The resolved configuration, inputs included: its hash is the run's identity. */
   config: Record<string, unknown>;
   seed: number;
@@ -68,6 +68,7 @@ export interface StageRun {
 
 /** Finds or creates the run of this command (the policy above), holds it and says what it found. */
 export function openStageRun(ws: Workspace, spec: StageRunSpec): StageRun {
+  const stage = spec.stage ?? spec.kind;
   const found = findRun(ws, spec);
   if (found === undefined) {
     const runId = ws.createRun({
@@ -76,10 +77,10 @@ export function openStageRun(ws: Workspace, spec: StageRunSpec): StageRun {
       seed: spec.seed,
       ...(spec.name !== undefined ? { name: spec.name } : {}),
     });
-    return hold(ws, runId, spec.stage, "new", spec);
+    return hold(ws, runId, stage, "new", spec);
   }
   // Held first: a run another live process works on is refused before anything is said about it.
-  const run = hold(ws, found.id, spec.stage, openedAt(ws, found.id, spec.stage), spec);
+  const run = hold(ws, found.id, stage, openedAt(ws, found.id, stage), spec);
   const note = spec.note ?? (() => {});
   if (run.opened === "resumed")
     note(`run ${found.id} with these settings and inputs ${why(found)}; ${resuming(spec.work, found.id)}`);

@@ -328,7 +328,6 @@ export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<R
   const stored = storedConfig(opts.stage, opts.inputs, inputs.dataHashes, config, opts.vlm);
   const run = openStageRun(ws, {
     kind: opts.stage,
-    stage: opts.stage,
     config: stored,
     seed: config.seed,
     name: opts.inputs.name,

@@ -127,7 +127,6 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
   };
   const run = openStageRun(ws, {
     kind: "sft",
-    stage: "sft",
     config: stored,
     seed: opts.config.seed,
     name: opts.name,

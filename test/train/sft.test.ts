@@ -169,8 +169,9 @@ describe("SFT training", () => {
     expect(c.get("query_proj.weight")).not.toEqual(a.get("query_proj.weight"));
   });
 
-  it("stops early when the watched metric stops improving", async () => {
-    const cfg = config({
+  /** Learns nothing (lr 1e-9), so no epoch after the first improves by 0.5: stops after epoch 3 of 30. */
+  const stopsEarly = () =>
+    config({
       optim: {
         epochs: 30,
         batchQueries: 32,
@@ -178,6 +179,9 @@ describe("SFT training", () => {
         earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
       },
     });
+
+  it("stops early when the watched metric stops improving", async () => {
+    const cfg = stopsEarly();
     const result = await runSft({ ...baseInput(), config: cfg });
     expect(result.stoppedEarly).toBe(true);
     expect(result.epochsRun).toBe(3);
@@ -185,14 +189,7 @@ describe("SFT training", () => {
   });
 
   it("resumed from the state it saved when it stopped early, trains nothing and reports the same result", async () => {
-    const cfg = config({
-      optim: {
-        epochs: 30,
-        batchQueries: 32,
-        lr: 1e-9,
-        earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
-      },
-    });
+    const cfg = stopsEarly();
     const dir = mkdtempSync(join(tmpdir(), "lever-sft-stopped-"));
     const { model: _model, ...stopped } = await runSft({ ...baseInput(), config: cfg, checkpointDir: dir });
     const epochs: number[] = [];
