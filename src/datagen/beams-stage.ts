@@ -15,6 +15,7 @@ import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { createVlm } from "../icl/backend.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
+import { openStageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
@@ -23,7 +24,7 @@ import type { VlmSettings } from "../vlm/settings.js";
 import { preflight } from "../vlm/types.js";
 import { type BeamSearchSettings, checkSearchSettings, searchAnchor } from "./beams.js";
 import { openStageInputs, poolItems, Similarity } from "./inputs.js";
-import { findOrCreateRun, runItems, type StageHooks, stageOutputFields } from "./stage.js";
+import { runItems, type StageHooks, stageOutputFields } from "./stage.js";
 import { type CallCounter, callCounter, type VlmCalls } from "./vlm-calls.js";
 
 export const BEAMS_STAGE = "beams";
@@ -152,14 +153,14 @@ export async function runBeams(
     search: record,
     embeddings,
   };
-  const { runId, resumed } = findOrCreateRun(ws, "beams", config, settings.seed, hooks.note);
-  ws.beginStage(runId, BEAMS_STAGE, { restart: true });
+  const run = openStageRun(ws, { kind: BEAMS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
+  const { runId } = run;
+  run.begin();
   const anchorById = new Map(anchors.map((a) => [a.questionId, a]));
   const signal = hooks.signal;
   const items = await runItems<StoredAnchor>({
     ws,
-    runId,
-    stage: BEAMS_STAGE,
+    run,
     keys: anchors.map((a) => a.questionId),
     concurrency: settings.concurrency,
     signal,
@@ -196,7 +197,7 @@ export async function runBeams(
   const vlmCalls = counter.summary(vlm.vlm);
   const result: BeamsResult = {
     runId,
-    resumed,
+    resumed: run.opened !== "new",
     artifact: null,
     anchors: {
       planned: anchors.length,
@@ -229,8 +230,7 @@ export async function runBeams(
   }
   if (failures.length > 0) {
     const message = `${failures.length} of ${anchors.length} anchors failed`;
-    ws.failStage(runId, BEAMS_STAGE, message);
-    ws.finishRun(runId, "failed", message);
+    run.fail(message);
     result.seconds = (performance.now() - started) / 1000;
     return result;
   }
@@ -254,8 +254,7 @@ export async function runBeams(
     search: record,
   };
   const ref = writeBeamSet(ws, settings.out, set, { replace: settings.replace });
-  ws.completeStage(runId, BEAMS_STAGE, [ref]);
-  ws.finishRun(runId, "done");
+  run.complete([ref]);
   result.artifact = { ...ref, name: settings.out };
   result.seconds = (performance.now() - started) / 1000;
   return result;

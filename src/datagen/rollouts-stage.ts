@@ -23,6 +23,7 @@ import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
+import { openStageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { noGrad } from "../tensor/tensor.js";
@@ -34,7 +35,7 @@ import { preflight } from "../vlm/types.js";
 import { openStageInputs, poolItems, Similarity } from "./inputs.js";
 import type { ProposalSettings } from "./proposals.js";
 import { type QueryRollouts, type RolloutSettings, rolloutQuery } from "./rollouts.js";
-import { findOrCreateRun, runItems, type StageHooks, stageOutputFields } from "./stage.js";
+import { runItems, type StageHooks, stageOutputFields } from "./stage.js";
 import { type RolloutStats, rolloutStats } from "./stats.js";
 import { callCounter, type VlmCalls } from "./vlm-calls.js";
 
@@ -234,17 +235,17 @@ export async function runRollouts(
     ),
     generator: { ...generator, checkpoint: checkpoint?.sha256 ?? null },
   };
-  const { runId, resumed } = findOrCreateRun(ws, "rollouts", config, settings.seed, hooks.note);
+  const run = openStageRun(ws, { kind: ROLLOUTS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
+  const { runId } = run;
   const earlier = new Set((ws.getStage(runId, ROLLOUTS_STAGE)?.artifacts ?? []).map((a) => a.sha256));
-  ws.beginStage(runId, ROLLOUTS_STAGE, { restart: true });
+  run.begin();
   const queryById = new Map(queries.map((q) => [q.questionId, q]));
   const answering = vqaAnswering(settings.metricVariant);
   const signal = hooks.signal;
   const root = new Rng(settings.seed).child("rollouts");
   const items = await runItems<QueryRollouts>({
     ws,
-    runId,
-    stage: ROLLOUTS_STAGE,
+    run,
     keys: queries.map((q) => q.questionId),
     concurrency: settings.concurrency,
     signal,
@@ -299,7 +300,7 @@ export async function runRollouts(
   const vlmCalls = counter.summary(vlm.vlm);
   const result: RolloutsResult = {
     runId,
-    resumed,
+    resumed: run.opened !== "new",
     artifact: null,
     queries: { planned: queries.length, skipped: items.skipped, processed: items.processed },
     stats,
@@ -338,9 +339,7 @@ export async function runRollouts(
   const path = ws.artifactPath(rolloutArtifactPath(settings.out));
   const ownEarlier = existsSync(path) && earlier.has(sha256(readFileSync(path)));
   const ref = writeRolloutSet(ws, settings.out, set, { replace: settings.replace || ownEarlier });
-  ws.completeStage(runId, ROLLOUTS_STAGE, [ref]);
-  if (stats.failed.trajectories > 0) ws.finishRun(runId, "failed", failedMessage(stats));
-  else ws.finishRun(runId, "done");
+  run.complete([ref], stats.failed.trajectories > 0 ? failedMessage(stats) : undefined);
   result.artifact = { ...ref, name: settings.out };
   result.seconds = (performance.now() - started) / 1000;
   return result;

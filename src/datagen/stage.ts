@@ -1,16 +1,16 @@
 /**
  * The resumable per-item stage shared by `lever beams` (items = anchors) and `lever rollouts` (items
- * = queries). A run is identified by its kind and config hash, so re-running the same command finds
- * the same run; one process at a time works on it (the run's lease; a dead holder is taken over).
- * Items are processed with a bounded number in flight and each is stored in the workspace
+ * = queries), on a run opened through the one stage lifecycle (src/store/stage-run.ts): identified by
+ * its kind and config hash, so re-running the same command finds the same run, held by one process at
+ * a time (a dead holder is taken over). Items are processed with a bounded number in flight and each is stored in the workspace
  * (`stage_items`) the moment it finishes; a re-run skips done items and retries failed ones (and
  * done items the caller asks to redo). `beforeWork` (the VLM's preflight) runs once, only when there
  * is work. The final artefact is assembled by the caller from the stored items in key order, so a
  * run that was killed and restarted produces the same bytes as one that never stopped.
  */
 import { z } from "zod";
+import type { StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
-import { hashValue } from "../util/hash.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { createProgress, type ProgressStream, silentProgress } from "../util/progress.js";
 import type { Vlm } from "../vlm/types.js";
@@ -51,8 +51,8 @@ export type ItemOutcome<T> = { ok: true; value: T } | { ok: false; error: string
 
 export interface ItemStageOptions<T> {
   ws: Workspace;
-  runId: string;
-  stage: string;
+  /** The held run at its begun stage (src/store/stage-run.ts). */
+  run: StageRun;
   /** Every item of the stage, in the order they should be started. */
   keys: readonly string[];
   /** Items in flight at once. */
@@ -83,26 +83,6 @@ export interface ItemStageResult<T> {
 }
 
 /**
- * The run of this kind with this config (the most recent), or a new one — held by this process from
- * here on (`runItems` releases it), so a second process on the same run is refused before it touches
- * the run's stage or records. `note` hears of a run taken over from a dead process.
- */
-export function findOrCreateRun(
-  ws: Workspace,
-  kind: string,
-  config: Record<string, unknown>,
-  seed: number,
-  note?: (text: string) => void,
-): { runId: string; resumed: boolean } {
-  const existing = ws.listRuns({ kind, configHash: hashValue(config) });
-  const found = existing.length > 0 ? existing[existing.length - 1].id : null;
-  const runId = found ?? ws.createRun({ kind, config, seed });
-  const lease = ws.holdRun(runId);
-  if (lease.note !== null) note?.(lease.note);
-  return { runId, resumed: found !== null };
-}
-
-/**
  * Runs (or resumes) the items of a stage. Throws only when `beforeWork` throws or `work` throws
  * outside an abort; the stage and its run are then recorded as failed with the message.
  */
@@ -110,15 +90,14 @@ export async function runItems<T>(options: ItemStageOptions<T>): Promise<ItemSta
   try {
     return await runStageItems(options);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    options.ws.failStage(options.runId, options.stage, message);
-    options.ws.finishRun(options.runId, "failed", message);
+    options.run.fail(error instanceof Error ? error.message : String(error));
     throw error;
   }
 }
 
 async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStageResult<T>> {
-  const { ws, runId, stage, signal } = options;
+  const { ws, run, signal } = options;
+  const { runId, stage } = run;
   const wanted = new Set(options.keys);
   const done = new Map<string, T>();
   for (const row of ws.getStageItems(runId, stage))
@@ -132,14 +111,7 @@ async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStage
     processed: 0,
     aborted: false,
   };
-  // The lease findOrCreateRun took (holdRun is re-entrant in a process: no second note), released at the end.
-  const lease = ws.holdRun(runId);
-  try {
-    if (todo.length > 0) await options.beforeWork?.();
-  } catch (error) {
-    lease.release();
-    throw error;
-  }
+  if (todo.length > 0) await options.beforeWork?.();
   const progress =
     options.progress === null
       ? silentProgress
@@ -168,8 +140,8 @@ async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStage
         result.failed.set(key, outcome.error);
       }
       result.processed++;
-      lease.beat();
-      ws.updateStageProgress(runId, stage, done.size, options.keys.length);
+      run.beat();
+      run.progress(done.size, options.keys.length);
       progress.advance(1);
       // An in-process VLM resolves through microtasks only: let signals and timers run between items.
       await new Promise((resolve) => setImmediate(resolve));
@@ -179,7 +151,7 @@ async function runStageItems<T>(options: ItemStageOptions<T>): Promise<ItemStage
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, worker));
   } finally {
     progress.finish();
-    lease.release();
+    run.release();
   }
   result.aborted = result.skipped + result.processed < options.keys.length;
   return result;

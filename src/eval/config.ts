@@ -12,10 +12,12 @@ import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
-import { canonicalJson, hashValue } from "../util/hash.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 import { PROMPT_ORDERS } from "./types.js";
+
+/** The name of the evaluation's one stage in its run (its predictions). */
+export const EVAL_STAGE = "predict";
 
 /** The evaluation's own settings (the VLM backend's are `VlmSettingsSchema`, bound beside them). */
 export const EvalSettingsSchema = z
@@ -126,13 +128,3 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
 }
 
 export type EvalRunConfig = ReturnType<typeof evalRunConfig>;
-
-/** Top-level keys whose values differ between two configs (for "this run has other settings" errors). */
-export function configDifferences(a: Record<string, unknown>, b: Record<string, unknown>): string[] {
-  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
-  return keys.filter((key) => canonicalJson(a[key]) !== canonicalJson(b[key]));
-}
-
-export function evalConfigHash(config: EvalRunConfig): string {
-  return hashValue(config);
-}

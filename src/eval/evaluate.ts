@@ -5,6 +5,7 @@
  */
 
 import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
+import type { StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
 import { createProgress, type Progress, type ProgressStream, silentProgress } from "../util/progress.js";
@@ -13,8 +14,6 @@ import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { type RunStats, runEvaluation } from "./runner.js";
 import { prepareEvaluation } from "./setup.js";
-
-export const EVAL_STAGE = "predict";
 
 export interface EvaluateResult {
   runId: string;
@@ -45,11 +44,10 @@ export async function evaluate(
   run: EvaluateOptions = {},
 ): Promise<EvaluateResult> {
   const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
+  // Held since it was opened: a run another live process evaluates was refused there.
   const { runId } = prepared;
-  // One process per run: refuses a run another live process evaluates; released by ws.close().
-  const { note } = ws.holdRun(runId);
-  if (note !== null) prepared.notes.push(note);
-  ws.beginStage(runId, EVAL_STAGE, { restart: true });
+  const stageRun = prepared.run;
+  stageRun.begin();
   const client = prepared.vlm.vlm;
   const activity = hasActivity(client) ? () => activityText(client) : undefined;
   const display =
@@ -70,7 +68,7 @@ export async function evaluate(
         store: prepared.store,
         postprocess: prepared.postprocess,
         score: prepared.score,
-        progress: stageProgress(ws, runId, display),
+        progress: stageProgress(stageRun, display),
         signal: run.signal,
         batchSize: options.batchSize,
         concurrency: options.concurrency,
@@ -79,9 +77,7 @@ export async function evaluate(
       },
     );
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    ws.failStage(runId, EVAL_STAGE, message);
-    ws.finishRun(runId, "failed", message);
+    stageRun.fail(error instanceof Error ? error.message : String(error));
     throw error;
   }
 
@@ -111,8 +107,7 @@ export async function evaluate(
       12,
     );
     artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
-    ws.completeStage(runId, EVAL_STAGE, [artifact]);
-    ws.finishRun(runId, "done");
+    stageRun.complete([artifact]);
   }
   return {
     runId,
@@ -131,13 +126,13 @@ export async function evaluate(
  * Mirrors progress into the run's stage record so `lever` can show how far an evaluation got; at most
  * once a second (predictions now arrive one by one), and at the end.
  */
-function stageProgress(ws: Workspace, runId: string, display: Progress): Progress {
+function stageProgress(run: StageRun, display: Progress): Progress {
   let done = 0;
   let total = 0;
   let written = Number.NEGATIVE_INFINITY;
   const write = () => {
     written = performance.now();
-    ws.updateStageProgress(runId, EVAL_STAGE, done, total);
+    run.progress(done, total);
   };
   return {
     start(t, already) {

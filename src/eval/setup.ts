@@ -10,10 +10,10 @@ import { InformedSelector } from "../sim/informed.js";
 import { SimOracle } from "../sim/oracle.js";
 import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
 import type { Vlm } from "../vlm/types.js";
-import { configDifferences, type EvalOptions, type EvalRunConfig, evalConfigHash, evalRunConfig } from "./config.js";
+import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
 import {
   createRetriever,
   DEPRECATED_RETRIEVERS,
@@ -109,6 +109,8 @@ function embeddingIdentities(ws: Workspace, dataset: string): Record<string, str
 }
 
 export interface PreparedEvaluation {
+  /** The evaluation's run, held (src/store/stage-run.ts). */
+  run: StageRun;
   runId: string;
   resumed: boolean;
   config: EvalRunConfig;
@@ -184,12 +186,22 @@ export async function prepareEvaluation(
       }),
     );
 
-  // The run is found or created only once every retriever could be built (no orphan runs).
-  const { runId, resumed } = findOrCreateRun(ws, config, options);
+  // The run is found or created (and held) only once every retriever could be built (no orphan runs).
+  const run = openStageRun(ws, {
+    kind: "eval",
+    stage: EVAL_STAGE,
+    config,
+    seed: options.seed,
+    name: options.run,
+    nameFlag: "--run",
+    work: "items",
+    note: (text) => notes.push(text),
+  });
 
   return {
-    runId,
-    resumed,
+    run,
+    runId: run.runId,
+    resumed: run.opened !== "new",
     config,
     queries,
     index,
@@ -201,34 +213,4 @@ export async function prepareEvaluation(
     warnings,
     notes,
   };
-}
-
-/**
- * `--run NAME` names the run: reused when its settings match, refused when they differ. Without a
- * name, the run with the same config hash is resumed, else a new one is created.
- */
-export function findOrCreateRun(
-  ws: Workspace,
-  config: EvalRunConfig,
-  options: Pick<EvalOptions, "run" | "seed">,
-): { runId: string; resumed: boolean } {
-  const hash = evalConfigHash(config);
-  if (options.run !== undefined) {
-    const named = ws.listRuns({ kind: "eval" }).filter((run) => run.name === options.run);
-    if (named.length > 0) {
-      const run = named[named.length - 1];
-      if (run.configHash !== hash) {
-        const differs = configDifferences(run.config as Record<string, unknown>, config);
-        throw new LeverError(
-          `run "${options.run}" (${run.id}) was made with other settings (${differs.join(", ")}); choose another --run name`,
-          { field: "--run" },
-        );
-      }
-      return { runId: run.id, resumed: true };
-    }
-    return { runId: ws.createRun({ kind: "eval", config, seed: options.seed, name: options.run }), resumed: false };
-  }
-  const existing = ws.listRuns({ kind: "eval", configHash: hash });
-  if (existing.length > 0) return { runId: existing[existing.length - 1].id, resumed: true };
-  return { runId: ws.createRun({ kind: "eval", config, seed: options.seed }), resumed: false };
 }

@@ -188,9 +188,9 @@ export function listStages(db: Database, runId: string): StageRecord[] {
 }
 
 /**
- * Marks a stage as running. A stage that was interrupted (still "running") or failed is simply
- * restarted; a finished one is only restarted with `restart: true`, so finished work is never
- * silently redone or overwritten.
+ * Marks a stage as running, and its run running again (a failed or finished run that works again is
+ * neither). A stage that was interrupted (still "running") or failed is simply restarted; a finished
+ * one is only restarted with `restart: true`, so finished work is never silently redone or overwritten.
  */
 export function beginStage(db: Database, runId: string, name: string, options: { restart?: boolean } = {}): void {
   db.transaction(() => {
@@ -203,6 +203,7 @@ export function beginStage(db: Database, runId: string, name: string, options: {
       `INSERT OR REPLACE INTO stages (run, name, status, progress_done, progress_total, artifacts, started_at, finished_at, error)
        VALUES (?, ?, 'running', 0, 0, '[]', ?, NULL, NULL)`,
     ).run(runId, name, new Date().toISOString());
+    db.prepare("UPDATE runs SET status = 'running', finished_at = NULL, error = NULL WHERE id = ?").run(runId);
   }).immediate();
 }
 

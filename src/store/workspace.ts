@@ -37,9 +37,6 @@ export const ARTIFACTS_DIR = "artifacts";
 /** How long a statement waits for another process's write transaction before "database is locked". */
 export const BUSY_TIMEOUT_MS = 10_000;
 
-/** What a stage produces: its artefacts, or them and a value for the caller. */
-export type StageOutput<T> = ArtifactRef[] | { artifacts: ArtifactRef[]; value: T };
-
 /** Whether this process may write the database and create its WAL files beside it. */
 function canWrite(root: string, dbPath: string): boolean {
   try {
@@ -251,6 +248,7 @@ export class Workspace {
   }
 
   // ── runs and stages ───────────────────────────────────────────────────────────────────────
+  // The primitives of a stage's run; stages open, resume and finish runs through stage-run.ts.
 
   /**
    * Takes the run for this process until `release()` or `close()`: refuses (naming the holder) a run
@@ -348,35 +346,6 @@ export class Workspace {
 
   listStages(runId: string): StageRecord[] {
     return runs.listStages(this.db, runId);
-  }
-
-  /**
-   * The resumable-stage pattern in one place: skip a stage that is done (returning its recorded
-   * artefacts), otherwise begin it, produce its artefacts and complete it; a throw marks it failed.
-   * `produce` returns the artefacts, or them and a value to hand back. With `finishRun` the run is
-   * marked done (or failed) with the stage.
-   */
-  async runStage<T = undefined>(
-    runId: string,
-    name: string,
-    produce: () => StageOutput<T> | Promise<StageOutput<T>>,
-    options: { finishRun?: boolean } = {},
-  ): Promise<{ skipped: boolean; artifacts: ArtifactRef[]; value?: T }> {
-    const existing = this.getStage(runId, name);
-    if (existing?.status === "done") return { skipped: true, artifacts: existing.artifacts };
-    this.beginStage(runId, name);
-    try {
-      const output = await produce();
-      const { artifacts, value } = Array.isArray(output) ? { artifacts: output, value: undefined } : output;
-      this.completeStage(runId, name, artifacts);
-      if (options.finishRun) this.finishRun(runId, "done");
-      return { skipped: false, artifacts, value };
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      this.failStage(runId, name, message);
-      if (options.finishRun) this.finishRun(runId, "failed", message);
-      throw error;
-    }
   }
 
   /** Stores finished (or failed) items of a resumable stage; a row with the same key replaces the old one. */

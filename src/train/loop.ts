@@ -207,13 +207,10 @@ export async function train<G>(
     history.push(...resume.history);
     step = resume.step;
     epoch = resume.nextEpoch;
-    // The run had already stopped early when this state was saved.
-    if (optim.earlyStopping.patience > 0 && resume.stopper.sinceBest >= optim.earlyStopping.patience) {
-      stoppedEarly = true;
-      epoch = Math.max(epoch, optim.epochs);
-    }
+    // The run had already stopped early when this state was saved: no epoch is left to run.
+    stoppedEarly = optim.earlyStopping.patience > 0 && resume.stopper.sinceBest >= optim.earlyStopping.patience;
   }
-  for (; epoch < optim.epochs; epoch++) {
+  for (; epoch < optim.epochs && !stoppedEarly; epoch++) {
     const epochRng = root.child(`epoch-${epoch}`);
     const order = epochRng.child("shuffle").shuffle([...groups]);
     const dropout = epochRng.child("dropout");

@@ -22,6 +22,7 @@ import { PointerSelector } from "../selector/model.js";
 import { initParams } from "../selector/params.js";
 import { hashFileSync } from "../store/files.js";
 import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
+import { openStageRun } from "../store/stage-run.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
@@ -318,41 +319,35 @@ const StoredSchema = z.object({
 });
 
 /**
- * Runs an RL stage. A run of the same stage and config whose stage is not done (interrupted) is
- * continued from its last finished epoch instead of starting a new one.
+ * Runs an RL stage, or continues the run of the same stage, settings and inputs (src/store/stage-run.ts):
+ * one that did not finish is continued from its last finished epoch, a done one's result is handed back.
  */
 export async function runRlStage(ws: Workspace, opts: RlStageOptions): Promise<RlStageResult> {
   const config = resolveMetric(opts.config);
   const inputs = resolveInputs(ws, opts.inputs, onlineOf(opts.stage, config));
   const stored = storedConfig(opts.stage, opts.inputs, inputs.dataHashes, config, opts.vlm);
-  const unfinished = ws
-    .listRuns({ kind: opts.stage, configHash: hashValue(stored) })
-    .filter((run) => ws.getStage(run.id, opts.stage)?.status !== "done");
-  const previous = unfinished.at(-1);
-  if (previous !== undefined)
-    opts.note?.(
-      `run ${previous.id} with these settings and inputs did not finish; resuming it (the same as: lever train resume ${previous.id})`,
-    );
-  const runId =
-    previous?.id ??
-    ws.createRun({
-      kind: opts.stage,
-      config: stored,
-      seed: config.seed,
-      ...(opts.inputs.name ? { name: opts.inputs.name } : {}),
-    });
-  return execute(
+  const run = openStageRun(ws, {
+    kind: opts.stage,
+    config: stored,
+    seed: config.seed,
+    name: opts.inputs.name,
+    work: "epochs",
+    note: opts.note,
+  });
+  // An existing run goes on from its saved state: a done one's is final, so nothing is trained.
+  const result = await execute(
     ws,
-    runId,
+    run.runId,
     opts.stage,
     opts.inputs,
     inputs,
     config,
     opts.vlm,
-    previous !== undefined,
+    run.opened !== "new",
     opts.progress,
     opts.note,
   );
+  return run.opened === "done" ? { ...result, resumed: false } : result;
 }
 
 /** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */

@@ -13,9 +13,9 @@ import type { BeamSet } from "../data/trajectories.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { hashFileSync } from "../store/files.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
+import { openStageRun } from "../store/stage-run.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { hashValue } from "../util/hash.js";
 import { parseOrThrow } from "../util/validate.js";
 import type { EmbeddingTable } from "./data.js";
 import type { ProgressStream } from "./progress.js";
@@ -107,11 +107,11 @@ const StoredRunSchema = z.object({
 });
 
 /**
- * Trains a new SFT run, or continues the interrupted one with the same settings and inputs: a run
- * whose process died while training (killed, out of memory, the machine went down) is resumed from
- * its last finished epoch, which gives the same result as an uninterrupted run (the inputs are part
- * of the config hash, and resuming re-checks them). A run another live process is training is
- * refused, naming that process.
+ * Trains a new SFT run, or continues the run of these settings and inputs (src/store/stage-run.ts): one
+ * that did not finish (its process died, or training failed) is resumed from its last finished epoch,
+ * which gives the same result as an uninterrupted run (the inputs are part of the config hash, and
+ * resuming re-checks them); a done one is not trained again, its result is handed back. A run another
+ * live process is training is refused, naming that process.
  */
 export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
   const inputs = resolveInputs(ws, opts);
@@ -125,26 +125,17 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     dataHashes: inputs.dataHashes,
     sft: opts.config,
   };
-  const unfinished = ws
-    .listRuns({ kind: "sft", configHash: hashValue(stored) })
-    .filter((run) => run.holder !== null && (run.status === "interrupted" || run.status === "running"))
-    .at(-1);
-  if (unfinished !== undefined) {
-    if (unfinished.status === "interrupted")
-      opts.note?.(
-        `run ${unfinished.id} with these settings and inputs was interrupted (its process stopped); resuming it ` +
-          `(the same as: lever train resume ${unfinished.id})`,
-      );
-    return resumeSftStage(ws, unfinished.id, opts.progress, opts.note);
-  }
-  const runId = ws.createRun({
+  const run = openStageRun(ws, {
     kind: "sft",
     config: stored,
     seed: opts.config.seed,
-    ...(opts.name ? { name: opts.name } : {}),
+    name: opts.name,
+    work: "epochs",
+    note: opts.note,
   });
+  if (run.opened !== "new") return continueSftStage(ws, run.runId, opts.progress, opts.note);
   const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
-  return execute(ws, runId, inputs, opts.config, {
+  return execute(ws, run.runId, inputs, opts.config, {
     init,
     initFile: opts.init,
     progress: opts.progress,
@@ -162,12 +153,22 @@ export async function resumeSftStage(
   progress?: ProgressStream | null,
   note?: (text: string) => void,
 ): Promise<SftStageResult> {
+  if (ws.getStage(runId, "sft")?.status === "done")
+    throw new LeverError(`run ${runId} is already done`, { record: runId });
+  return continueSftStage(ws, runId, progress, note);
+}
+
+/** Trains an existing SFT run on from its saved state (a done run's state is final: its result). */
+async function continueSftStage(
+  ws: Workspace,
+  runId: string,
+  progress?: ProgressStream | null,
+  note?: (text: string) => void,
+): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   if (run.kind !== "sft") throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
   const stored = parseOrThrow(StoredRunSchema, run.config, { record: runId, fieldPrefix: "config" });
-  if (ws.getStage(runId, "sft")?.status === "done")
-    throw new LeverError(`run ${runId} is already done`, { record: runId });
   const inputs = resolveInputs(ws, stored);
   checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);

@@ -1,17 +1,19 @@
 /**
  * The workspace side of a training stage (SFT, RCE, GRPO), one implementation for all three: the
- * run's lease (a second process on the same run is refused; a dead holder is taken over), the files
- * the run reads (so they cannot be replaced under it), the stage record with per-epoch progress,
- * every step's and epoch's metrics as rows, progress on stderr, health warnings (RL) printed and
- * kept in `health.json` beside the checkpoints, and the checkpoints registered as the stage's
- * artefacts when it completes (`Workspace.runStage`). A throw marks the stage and the run failed.
- * The training itself is the caller's `train` function (src/train/run.ts).
+ * run held and its stage begun, completed or failed through the one stage lifecycle
+ * (src/store/stage-run.ts), the files the run reads (so they cannot be replaced under it), per-epoch
+ * progress, every step's and epoch's metrics as rows, progress on stderr, health warnings (RL) printed
+ * and kept in `health.json` beside the checkpoints, and the checkpoints registered as the stage's
+ * artefacts when it completes. A throw marks the stage and the run failed. A run whose stage is done
+ * is not trained again: its result is handed back. The training itself is the caller's `train`
+ * function (src/train/run.ts).
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import { holdStageRun } from "../store/stage-run.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
@@ -54,78 +56,86 @@ export function checkpointDirOf(ws: Workspace, runId: string, stage: string): st
   return ws.artifactPath(`runs/${runId}/${stage}`);
 }
 
+/**
+ * Trains the run's stage, or hands back the result of a run whose stage is done: its saved state is
+ * the final one, so training resumed from it runs no epoch and returns what the run produced.
+ */
 export async function executeStage<R extends TrainingRunResult>(
   ws: Workspace,
   opts: StageOptions,
   train: (checkpointDir: string, hooks: StageHooks) => Promise<R>,
 ): Promise<StageResult<R>> {
   const { runId, stage } = opts;
-  const lease = ws.holdRun(runId);
-  if (lease.note !== null) opts.note?.(lease.note);
+  const run = holdStageRun(ws, runId, stage, "epochs", opts.note);
   try {
     ws.recordRunInputs(runId, opts.inputs);
     const checkpointDir = checkpointDirOf(ws, runId, stage);
+    // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
+    const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
+    if (run.opened === "done")
+      return { runId, checkpointDir, result: await train(checkpointDir, finishedHooks(runId)), warnings };
     const progress =
       opts.progress === null
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
-    // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
-    const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
-    const { value } = await ws.runStage(
-      runId,
-      stage,
-      async () => {
-        const result = await train(checkpointDir, {
-          onStep: (info) => {
-            lease.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
-            ws.logMetrics(
-              Object.entries(info.metrics).map(([name, value]) => ({
-                runId,
-                stage,
-                step: info.step,
-                epoch: info.epoch,
-                name,
-                value,
-              })),
-            );
-            progress?.step(info);
-          },
-          onEpoch: (info) => {
-            const found = opts.health?.(info.epoch, info.metrics) ?? [];
-            const earlier = warnings.filter((w) => w.epoch < info.epoch);
-            warnings.splice(0, warnings.length, ...earlier, ...found);
-            ws.logMetrics([
-              ...Object.entries(info.metrics).map(([name, value]) => ({
-                runId,
-                stage,
-                epoch: info.epoch,
-                name: `epoch.${name}`,
-                value,
-              })),
-              ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
-            ]);
-            if (opts.health !== undefined)
-              writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
-            ws.updateStageProgress(runId, stage, info.epoch + 1, opts.epochs);
-            progress?.epoch(info);
-            for (const w of found) progress?.warn(describeHealthWarning(w));
-          },
-        });
-        const files = [
-          ...result.checkpoints,
-          ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
-          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
-        ];
-        return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
-      },
-      { finishRun: true },
-    );
-    if (value === undefined)
-      throw new LeverError(`stage "${stage}" of run ${runId} is already done`, { record: runId });
-    return { runId, checkpointDir, result: value, warnings };
+    const result = await run.produce(async () => {
+      const result = await train(checkpointDir, {
+        onStep: (info) => {
+          run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
+          ws.logMetrics(
+            Object.entries(info.metrics).map(([name, value]) => ({
+              runId,
+              stage,
+              step: info.step,
+              epoch: info.epoch,
+              name,
+              value,
+            })),
+          );
+          progress?.step(info);
+        },
+        onEpoch: (info) => {
+          const found = opts.health?.(info.epoch, info.metrics) ?? [];
+          const earlier = warnings.filter((w) => w.epoch < info.epoch);
+          warnings.splice(0, warnings.length, ...earlier, ...found);
+          ws.logMetrics([
+            ...Object.entries(info.metrics).map(([name, value]) => ({
+              runId,
+              stage,
+              epoch: info.epoch,
+              name: `epoch.${name}`,
+              value,
+            })),
+            ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
+          ]);
+          if (opts.health !== undefined) writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
+          run.progress(info.epoch + 1, opts.epochs);
+          progress?.epoch(info);
+          for (const w of found) progress?.warn(describeHealthWarning(w));
+        },
+      });
+      const files = [
+        ...result.checkpoints,
+        ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
+        ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
+      ];
+      return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
+    });
+    return { runId, checkpointDir, result, warnings };
   } finally {
-    lease.release();
+    run.release();
   }
+}
+
+/** The hooks of a done run's replay: an epoch that would run means its saved state is not the final one. */
+function finishedHooks(runId: string): StageHooks {
+  const refuse = (): never => {
+    throw new LeverError(
+      `run ${runId} is done, but its saved training state is missing or not its last epoch's; its result cannot be handed back`,
+      { record: runId },
+    );
+  };
+  return { onStep: refuse, onEpoch: refuse };
 }
 
 /** Question id → image id of a dataset's items: training splits validation by image (split.ts). */

@@ -161,7 +161,8 @@ describe("lever train resume", () => {
   it("continues a crashed run from its last finished epoch to the same weights as an uninterrupted run", async () => {
     const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "16", "--quiet", "--json"];
     const straight = JSON.parse(await run([...base, ...flags]));
-    // Crash after epoch 2's state is saved: the progress stream fails when it prints that epoch.
+    // Crash after epoch 2's state is saved: the progress stream fails when it prints that epoch. (Named: the
+    // same settings unnamed are the straight run, which is done.)
     const ws = Workspace.open(wsDir, { create: false });
     let crashedRun = "";
     try {
@@ -175,6 +176,7 @@ describe("lever train resume", () => {
           pools: join(dir, "pools.json"),
           dataset: "synth",
           embedding: "joint",
+          name: "crashed",
           config,
           progress: crashingProgress("epoch 2/3"),
         }),
@@ -195,12 +197,80 @@ describe("lever train resume", () => {
   });
 });
 
+describe("running the same training command again", () => {
+  const config = SftConfigSchema.parse({ model: { hidden: 8 }, optim: { epochs: 3, lr: 1e-2, batchQueries: 10 } });
+  const sft = (ws: Workspace, progress: Parameters<typeof runSftStage>[1]["progress"], notes: string[] = []) =>
+    runSftStage(ws, {
+      beams: join(dir, "beams.json"),
+      pools: join(dir, "pools.json"),
+      dataset: "synth",
+      embedding: "joint",
+      config,
+      progress,
+      note: (text) => notes.push(text),
+    });
+
+  it("resumes a failed run from its last finished epoch instead of training a new one", async () => {
+    const ws = Workspace.open(wsDir, { create: false });
+    try {
+      await expect(sft(ws, crashingProgress("epoch 2/3"))).rejects.toThrow(/simulated crash/);
+      const failed = ws.listRuns({ kind: "sft" }).at(-1)!;
+      expect(failed).toMatchObject({ status: "failed", error: "simulated crash" });
+      const lines: string[] = [];
+      const notes: string[] = [];
+      const result = await sft(ws, { isTTY: false, write: (text) => lines.push(text) }, notes);
+      expect(result.runId).toBe(failed.id);
+      expect(notes).toEqual([
+        `run ${failed.id} with these settings and inputs failed (simulated crash); resuming it (the same as: lever train resume ${failed.id})`,
+      ]);
+      // Only the third epoch is trained again; the first two are kept.
+      expect(lines.map((l) => l.split("  ")[0])).toEqual(["sft epoch 3/3"]);
+      expect(ws.getMetrics(failed.id, { name: "epoch.trainLoss" }).map((r) => r.epoch)).toEqual([0, 1, 2]);
+      expect(result).toMatchObject({
+        epochsRun: 3,
+        checkpoints: [1, 2, 3].map((e) => expect.stringContaining(`epoch-00${e}`)),
+      });
+      expect(ws.listRuns({ kind: "sft", configHash: failed.configHash })).toHaveLength(1);
+      expect(ws.getRun(failed.id)).toMatchObject({ status: "done", error: null });
+    } finally {
+      ws.close();
+    }
+  });
+
+  it("trains nothing for a run that is done: the same command hands back its result", async () => {
+    // Stops early after epoch 2 of 5 (no later epoch improves by 100), so the result is not simply "every epoch".
+    const flags = ["--epochs", "5", "--hidden", "8", "--seed", "3", "--early-stopping-patience", "1"];
+    const command = [...base, ...flags, "--early-stopping-min-delta", "100", "--json"];
+    const first = await runTrainCli(command);
+    expect(first.code, first.stderr).toBe(0);
+    const again = await runTrainCli(command);
+    expect(again.code, again.stderr).toBe(0);
+    const result = JSON.parse(first.stdout);
+    expect(result).toMatchObject({ epochsRun: 2, stoppedEarly: true });
+    expect(JSON.parse(again.stdout)).toEqual(result);
+    expect(again.stderr).toMatch(
+      new RegExp(
+        `^note: run ${result.runId} with these settings and inputs is already done \\(finished [^)]+\\); nothing to train, its checkpoints are the result\n$`,
+      ),
+    );
+    const ws = Workspace.open(wsDir, { create: false });
+    try {
+      const run = ws.getRun(result.runId)!;
+      expect(ws.listRuns({ kind: "sft", configHash: run.configHash })).toHaveLength(1);
+      expect(ws.getMetrics(result.runId, { name: "epoch.trainLoss" })).toHaveLength(2);
+    } finally {
+      ws.close();
+    }
+  });
+});
+
 describe("interrupted training", () => {
   const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "12", "--seed", "7"];
 
   it("re-running `lever train sft` after the process was killed resumes that run (same weights); a live holder is refused", async () => {
     const straight = JSON.parse(await run([...base, ...flags, "--quiet", "--json"]));
-    // The same training in another process, killed (SIGKILL: no cleanup at all) while it prints epoch 2.
+    // The same training in another process, killed (SIGKILL: no cleanup at all) while it prints epoch 2;
+    // named, since the same settings unnamed are the straight run, which is done.
     const script = `
       import { Workspace } from ${JSON.stringify(resolve("dist/src/store/workspace.js"))};
       import { runSftStage } from ${JSON.stringify(resolve("dist/src/train/sft-stage.js"))};
@@ -211,6 +281,7 @@ describe("interrupted training", () => {
         pools: ${JSON.stringify(join(dir, "pools.json"))},
         dataset: "synth",
         embedding: "joint",
+        name: "victim",
         config: SftConfigSchema.parse({ model: { hidden: 8 }, optim: { epochs: 3, lr: 1e-2, batchQueries: 12 }, seed: 7 }),
         progress: { isTTY: false, write: (text) => { if (text.includes("epoch 2/3")) process.kill(process.pid, "SIGKILL"); } },
       });`;
@@ -228,7 +299,7 @@ describe("interrupted training", () => {
     ws.close();
     try {
       expectUserError(
-        await runTrainCli([...base, ...flags, "--quiet"]),
+        await runTrainCli([...base, ...flags, "--name", "victim", "--quiet"]),
         new RegExp(
           `run ${victim.id} is in use by process ${sleeper.pid}@${hostname()} \\(since 2026-02-02T00:00:00\\.000Z`,
         ),
@@ -237,7 +308,7 @@ describe("interrupted training", () => {
       sleeper.kill();
     }
     await new Promise((done) => sleeper.once("exit", done));
-    const resumed = await runTrainCli([...base, ...flags, "--quiet", "--json"]);
+    const resumed = await runTrainCli([...base, ...flags, "--name", "victim", "--quiet", "--json"]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stderr).toContain(
       `note: run ${victim.id} with these settings and inputs was interrupted (its process stopped); resuming it (the same as: lever train resume ${victim.id})`,

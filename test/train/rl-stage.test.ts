@@ -150,6 +150,21 @@ describe("lever train rce / grpo (workspace stage)", () => {
       const resumed = await resumeRlStage(ws, crashed, null);
       expect(resumed.runId).toBe(crashed);
       expect(weights(resumed.checkpoints.at(-1)!)).toEqual(weights(straight.checkpoints.at(-1)!));
+      // The same command again trains nothing: the done run's result is handed back.
+      const notes: string[] = [];
+      const again = await runRlStage(ws, {
+        stage: "grpo",
+        inputs: { ...inputs, name: "crash" },
+        config,
+        vlm,
+        progress: crashingProgress("grpo epoch"),
+        note: (text) => notes.push(text),
+      });
+      expect(again).toEqual({ ...resumed, resumed: false });
+      expect(notes).toEqual([
+        expect.stringMatching(new RegExp(`^run ${crashed} .* is already done .*nothing to train`)),
+      ]);
+      expect(ws.listRuns({ kind: "grpo" }).filter((r) => r.name === "crash")).toHaveLength(1);
     } finally {
       ws.close();
     }

@@ -169,8 +169,9 @@ describe("SFT training", () => {
     expect(c.get("query_proj.weight")).not.toEqual(a.get("query_proj.weight"));
   });
 
-  it("stops early when the watched metric stops improving", async () => {
-    const cfg = config({
+  /** Learns nothing (lr 1e-9), so no epoch after the first improves by 0.5: stops after epoch 3 of 30. */
+  const stopsEarly = () =>
+    config({
       optim: {
         epochs: 30,
         batchQueries: 32,
@@ -178,10 +179,30 @@ describe("SFT training", () => {
         earlyStopping: { metric: "valTop1", mode: "max", patience: 2, minDelta: 0.5 },
       },
     });
+
+  it("stops early when the watched metric stops improving", async () => {
+    const cfg = stopsEarly();
     const result = await runSft({ ...baseInput(), config: cfg });
     expect(result.stoppedEarly).toBe(true);
     expect(result.epochsRun).toBe(3);
     expect(result.bestEpoch).toBe(0);
+  });
+
+  it("resumed from the state it saved when it stopped early, trains nothing and reports the same result", async () => {
+    const cfg = stopsEarly();
+    const dir = mkdtempSync(join(tmpdir(), "lever-sft-stopped-"));
+    const { model: _model, ...stopped } = await runSft({ ...baseInput(), config: cfg, checkpointDir: dir });
+    const epochs: number[] = [];
+    const { model: _again, ...again } = await runSft({
+      ...baseInput(),
+      config: cfg,
+      checkpointDir: dir,
+      resume: loadTrainState(join(dir, STATE_FILE)),
+      onEpoch: (info) => epochs.push(info.epoch),
+    });
+    expect(epochs).toEqual([]);
+    expect(again).toEqual(stopped);
+    expect(again.epochsRun).toBe(3);
   });
 
   it("validation agreement of a model equals a direct count over greedy decodes", async () => {
