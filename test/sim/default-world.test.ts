@@ -6,9 +6,9 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { splitEmbeddings } from "../../src/sim/embed.js";
-import { Rng } from "../../src/util/rng.js";
 import { SimVlm, worldFileContent } from "../../src/sim/vlm.js";
 import { SPLITS, World } from "../../src/sim/world.js";
+import { Rng } from "../../src/util/rng.js";
 
 /** sha256 over everything a world generates: items, annotators, latents and each split's embeddings. */
 function worldHash(world: World): string {
@@ -42,7 +42,11 @@ describe("the default world", () => {
     const world = World.generate({});
     expect(world.fingerprint).toBe("8f41fdb229f4919ab863e45d07080879bb840545dfc860444b9e8227ee754ee0");
     // world.json's content (parameters as written, fingerprint, counts) and the backend id (cache keys).
-    expect(createHash("sha256").update(JSON.stringify(worldFileContent(world))).digest("hex")).toBe("a5f3e5d493ed1fdc0f38e4fda5437fdea51b994eda9a8a1d7c269f0c99089bdb");
+    expect(
+      createHash("sha256")
+        .update(JSON.stringify(worldFileContent(world)))
+        .digest("hex"),
+    ).toBe("a5f3e5d493ed1fdc0f38e4fda5437fdea51b994eda9a8a1d7c269f0c99089bdb");
     expect(new SimVlm(world).id).toBe("sim:8f41fdb229f4919a:f3bbb315adea899f");
     expect(worldHash(world)).toBe("ee7b1d1ad2cf6a56ce8f623bc8449af4c12b2bb1ed2647b71f4184ce54cb0f28");
   });
