@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { check } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { itemQualities, type NoiseTarget, noisyAnswers } from "./item-effects.js";
-import { answerKeyText } from "./metric.js";
+import { answerKey } from "./metric.js";
 import { type WorldParams, type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import {
   conceptName,
@@ -39,7 +39,7 @@ export class AnswerRegistry {
   private readonly byKey = new Map<string, number>();
 
   add(text: string): number {
-    const key = answerKeyText(text);
+    const key = answerKey(text);
     const existing = this.byKey.get(key);
     if (existing !== undefined) return existing;
     this.byKey.set(key, this.canonical.length);
@@ -49,7 +49,7 @@ export class AnswerRegistry {
 
   /** Id of an answer string (any surface form that normalises to a known answer), or -1. */
   idOf(text: string): number {
-    return this.byKey.get(answerKeyText(text)) ?? -1;
+    return this.byKey.get(answerKey(text)) ?? -1;
   }
 
   get size(): number {
