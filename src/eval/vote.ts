@@ -48,14 +48,19 @@ export function voteChooser(sources: VoteSources): PoolChooser {
     }
     return s;
   };
+  // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
+  const ranked = new WeakMap<readonly string[], { queryId: string; order: string[] }>();
   return (query, pool, shots) => {
-    lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING));
-    const q = lookup(query.questionId, "query");
-    const similarity = Float64Array.from(pool, (id) => cosine(q, lookup!(id, "index")));
-    const { vote } = poolVote(pool.map(support), similarity.map(voteWeight));
-    return voteOrder(vote, similarity)
-      .slice(0, shots)
-      .map((p) => pool[p]);
+    let order = ranked.get(pool)?.queryId === query.questionId ? ranked.get(pool)?.order : undefined;
+    if (order === undefined) {
+      lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING));
+      const q = lookup(query.questionId, "query");
+      const similarity = Float64Array.from(pool, (id) => cosine(q, lookup!(id, "index")));
+      const { vote } = poolVote(pool.map(support), similarity.map(voteWeight));
+      order = voteOrder(vote, similarity).map((p) => pool[p]);
+      ranked.set(pool, { queryId: query.questionId, order });
+    }
+    return order.slice(0, shots);
   };
 }
 

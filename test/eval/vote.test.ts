@@ -59,13 +59,14 @@ describe("the vote retriever", () => {
     // Were the query's annotators counted as a voter (say with its self-similarity 1), "blue" would
     // put b first, "red" a or f, "two" d or e.
     const chosen = choose(item("q", { green: 10 }, "green"), pool, 3);
+    // A fresh pool array each time: the chooser ranks each pool array once and would not look again.
     for (const [counts, shown] of [
       [{ blue: 10 }, "blue"],
       [{ red: 10 }, "red"],
       [{ two: 10 }, "two"],
       [{ blue: 5, red: 5 }, "blue"],
     ] as const)
-      expect(choose(item("q", counts, shown), pool, 3)).toEqual(chosen);
+      expect(choose(item("q", counts, shown), [...pool], 3)).toEqual(chosen);
   });
 
   it("chooses within the query's pool of the configured sampler and K, and needs the index's data", async () => {
