@@ -22,7 +22,9 @@ function item(questionId: string, counts: Record<string, number>, shown: string)
 /** Rows with a given cosine to the query row [1, 0, 0] (not unit length: the vote normalises). */
 function matrix(ids: string[], cosines: number[], scale = 2): EmbeddingMatrix {
   const data = new Float32Array(ids.length * 3);
-  cosines.forEach((c, r) => data.set([scale * c, scale * Math.sqrt(1 - c * c), 0], r * 3));
+  cosines.forEach((c, r) => {
+    data.set([scale * c, scale * Math.sqrt(1 - c * c), 0], r * 3);
+  });
   return { ids, dim: 3, data };
 }
 
