@@ -38,24 +38,23 @@ export function voteChooser(sources: VoteSources): PoolChooser {
     if (s === undefined) {
       const item = byId.get(id);
       if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
-      supports.set(
-        id,
-        (s = answerSupport(
-          item.answers.map((a) => a.answer),
-          item.answer,
-        )),
+      s = answerSupport(
+        item.answers.map((a) => a.answer),
+        item.answer,
       );
+      supports.set(id, s);
     }
     return s;
   };
   // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
   const ranked = new WeakMap<readonly string[], { queryId: string; order: string[] }>();
   return (query, pool, shots) => {
-    let order = ranked.get(pool)?.queryId === query.questionId ? ranked.get(pool)?.order : undefined;
+    const seen = ranked.get(pool);
+    let order = seen?.queryId === query.questionId ? seen.order : undefined;
     if (order === undefined) {
-      lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING));
-      const q = lookup(query.questionId, "query");
-      const similarity = Float64Array.from(pool, (id) => cosine(q, lookup!(id, "index")));
+      const row = (lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING)));
+      const q = row(query.questionId, "query");
+      const similarity = Float64Array.from(pool, (id) => cosine(q, row(id, "index")));
       const { vote } = poolVote(pool.map(support), similarity.map(voteWeight));
       order = voteOrder(vote, similarity).map((p) => pool[p]);
       ranked.set(pool, { queryId: query.questionId, order });

@@ -6,8 +6,8 @@
  * disagreement. Everything comes from named `Rng` children of one seed, so `World.generate(params)`
  * rebuilds the identical world from `world.json`.
  *
- * The latent fields (concept, qtype, trueAnswer, knowledge, quality, wrongAnswer) are for the simulator only: nothing
- * outside src/sim/ may read them (the selector sees embeddings).
+ * The latent fields (concept, qtype, trueAnswer, knowledge, quality, wrongAnswer) are for the simulator
+ * only: nothing outside src/sim/ may read them (the selector sees embeddings).
  */
 import { createHash } from "node:crypto";
 import { check } from "../util/errors.js";
