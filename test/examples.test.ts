@@ -21,7 +21,16 @@ describe("examples/", () => {
   const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
 
   it("holds the documented experiment files", () => {
-    expect(files.sort()).toEqual(["beta-seed-sweep.yaml", "demo.yaml", "okvqa-vllm.yaml"]);
+    expect(files.sort()).toEqual(["beta-seed-sweep.yaml", "demo.yaml", "okvqa-vllm.yaml", "worlds.yaml"]);
+  });
+
+  it("worlds.yaml: no training, the demo's pools, top-k, vote and informed on 2,000 questions; --set picks the world", () => {
+    const p = plan(loadExperiment(join(dir, "worlds.yaml"), ["data.synth.labelNoise=0.25"]));
+    expect(shape(p)).toEqual({ data: [1], pools: [1] });
+    const e = p.variants[0].variant.experiment;
+    expect(e.data.synth).toMatchObject({ trainItems: 5000, valItems: 2000, labelNoise: 0.25 });
+    expect(e.pools).toMatchObject(load("demo.yaml").variants[0].variant.experiment.pools);
+    expect(e.eval?.baselines).toEqual(["topk-joint", "vote", "informed"]);
   });
 
   it.each(files)("%s loads, validates and plans", (file) => {

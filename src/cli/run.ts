@@ -54,7 +54,7 @@ export function register(program: Command): void {
     program
       .command("demo")
       .description(
-        "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random and top-k with intervals, the HTML report",
+        "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random, top-k, the answer vote, the informed ceiling and the oracle with intervals, the HTML report",
       ),
   ).action(async (flags: RunFlags, command: Command) => runExperiment(command, demoExperimentFile(), flags));
 

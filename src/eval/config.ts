@@ -31,7 +31,7 @@ export const EvalSettingsSchema = z
     retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
       flag: "retriever",
       description:
-        "retrievers: zero, random, topk-image, topk-text, topk-joint, oracle and informed (sim only), selector:CKPT",
+        "retrievers: zero, random, topk-image, topk-text, topk-joint, vote, oracle and informed (sim only), selector:CKPT",
     }),
     k: z
       .number()
@@ -39,7 +39,7 @@ export const EvalSettingsSchema = z
       .positive()
       .optional()
       .describe(
-        `pool size K of each query's pool (oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
+        `pool size K of each query's pool (vote, oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
       ),
     poolSampler: z
       .enum(SAMPLERS)

@@ -15,6 +15,7 @@ export type RetrieverSpec =
   | { kind: "zero" }
   | { kind: "random" }
   | { kind: "topk"; embedding: EmbeddingKind }
+  | { kind: "vote" }
   | { kind: SimReference }
   | { kind: "selector"; checkpoint: string };
 
@@ -26,10 +27,11 @@ export type RetrieverSpec =
 export type PoolProvider = (queries: readonly VqaItem[], sampler: SamplerName, k: number) => Promise<string[][]>;
 
 /**
- * A simulator retriever choosing within the query's pool, returning SELECTION order: the oracle (the
- * best trajectory, knowing the answers) or the informed ceiling (src/sim/informed.ts).
+ * A rule choosing `shots` demonstrations within the query's pool, returning SELECTION order: the
+ * answer vote (src/eval/vote.ts), and with the simulator the oracle (the best trajectory, knowing the
+ * answers) and the informed ceiling (src/sim/informed.ts).
  */
-export type OracleFn = (query: VqaItem, pool: readonly string[], shots: number) => string[];
+export type PoolChooser = (query: VqaItem, pool: readonly string[], shots: number) => string[];
 
 export interface Retriever {
   /** Name stored with predictions and shown in tables. */
@@ -47,9 +49,11 @@ export interface RetrieverContext {
   k: number;
   /** Largest shot count of the evaluation: similarity pools are fetched once with this K and sliced. */
   maxShots: number;
+  /** The answer vote; absent when the index's annotations and embeddings are not available. */
+  vote?: PoolChooser;
   /** Present only with the simulated VLM. */
-  oracle?: OracleFn;
-  informed?: OracleFn;
+  oracle?: PoolChooser;
+  informed?: PoolChooser;
   /** Loads `selector:CKPT`; absent when selectors are not available. */
   loadSelector?: (checkpoint: string) => Promise<SelectorHandle>;
 }
@@ -68,14 +72,20 @@ export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason
   },
 };
 
-export const RETRIEVER_NAMES = ["zero", "random", ...Object.keys(TOPK_EMBEDDINGS), ...SIM_REFERENCES, "selector:CKPT"];
+export const RETRIEVER_NAMES = [
+  "zero",
+  "random",
+  ...Object.keys(TOPK_EMBEDDINGS),
+  "vote",
+  ...SIM_REFERENCES,
+  "selector:CKPT",
+];
 
-/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `oracle`, `informed`, `selector:CKPT`). */
+/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `vote`, `oracle`, `informed`, `selector:CKPT`). */
 export function parseRetrieverSpec(text: string): RetrieverSpec {
   const given = text.trim();
   const name = DEPRECATED_RETRIEVERS[given]?.replacement ?? given;
-  if (name === "zero") return { kind: "zero" };
-  if (name === "random") return { kind: "random" };
+  if (name === "zero" || name === "random" || name === "vote") return { kind: name };
   if (isSimReference(name)) return { kind: name };
   if (name in TOPK_EMBEDDINGS) return { kind: "topk", embedding: TOPK_EMBEDDINGS[name] };
   if (name.startsWith("selector:")) {
@@ -162,16 +172,21 @@ export async function createRetriever(spec: RetrieverSpec, context: RetrieverCon
           (await context.pools(queries, sampler, context.maxShots)).map((pool) => pool.slice(0, shots)),
       };
     }
+    case "vote":
     case "oracle":
     case "informed": {
       const choose = context[spec.kind];
       if (!choose)
-        throw new LeverError(`the ${spec.kind} retriever needs the simulated VLM (--vlm sim)`, {
-          field: "--retriever",
-        });
+        throw new LeverError(
+          spec.kind === "vote"
+            ? "the vote retriever needs the index's annotations and joint embeddings"
+            : `the ${spec.kind} retriever needs the simulated VLM (--vlm sim)`,
+          { field: "--retriever" },
+        );
       return {
         name: spec.kind,
         shots: positiveShots,
+        // Chooses within the query's pool of the configured sampler and K, like a selector.
         select: async (queries, shots) => {
           const pools = await context.pools(queries, context.poolSampler, context.k);
           return queries.map((query, i) => choose(query, pools[i], shots));

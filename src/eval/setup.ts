@@ -18,7 +18,7 @@ import {
   createRetriever,
   DEPRECATED_RETRIEVERS,
   memoizePools,
-  type OracleFn,
+  type PoolChooser,
   type PoolProvider,
   parseRetrieverList,
   type Retriever,
@@ -26,6 +26,7 @@ import {
 } from "./retrievers.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
 import { fromPromptOrder } from "./types.js";
+import { voteChooser } from "./vote.js";
 
 /** The workspace's predictions table as a PredictionStore. */
 export function workspacePredictionStore(ws: Workspace): PredictionStore {
@@ -42,12 +43,12 @@ export function workspacePredictionStore(ws: Workspace): PredictionStore {
 function inSelectionOrder(
   search: (queryId: string, pool: readonly string[], shots: number) => { demoIds: string[] },
   order: PromptOrder,
-): OracleFn {
+): PoolChooser {
   return (query, pool, shots) => fromPromptOrder(search(query.questionId, pool, shots).demoIds, order);
 }
 
 /** The simulator's oracle and informed-ceiling retrievers. */
-export function simRetrievers(sim: SimVlm, order: PromptOrder): { oracle: OracleFn; informed: OracleFn } {
+export function simRetrievers(sim: SimVlm, order: PromptOrder): { oracle: PoolChooser; informed: PoolChooser } {
   const oracle = new SimOracle(sim);
   const informed = new InformedSelector(sim);
   return {
@@ -166,6 +167,11 @@ export async function prepareEvaluation(
         poolSampler: options.poolSampler ?? DEFAULT_POOL.sampler,
         k: options.k ?? DEFAULT_POOL.k,
         maxShots,
+        vote: voteChooser({
+          query: (kind) => embeddings.get(options.dataset, kind),
+          index: (kind) => embeddings.get(options.index, kind),
+          items: index,
+        }),
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(

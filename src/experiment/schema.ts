@@ -62,7 +62,9 @@ export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index:
     baselines: z
       .array(z.string().min(1))
       .default(["zero", "random", "topk-image", "topk-text", "topk-joint"])
-      .describe("baseline retrievers evaluated beside the trained selectors (oracle, informed: simulator only)"),
+      .describe(
+        "baseline retrievers evaluated beside the trained selectors (zero, random, topk-image|text|joint, vote; oracle, informed: simulator only)",
+      ),
   })
   // Set by the chain: the trained selectors are the retrievers, and every pool is built like the training pools.
   .omit({ retrievers: true, k: true, poolSampler: true, selectorEmbedding: true });

@@ -24,6 +24,15 @@ export { normalizeAnswer, processDigitArticle, processPunctuation, stripAnswer }
 export const VQA_VARIANTS = ["official", "always-normalize"] as const;
 export type VqaVariant = (typeof VQA_VARIANTS)[number];
 
+/**
+ * The key under which two answer strings are the same answer: the official normalisation applied to
+ * the stripped string ("Two" ≡ "2" ≡ "two", "the park" ≡ "park", "red." ≡ "red"). What the
+ * metric compares when annotators disagree, and what the simulator and the answer vote key answers by.
+ */
+export function answerKey(answer: string): string {
+  return normalizeAnswer(stripAnswer(answer));
+}
+
 /** Scores one prediction against a question's GT answers (prepared once). Returns a fraction in [0, 1]. */
 export type VqaScorer = (prediction: string) => number;
 

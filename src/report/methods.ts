@@ -114,13 +114,14 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
   };
 }
 
-/** zero, random, top-k, the simulator's informed ceiling, its oracle, then selectors (stable within each). */
+/** zero, random, top-k, the answer vote, the simulator's informed ceiling, its oracle, then selectors (stable within each). */
 function retrieverRank(name: string): number {
   if (name === "zero") return 0;
   if (name === "random") return 1;
   if (name.startsWith("topk-")) return 2;
-  if (isSimReference(name)) return 3 + SIM_REFERENCES.indexOf(name);
-  return 3 + SIM_REFERENCES.length;
+  if (name === "vote") return 3;
+  if (isSimReference(name)) return 4 + SIM_REFERENCES.indexOf(name);
+  return 4 + SIM_REFERENCES.length;
 }
 
 /** Resolves a method reference to a method id; `what` names the flag in errors. */

@@ -1,7 +1,8 @@
 /**
  * The informed ceiling of the simulated VLM: the selection a retriever makes when it knows every
- * latent of the world EXCEPT the query's own true answer and its visual knowledge κ — the relevance
- * class, shown answer and copy jitter of every candidate, and the query's cell distribution. Those are
+ * latent of the world EXCEPT the query's own true answer (and whether its annotators got it wrong) and
+ * its visual knowledge κ — the relevance class, shown answer (right or wrong), copy jitter and item
+ * quality of every candidate, and the query's cell distribution. Those are
  * exactly what an embedding-only selector could at best recover (the embeddings carry concepts, types
  * and, faintly, answers; κ is carried by nothing, docs/simulator.md), so the informed retriever shows
  * how far above top-k such a selector can possibly get on a world.
@@ -14,6 +15,13 @@
  *
  * where L are the logits without the true answer's bonus plus `truthBonus` on slot a (the format and
  * confusion terms do not depend on which answer is true). One model evaluation per prompt gives all a.
+ * With label noise ρ the query's annotators agree, with probability ρ, on a wrong answer w drawn from
+ * the cell without a (src/sim/item-effects.ts), so the target is w instead of a:
+ *
+ *   E = Σ_a p_cell(a) · [(1−ρ)·P(greedy = a) + ρ·Σ_{w≠a} r_a(w)·P(greedy = w)],  r_a(w) = p_cell(w) / Σ_{x≠a} p_cell(x)
+ *
+ * with P(greedy = w | truth a) = [w beats every answer but a] · Φ((L_w − L_a − truthBonus − μ_κ) / σ_κ).
+ * Item quality needs nothing here: it is inside the model's copy weights, which informed knows.
  * Ties (probability 0) and the soft VQA accuracy are ignored: this is exact-answer probability.
  *
  * Search: beam search over prompts built from the query outward (the first pick sits next to the
@@ -85,13 +93,11 @@ export class InformedSelector {
   private objective(q: number, demos: ArrayLike<number>, answers: ArrayLike<number>): number {
     const world = this.sim.world;
     const model = this.sim.model;
-    const { knowledgeMean, knowledgeSd } = world.params;
+    const noise = world.params.labelNoise ?? 0;
     model.evaluate(q, demos, answers, demos.length, false);
     const logits = model.logits;
-    // The two largest logits of the table (first slot on ties): M_a is the first unless a holds it.
-    const first = model.argmax();
-    let second = -1;
-    for (let k = 0; k < model.tableSize; k++) if (k !== first && (second < 0 || logits[k] > logits[second])) second = k;
+    // The three largest logits of the table (earlier slot first on ties): M_a is the first unless a holds it.
+    const [first, second, third] = topSlots(logits, model.tableSize);
     const cell = world.cell(world.concept[q], world.qtype[q]);
     let total = 0;
     for (let k = 0; k < cell.vocab.length; k++) {
@@ -101,11 +107,57 @@ export class InformedSelector {
         total += cell.prob[k]; // the only answer in the table
         continue;
       }
-      const margin = knowledgeMean + logits[k] + model.truthBonus - logits[rival];
-      // With σ_κ = 0 a tie goes to the earlier slot, as the greedy answer does.
-      const win = knowledgeSd > 0 ? normalCdf(margin / knowledgeSd) : margin > 0 || (margin === 0 && k < rival) ? 1 : 0;
-      total += cell.prob[k] * win;
+      const clean = this.truthBeats(k, rival, logits, model.truthBonus);
+      const wrong = noise > 0 ? this.wrongWins(k, cell.prob, logits, [first, second, third], model.truthBonus) : -1;
+      total += cell.prob[k] * (wrong >= 0 ? (1 - noise) * clean + noise * wrong : clean);
     }
     return total;
   }
+
+  /**
+   * P(the truth at slot k, its logit raised by κ + truthBonus, beats slot `rival`) over κ:
+   * Φ((μ_κ + L_k + truthBonus − L_rival) / σ_κ). With σ_κ = 0 a tie goes to the earlier slot, as the greedy answer does.
+   */
+  private truthBeats(k: number, rival: number, logits: Float64Array, bonus: number): number {
+    const { knowledgeMean, knowledgeSd } = this.sim.world.params;
+    const margin = knowledgeMean + logits[k] + bonus - logits[rival];
+    return knowledgeSd > 0 ? normalCdf(margin / knowledgeSd) : margin > 0 || (margin === 0 && k < rival) ? 1 : 0;
+  }
+
+  /**
+   * With label noise: P(the greedy answer is the wrong answer w the query's annotators agree on), w
+   * drawn as the world draws it, p_cell(w) / Σ_{x≠k} p_cell(x), when the truth is slot k. w is the
+   * greedy answer iff it beats every other answer but the truth, and κ < L_w − L_k − truthBonus.
+   * -1 when the cell has no other answer (such an item is never noisy).
+   */
+  private wrongWins(k: number, prob: Float64Array, logits: Float64Array, top: number[], bonus: number): number {
+    let mass = 0;
+    let sum = 0;
+    for (let w = 0; w < prob.length; w++) {
+      if (w === k || prob[w] <= 0) continue;
+      mass += prob[w];
+      const rival = top.find((s) => s >= 0 && s !== k && s !== w) ?? -1;
+      if (rival >= 0 && !beats(logits, w, rival)) continue;
+      sum += prob[w] * (1 - this.truthBeats(k, w, logits, bonus));
+    }
+    return mass > 0 ? sum / mass : -1;
+  }
+}
+
+/** Whether slot a is ahead of slot b in the greedy order (larger logit, earlier slot on ties). */
+function beats(logits: Float64Array, a: number, b: number): boolean {
+  return logits[a] > logits[b] || (logits[a] === logits[b] && a < b);
+}
+
+/** The three best slots of a table in the greedy order (-1 where the table is smaller). */
+function topSlots(logits: Float64Array, size: number): [number, number, number] {
+  const top: [number, number, number] = [-1, -1, -1];
+  for (let s = 0; s < size; s++) {
+    let at = 3;
+    while (at > 0 && (top[at - 1] < 0 || beats(logits, s, top[at - 1]))) at--;
+    if (at === 3) continue;
+    top.splice(at, 0, s);
+    top.length = 3;
+  }
+  return top;
 }

@@ -4,12 +4,10 @@
  * oracle reports. Both are the project's official implementations (src/metrics/vqa.ts), so the
  * oracle's accuracy is exactly what evaluation measures.
  */
-import { normalizeAnswer, prepareGroundTruth, stripAnswer } from "../metrics/vqa.js";
+import { answerKey, prepareGroundTruth } from "../metrics/vqa.js";
 
 /** Canonical key of an answer string: the official VQA normalisation (case, articles, number words, punctuation). */
-export function answerKeyText(answer: string): string {
-  return normalizeAnswer(stripAnswer(answer));
-}
+export { answerKey };
 
 /** Official VQA accuracy scorer for one question's ground-truth answers (fraction in [0, 1]). */
 export function accuracyScorer(gtAnswers: readonly string[]): (prediction: string) => number {

@@ -6,7 +6,8 @@
  * prompt order (distance from the query δ_j = n−1−j, position weight π_j = decay^δ_j):
  *
  *   class_j  = relevance class of j for q: none / sameConcept / sameType / sameCell (both)
- *   w_j      = (copyBase + relevance[class_j]) · (1 + η·h(q, j)) · π_j   copy weight, h ∈ [−1, 1] a fixed hash
+ *   w_j      = (copyBase + relevance[class_j]) · (1 + η·h(q, j)) · m_j · π_j   copy weight, h ∈ [−1, 1] a
+ *              fixed hash, m_j the demonstration's item quality (1 unless `itemQuality` is on)
  *   E_x      = Σ_{j : answer_j = x} w_j                                      evidence for answer x
  *   F        = Σ_j format[class_j] · π_j                                     format evidence
  *   U        = Σ_j confusion[class_j] · π_j                                  confusion
@@ -67,9 +68,11 @@ export class AnswerModel {
     return (w.concept[q] === w.concept[d] ? 1 : 0) | (w.qtype[q] === w.qtype[d] ? 2 : 0);
   }
 
-  /** Copy weight of item d for query q before the position weight: class weight times the fixed jitter. */
+  /** Copy weight of item d for query q before the position weight: class weight, fixed jitter, item quality. */
   copyWeight(q: number, d: number): number {
-    return this.copyByClass[this.relevanceClass(q, d)] * (1 + this.params.jitter * pairHash(q, d));
+    return (
+      this.copyByClass[this.relevanceClass(q, d)] * (1 + this.params.jitter * pairHash(q, d)) * this.world.quality[d]
+    );
   }
 
   /** Weight of prompt index j among n demonstrations (the last one, next to the query, weighs 1). */
@@ -91,6 +94,7 @@ export class AnswerModel {
     const ids = this.tableIds;
     const logits = this.logits;
     const evidence = this.evidence;
+    const quality = w.quality;
     let size = vocabSize;
     let trueSlot = 0;
     for (let k = 0; k < vocabSize; k++) {
@@ -117,7 +121,8 @@ export class AnswerModel {
         size++;
       }
       if (slot >= vocabSize) this.firstDemoOfSlot[slot] = j; // j decreases: ends at the first demo
-      evidence[slot] += this.copyByClass[cls] * (1 + m.jitter * pairHash(q, d)) * pi;
+      // × quality (exactly 1 when off, so the product is bit-identical to the product without it).
+      evidence[slot] += this.copyByClass[cls] * (1 + m.jitter * pairHash(q, d)) * quality[d] * pi;
       format += this.formatByClass[cls] * pi;
       confusion += this.confusionByClass[cls] * pi;
       pi *= m.positionDecay;

@@ -100,6 +100,19 @@ export const WorldParamsSchema = z.strictObject({
   ambiguityMax: unit.default(0.5),
   /** Share of agreeing annotators who write a surface variant ("Two", "two", "the park", "red."). */
   variantRate: unit.default(0.05),
+  /**
+   * Label noise: the share of items (both splits) whose annotators agree on a WRONG answer — another
+   * answer of the item's cell, annotated around it the way a clean item is around its true answer — so
+   * the answer such an item shows as a demonstration is wrong, and as a query it is scored against
+   * wrong annotations. Absent means 0: an absent key, not a default, so the resolved parameters, the
+   * `world.json` and the experiment identities of worlds made before it existed stay the same.
+   */
+  labelNoise: unit.optional(),
+  /**
+   * Item quality σ: item i's copy weight as a demonstration is multiplied by m_i = exp(σ·z_i − σ²/2),
+   * z_i ~ N(0, 1) independent of everything else (mean 1). Absent means 0 (every m_i = 1), as above.
+   */
+  itemQuality: z.number().min(0).max(3).optional(),
   embedding: EmbeddingParamsSchema,
   model: AnswerModelParamsSchema,
 });

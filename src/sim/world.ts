@@ -6,13 +6,14 @@
  * disagreement. Everything comes from named `Rng` children of one seed, so `World.generate(params)`
  * rebuilds the identical world from `world.json`.
  *
- * The latent fields (concept, qtype, trueAnswer, knowledge) are for the simulator only: nothing
- * outside src/vlm/sim*.ts and src/vlm/world*.ts may read them (the selector sees embeddings).
+ * The latent fields (concept, qtype, trueAnswer, knowledge, quality, wrongAnswer) are for the simulator
+ * only: nothing outside src/sim/ may read them (the selector sees embeddings).
  */
 import { createHash } from "node:crypto";
 import { check } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
-import { answerKeyText } from "./metric.js";
+import { itemQualities, type NoiseTarget, noisyAnswers } from "./item-effects.js";
+import { answerKey } from "./metric.js";
 import { type WorldParams, type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import {
   conceptName,
@@ -38,7 +39,7 @@ export class AnswerRegistry {
   private readonly byKey = new Map<string, number>();
 
   add(text: string): number {
-    const key = answerKeyText(text);
+    const key = answerKey(text);
     const existing = this.byKey.get(key);
     if (existing !== undefined) return existing;
     this.byKey.set(key, this.canonical.length);
@@ -48,7 +49,7 @@ export class AnswerRegistry {
 
   /** Id of an answer string (any surface form that normalises to a known answer), or -1. */
   idOf(text: string): number {
-    return this.byKey.get(answerKeyText(text)) ?? -1;
+    return this.byKey.get(answerKey(text)) ?? -1;
   }
 
   get size(): number {
@@ -95,6 +96,10 @@ export class World {
   qtype = new Int32Array(0);
   trueAnswer = new Int32Array(0);
   knowledge = new Float64Array(0);
+  /** Copy-weight multiplier of each item as a demonstration (item quality; all 1 when off). */
+  quality: Float64Array = new Float64Array(0);
+  /** The wrong answer a noisy item's annotators agree on (label noise), -1 for a clean item. */
+  wrongAnswer: Int32Array = new Int32Array(0);
 
   private readonly indexById = new Map<string, number>();
   private fingerprintValue = "";
@@ -160,14 +165,38 @@ export class World {
     this.qtype = Int32Array.from(items, (d) => d.qtype);
     this.trueAnswer = Int32Array.from(items, (d) => d.trueAnswer);
     this.knowledge = Float64Array.from(items, (d) => d.knowledge);
+    this.quality = itemQualities(p, rng.child("item-quality"), items.length);
+    this.wrongAnswer = noisyAnswers(p, rng.child("label-noise"), this.noiseTargets(), (r, i, answer) =>
+      this.reannotate(r, i, answer),
+    );
+    // The new latents enter only when their parameter is on, so older worlds keep their fingerprint.
+    const quality = (p.itemQuality ?? 0) > 0;
+    const noise = (p.labelNoise ?? 0) > 0;
     const hash = createHash("sha256");
     items.forEach((d, i) => {
       this.indexById.set(this.questionIds[i], i);
+      const extra = `${quality ? `|q${this.quality[i]}` : ""}${noise ? `|w${this.wrongAnswer[i]}` : ""}`;
       hash.update(
-        `${this.questionIds[i]}|${this.shownAnswer[i]}|${d.concept}|${d.qtype}|${d.trueAnswer}|${d.knowledge}\n`,
+        `${this.questionIds[i]}|${this.shownAnswer[i]}|${d.concept}|${d.qtype}|${d.trueAnswer}|${d.knowledge}${extra}\n`,
       );
     });
     this.fingerprintValue = hash.digest("hex");
+  }
+
+  private noiseTargets(): NoiseTarget[] {
+    return this.questionIds.map((questionId, i) => {
+      const { vocab, prob } = this.cell(this.concept[i], this.qtype[i]);
+      return { questionId, vocab, prob, trueAnswer: this.trueAnswer[i] };
+    });
+  }
+
+  /** Draws item i's annotators anew around `answer` (a noisy item's wrong answer). */
+  private reannotate(rng: Rng, i: number, answer: number): void {
+    const cell = this.cell(this.concept[i], this.qtype[i]);
+    const { answers, confidences } = this.annotate(rng, cell, answer, QUESTION_TYPES[this.qtype[i]]);
+    this.annotatorAnswers[i] = answers;
+    this.annotatorConfidences[i] = confidences;
+    this.shownAnswer[i] = mostFrequent(answers);
   }
 
   /** Every type's vocabulary for all built-in types (so ids do not depend on `questionTypes`), then kinds, synonyms. */
@@ -253,7 +282,8 @@ export class World {
   /**
    * Ten annotators: with probability 1−ε an annotator gives the true answer (sometimes as a surface
    * variant the official normalisation undoes), otherwise a confusable answer (a synonym, or
-   * another answer of the cell). ε = ambiguityMax·u³ is the item's ambiguity.
+   * another answer of the cell). ε = ambiguityMax·u³ is the item's ambiguity. `trueAnswer` is the
+   * answer the annotators agree on: a noisy item's wrong answer when called for label noise.
    */
   private annotate(
     rng: Rng,

@@ -3,6 +3,7 @@ import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
 import { EmbeddingCache, workspacePools } from "../../src/eval/setup.js";
 import { fromPromptOrder } from "../../src/eval/types.js";
+import { voteChooser } from "../../src/eval/vote.js";
 import { InformedSelector } from "../../src/sim/informed.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";
@@ -127,6 +128,45 @@ describe("evaluate on the simulator", () => {
         expect(row.demonstrations).toEqual(informed.trajectory(row.questionId, pool, row.shot).demoIds);
         expect(oracle.expectedAccuracy(row.questionId, row.demonstrations)).toBe(row.accuracy);
       }
+    }
+  });
+
+  it("vote rows: the vote's choice in the query's own pool, the best-supported demonstration next to the query", async () => {
+    const embeddings = new EmbeddingCache(sim.ws);
+    const index = sim.ws.loadItems("train");
+    const choose = voteChooser({
+      query: (kind) => embeddings.get("val", kind),
+      index: (kind) => embeddings.get("train", kind),
+      items: index,
+    });
+    const val = new Map(sim.ws.loadItems("val").map((i) => [i.questionId, i]));
+    const pools = workspacePools(embeddings, options(), "val", "train", index);
+    for (const order of ["nearest", "farthest"] as const) {
+      const result = await evaluate(
+        sim.ws,
+        options({
+          run: `vote-${order}`,
+          order,
+          retrievers: ["vote", "topk-joint"],
+          queries: "first:15",
+          shots: [1, 3],
+        }),
+        { progress: null },
+      );
+      const rows = sim.ws.getPredictions(result.runId).filter((r) => r.retriever === "vote");
+      expect(rows.length).toBe(30);
+      let differs = 0;
+      for (const row of rows) {
+        const query = val.get(row.questionId)!;
+        const [pool] = await pools([query], "mix", 16);
+        const selected = choose(query, pool, row.shot);
+        expect(fromPromptOrder(row.demonstrations, order)).toEqual(selected);
+        const nearest = order === "nearest" ? row.demonstrations.at(-1) : row.demonstrations[0];
+        expect(nearest).toBe(choose(query, pool, 1)[0]);
+        const [topk] = await pools([query], "joint-sim", row.shot);
+        if (selected.join() !== topk.join()) differs++;
+      }
+      expect(differs).toBeGreaterThan(10);
     }
   });
 

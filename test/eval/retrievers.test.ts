@@ -31,6 +31,7 @@ describe("parseRetrieverSpec", () => {
     expect(parseRetrieverSpec("topk-mix")).toEqual({ kind: "topk", embedding: "joint" });
     expect(parseRetrieverSpec("oracle")).toEqual({ kind: "oracle" });
     expect(parseRetrieverSpec("informed")).toEqual({ kind: "informed" });
+    expect(parseRetrieverSpec("vote")).toEqual({ kind: "vote" });
     expect(parseRetrieverSpec("selector:runs/a:b.safetensors")).toEqual({
       kind: "selector",
       checkpoint: "runs/a:b.safetensors",

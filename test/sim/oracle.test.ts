@@ -3,7 +3,7 @@ import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
 import { vqaAccuracy } from "../../src/metrics/vqa.js";
 import { Rng } from "../../src/util/rng.js";
 import type { GenerateResult } from "../../src/vlm/types.js";
-import { oracle, randomPool, sim, trainIds, valIds, world } from "./small-world.js";
+import { noisy, oracle, plain, randomPool, trainIds, valIds } from "./small-world.js";
 
 /** Every ordered choice of `shots` distinct elements. */
 function* orderedChoices(n: number, shots: number, prefix: number[] = []): Generator<number[]> {
@@ -14,7 +14,10 @@ function* orderedChoices(n: number, shots: number, prefix: number[] = []): Gener
   for (let i = 0; i < n; i++) if (!prefix.includes(i)) yield* orderedChoices(n, shots, [...prefix, i]);
 }
 
-describe("SimOracle", () => {
+describe.each([
+  ["the plain world", plain],
+  ["a world with label noise and item quality", noisy],
+])("SimOracle on %s", (_name, { sim, world, oracle, valIds, randomPool }) => {
   it("expectedAccuracy = official VQA accuracy of the post-processed text `generate` returns", async () => {
     const rng = new Rng(1);
     for (let t = 0; t < 200; t++) {
@@ -63,7 +66,9 @@ describe("SimOracle", () => {
     }
     expect(improvedOverFirst).toBeGreaterThan(10);
   });
+});
 
+describe("SimOracle", () => {
   it("finds that order matters: some queries' best trajectory loses accuracy when reversed", () => {
     const rng = new Rng(3);
     let orderSensitive = 0;
@@ -92,5 +97,23 @@ describe("SimOracle", () => {
     for (let t = 0; t < 30; t++)
       nodes += oracle.bestTrajectory(valIds[rng.int(valIds.length)], randomPool(rng, 32), 4).nodes;
     expect(nodes / 30).toBeLessThan(50_000);
+  });
+});
+
+describe("SimOracle with label noise", () => {
+  it("scores against the query's annotations: a noisy query's latent true answer loses to the wrong answer it shows", () => {
+    const { world, oracle, valIds } = noisy;
+    const noisyIds = valIds.filter((id) => world.wrongAnswer[world.indexOf(id)] >= 0);
+    expect(noisyIds.length).toBeGreaterThan(30);
+    let truthLoses = 0;
+    for (const id of noisyIds) {
+      const q = world.indexOf(id);
+      const wrong = world.registry.canonical[world.wrongAnswer[q]];
+      const truth = world.registry.canonical[world.trueAnswer[q]];
+      const score = oracle.scorer(q);
+      expect(score(wrong)).toBeGreaterThanOrEqual(score(truth));
+      if (score(truth) < score(wrong)) truthLoses++;
+    }
+    expect(truthLoses / noisyIds.length).toBeGreaterThan(0.9);
   });
 });

@@ -1,0 +1,96 @@
+/**
+ * The `vote` baseline retriever (no training; docs/report.md): the query's pool — the same pool the
+ * oracle, the informed ceiling and the selectors choose from — ranked by the answer vote
+ * (src/metrics/vote.ts): vote_k, the similarity-weighted share of the OTHER candidates' annotators
+ * who give candidate k's normalised answer, highest first, ties by similarity. The first `shots`
+ * are returned in selection order, so under the default prompt order the best-supported candidate
+ * sits next to the query.
+ *
+ * Similarity is the cosine on the joint (image + question) embedding: whether two VQA items share an
+ * answer depends on both what the image shows and what is asked, and it is the embedding the
+ * selectors read by default. Weights are max(0, cos). Only index items' annotations are read — never
+ * the query's — and every index item's support is computed once.
+ */
+import { type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
+import { type AnswerSupport, answerSupport, poolVote, voteOrder, voteWeight } from "../metrics/vote.js";
+import { LeverError } from "../util/errors.js";
+import type { PoolChooser } from "./retrievers.js";
+
+/** The embedding the vote weighs candidates with. */
+export const VOTE_EMBEDDING: EmbeddingKind = "joint";
+
+export interface VoteSources {
+  /** The query dataset's and the index dataset's embeddings of a kind (loaded when first asked for). */
+  query: (kind: EmbeddingKind) => EmbeddingMatrix;
+  index: (kind: EmbeddingKind) => EmbeddingMatrix;
+  /** The index dataset's items (their annotators and shown answers). */
+  items: readonly VqaItem[];
+}
+
+/** The vote retriever's choice within a query's pool (selection order). */
+export function voteChooser(sources: VoteSources): PoolChooser {
+  let lookup: ((id: string, role: "query" | "index") => Float32Array) | undefined;
+  const byId = new Map(sources.items.map((item) => [item.questionId, item]));
+  const supports = new Map<string, AnswerSupport>();
+  const support = (id: string): AnswerSupport => {
+    let s = supports.get(id);
+    if (s === undefined) {
+      const item = byId.get(id);
+      if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
+      s = answerSupport(
+        item.answers.map((a) => a.answer),
+        item.answer,
+      );
+      supports.set(id, s);
+    }
+    return s;
+  };
+  // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
+  const ranked = new WeakMap<readonly string[], { queryId: string; order: string[] }>();
+  return (query, pool, shots) => {
+    const seen = ranked.get(pool);
+    let order = seen?.queryId === query.questionId ? seen.order : undefined;
+    if (order === undefined) {
+      const row = (lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING)));
+      const q = row(query.questionId, "query");
+      const similarity = Float64Array.from(pool, (id) => cosine(q, row(id, "index")));
+      const { vote } = poolVote(pool.map(support), similarity.map(voteWeight));
+      order = voteOrder(vote, similarity).map((p) => pool[p]);
+      ranked.set(pool, { queryId: query.questionId, order });
+    }
+    return order.slice(0, shots);
+  };
+}
+
+function rowLookup(query: EmbeddingMatrix, index: EmbeddingMatrix) {
+  if (query.dim !== index.dim)
+    throw new LeverError(
+      `query and index ${VOTE_EMBEDDING} embeddings differ in dimension (${query.dim}, ${index.dim})`,
+    );
+  const rows = { query: rowIndex(query), index: rowIndex(index) };
+  const matrices = { query, index };
+  return (id: string, role: "query" | "index"): Float32Array => {
+    const r = rows[role].get(id);
+    if (r === undefined)
+      throw new LeverError(`no ${role} ${VOTE_EMBEDDING} embedding row for this item`, {
+        record: id,
+        field: "embedding",
+      });
+    const { data, dim } = matrices[role];
+    return data.subarray(r * dim, (r + 1) * dim);
+  };
+}
+
+/** cos(a, b) in float64 (rows need not be unit length); 0 when either row is zero. */
+function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
+}
