@@ -217,7 +217,7 @@ describe("mean, spread and ranks", () => {
   test("meanStdMaxAbsHot: the population standard deviation (n) and the largest |x|; 0s for no values", () => {
     expect(meanStdMaxAbsHot([2, 4, 4, 4, 5, 5, 7, 9])).toEqual({ mean: 5, std: 2, maxAbs: 9 });
     expect(meanStdMaxAbsHot([-3, 1])).toEqual({ mean: -1, std: 2, maxAbs: 3 });
-        expect(meanStdMaxAbsHot([])).toEqual({ mean: 0, std: 0, maxAbs: 0 });
+    expect(meanStdMaxAbsHot([])).toEqual({ mean: 0, std: 0, maxAbs: 0 });
   });
 
   test("averageRanks: 1…n ascending, ties share their average rank", () => {
