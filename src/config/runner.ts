@@ -24,8 +24,8 @@ import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
+import type { ComparisonResult } from "../metrics/compare.js";
 import { makePools } from "../pools/stage.js";
-import type { ComparisonResult } from "../report/compare.js";
 import { renderComparison } from "../report/compare-render.js";
 import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
@@ -322,8 +322,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
     if (result.stats.aborted)
       throw new LeverError("interrupted during the evaluation; rerun the same command to resume");
     evalRuns.push(result.runId);
-    for (const retriever of new Set(result.summary.cells.map((c) => c.retriever)))
-      evaluated.push(`${result.runId}/${retriever}`);
+    for (const retriever of result.retrievers) evaluated.push(`${result.runId}/${retriever}`);
     // Variants that differ only in a seed are one method with mean ± sd.
     for (const pv of group)
       for (const s of pv.stages) {
@@ -332,7 +331,7 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
         const path = selectors.get(s.label);
         if (path === undefined) continue;
         const members = seedGroups.get(seedless) ?? [];
-        const retriever = result.summary.cells.find((c) => c.retriever.startsWith(`selector:${path}@`))?.retriever;
+        const retriever = result.retrievers.find((r) => r.startsWith(`selector:${path}@`));
         if (retriever !== undefined && !members.includes(`${result.runId}/${retriever}`))
           members.push(`${result.runId}/${retriever}`);
         seedGroups.set(seedless, members);
