@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseEvalOptions } from "../src/eval/config.js";
 import { evaluate } from "../src/eval/evaluate.js";
-import { renderEvalSummary, renderTable } from "../src/report/table.js";
+import { renderComparison } from "../src/report/compare-render.js";
+import { renderTable } from "../src/report/table.js";
 import { importSynthSplit } from "../src/sim/ingest.js";
 import { writeSynthDataset } from "../src/sim/synth.js";
 import { Workspace } from "../src/store/workspace.js";
@@ -67,7 +68,7 @@ export async function run(): Promise<void> {
           `cache hits ${first.vlm?.cacheHits}; re-run: ${again.stats.evaluated} evaluated, VLM calls ${again.vlm?.calls}; ` +
           `new run from cache: VLM calls ${copy.vlm?.calls}, cache hits ${copy.vlm?.cacheHits}\n`,
       );
-      console.log(renderEvalSummary(first.summary));
+      if (first.summary !== null) console.log(renderComparison(first.summary, "table"));
     } finally {
       ws.close();
     }

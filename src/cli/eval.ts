@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { EvalSettingsSchema, parseEvalOptions } from "../eval/config.js";
 import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
 import type { RunStats } from "../eval/runner.js";
-import { renderEvalSummary } from "../report/table.js";
+import { renderComparison } from "../report/compare-render.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
@@ -15,7 +15,7 @@ export function register(program: Command): void {
   const command = program
     .command("eval")
     .description(
-      "ICL evaluation: for every query × retriever × shot choose demonstrations, ask the VLM, score with the official VQA accuracy, store every prediction (resumable), and report accuracy with CIs and paired tests vs random",
+      "ICL evaluation: for every query × retriever × shot choose demonstrations, ask the VLM, score with the official VQA accuracy, store every prediction (resumable), and report accuracy with CIs and paired tests vs random (lever compare's numbers for these rows)",
     )
     .option("--json", "print the result as one JSON object");
   const evalSettings = bindSettings(command, EvalSettingsSchema, { fileOption: "config" });
@@ -45,7 +45,7 @@ export function register(program: Command): void {
         { record: result.runId },
       );
     if (flags.json) printJson(result);
-    else process.stdout.write(`${renderEvalSummary(result.summary)}\n`);
+    else if (result.summary !== null) process.stdout.write(`${renderComparison(result.summary, "table")}\n`);
     // The table shows what succeeded; failed predictions make the command fail (they are stored and
     // retried by the next run of the same command).
     if (result.stats.failures > 0) {

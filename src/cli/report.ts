@@ -1,11 +1,12 @@
 import { resolve as resolvePath } from "node:path";
 import type { Command } from "commander";
-import { renderComparison } from "../report/compare-render.js";
+import { type CompareFormat, renderComparison } from "../report/compare-render.js";
 import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
 import { buildReportModel } from "../report/model.js";
 import { CompareSettingsSchema, ReportSettingsSchema } from "../report/options.js";
 import { writeFileAtomic } from "../util/atomic.js";
+import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
@@ -17,10 +18,11 @@ export function register(program: Command): void {
     .description(
       "compare evaluation runs on the same questions: accuracy with CIs per query subset × shot, paired differences vs a baseline with CIs, McNemar / sign-flip p, Holm, MDE, seed groups, selection overlap",
     )
-    .argument("<runs...>", "evaluation runs, by id (eval-0003) or name; every retriever of every run is a method");
+    .argument("<runs...>", "evaluation runs, by id (eval-0003) or name; every retriever of every run is a method")
+    .option("--json", "the same as --format json (like lever eval --json)");
   const compareSettings = bindSettings(compare, CompareSettingsSchema, { fileOption: "config" });
-  compare.action(async (runs: string[], _flags: unknown, cmd: Command) => {
-    const settings = resolve(cmd, compareSettings);
+  compare.action(async (runs: string[], flags: { json?: boolean }, cmd: Command) => {
+    const settings = jsonFormat(resolve(cmd, compareSettings), flags.json === true, cmd.getOptionValue("format"));
     await withWorkspace(
       cmd,
       (ws) => {
@@ -63,6 +65,14 @@ export function register(program: Command): void {
       else process.stdout.write(`${path}\n`);
     });
   });
+}
+
+/** `--json` is `--format json`; flags override a settings file, but `--json` with another `--format` is refused. */
+function jsonFormat<S extends { format: CompareFormat }>(settings: S, json: boolean, formatFlag: unknown): S {
+  if (!json) return settings;
+  if (formatFlag !== undefined && formatFlag !== "json")
+    throw new LeverError(`--json is --format json; it cannot go with --format ${formatFlag}`, { field: "--json" });
+  return { ...settings, format: "json" };
 }
 
 /** reports/<id+id+…>.html in the workspace (a hash of the ids when that name would be long). */

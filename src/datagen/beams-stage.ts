@@ -13,6 +13,7 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { createVlm } from "../icl/backend.js";
+import { mean } from "../metrics/stats.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
@@ -263,7 +264,7 @@ export async function runBeams(
 function summary(values: readonly number[]): { mean: number; min: number; max: number } {
   if (values.length === 0) return { mean: 0, min: 0, max: 0 };
   return {
-    mean: values.reduce((s, v) => s + v, 0) / values.length,
+    mean: mean(values),
     min: minOf(values),
     max: maxOf(values),
   };

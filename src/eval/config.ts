@@ -8,9 +8,9 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
+import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
-import { DEFAULT_RESAMPLES } from "../report/results.js";
 import { LeverError } from "../util/errors.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
@@ -71,11 +71,8 @@ export const EvalSettingsSchema = z
       .describe("prompt order: nearest (first selected next to the query) or farthest"),
     batchSize: z.number().int().positive().default(64).describe("prompts per VLM call").meta(OPERATIONAL),
     concurrency: z.number().int().positive().default(4).describe("VLM calls in flight").meta(OPERATIONAL),
-    resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples"),
-    clusterByImage: z
-      .boolean()
-      .default(false)
-      .describe("bootstrap over images instead of questions (questions sharing an image move together)"),
+    // The summary's settings are the comparison engine's (the same as lever compare's).
+    ...ComparisonFields,
   })
   .strict();
 

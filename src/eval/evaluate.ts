@@ -1,10 +1,11 @@
 /**
  * `lever eval` end to end: prepare (data, VLM, pools, retrievers, run), run or resume the
  * predictions with progress recorded on the run's stage, then summarise the requested cells
- * (plus the random baseline when the run has it) and store the summary as an artefact.
+ * (plus the random baseline when the run has it) with the comparison engine (./summary.ts) and
+ * store the summary as an artefact.
  */
 
-import { type EvalSummary, summarizeEvaluation } from "../report/results.js";
+import type { ComparisonResult } from "../metrics/compare.js";
 import type { StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { hashValue } from "../util/hash.js";
@@ -14,6 +15,7 @@ import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { type RunStats, runEvaluation } from "./runner.js";
 import { prepareEvaluation } from "./setup.js";
+import { summarizeEvaluation } from "./summary.js";
 
 export interface EvaluateResult {
   runId: string;
@@ -21,7 +23,10 @@ export interface EvaluateResult {
   config: EvalRunConfig;
   stats: RunStats;
   vlm: VlmRunStats | null;
-  summary: EvalSummary;
+  /** Retrievers of the summary: the requested ones, and random when the run holds it at the requested shots. */
+  retrievers: string[];
+  /** The comparison engine's table of their cells (null when no prediction is stored yet). */
+  summary: ComparisonResult | null;
   warnings: string[];
   notes: string[];
   /** Artefact holding the summary (absent when the run was interrupted). */
@@ -82,7 +87,6 @@ export async function evaluate(
   }
 
   // The report covers what was asked for, plus the random baseline when this run holds it.
-  const names = new Set(prepared.retrievers.map((r) => r.name));
   const cells = new Set(prepared.retrievers.flatMap((r) => r.shots(options.shots).map((s) => `${r.name}@${s}`)));
   const wanted = ws
     .getPredictions(runId)
@@ -91,17 +95,12 @@ export async function evaluate(
         cells.has(`${row.retriever}@${row.shot}`) || (row.retriever === "random" && options.shots.includes(row.shot)),
     );
   const clusters = run.clusterByImage ? new Map(prepared.queries.map((q) => [q.questionId, q.imageId])) : undefined;
-  const summary = summarizeEvaluation(wanted, {
-    seed: options.seed,
-    resamples: options.resamples,
-    clusters,
-    retrieverOrder: ["zero", "random", ...names],
-  });
+  const summary = summarizeEvaluation(runId, wanted, { seed: options.seed, resamples: options.resamples, clusters });
 
   const vlm = hasStats(prepared.vlm.vlm) ? prepared.vlm.vlm.getStats() : null;
   let artifact: EvaluateResult["artifact"] = null;
   if (!stats.aborted) {
-    const body = { format: "lever.eval-summary/1", runId, config: prepared.config, stats, vlm, summary };
+    const body = { format: "lever.eval-summary/2", runId, config: prepared.config, stats, vlm, summary };
     const name = hashValue({ cells: [...cells].sort(), resamples: options.resamples, clusters: !!clusters }).slice(
       0,
       12,
@@ -115,6 +114,7 @@ export async function evaluate(
     config: prepared.config,
     stats,
     vlm,
+    retrievers: [...new Set(wanted.map((row) => row.retriever))],
     summary,
     warnings: prepared.warnings,
     notes: prepared.notes,

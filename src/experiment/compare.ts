@@ -7,7 +7,7 @@
  * curves name each run by its stage's label.
  */
 import { resolve } from "node:path";
-import type { ComparisonResult } from "../report/compare.js";
+import type { ComparisonResult } from "../metrics/compare.js";
 import { renderComparison } from "../report/compare-render.js";
 import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";

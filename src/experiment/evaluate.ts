@@ -55,7 +55,7 @@ export async function evaluateVariants(
       }
     const result = await evaluateGroup(ws, p, evalId, group, outputs, [...selectors.values()], hooks);
     evalRuns.push(result.runId);
-    const retrievers = [...new Set(result.summary.cells.map((c) => c.retriever))];
+    const retrievers = result.retrievers;
     for (const retriever of retrievers) methods.push(`${result.runId}/${retriever}`);
     for (const pv of group)
       for (const s of pv.stages) {

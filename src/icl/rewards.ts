@@ -47,6 +47,7 @@
  */
 import { z } from "zod";
 import type { Trajectory } from "../data/trajectories.js";
+import { averageRanks, meanStd } from "../metrics/stats.js";
 import { LeverError } from "../util/errors.js";
 
 export const REWARD_MODES = [
@@ -165,18 +166,6 @@ export function scoredTrajectories(trajectories: readonly Trajectory[]): {
   return { kept, failed: trajectories.length - kept.length };
 }
 
-/** Mean and unbiased standard deviation (0 for fewer than two values). */
-export function meanStd(xs: readonly number[]): { mean: number; std: number } {
-  const n = xs.length;
-  let sum = 0;
-  for (let i = 0; i < n; i++) sum += xs[i];
-  const mean = n === 0 ? Number.NaN : sum / n;
-  if (n < 2) return { mean, std: 0 };
-  let ss = 0;
-  for (let i = 0; i < n; i++) ss += (xs[i] - mean) * (xs[i] - mean);
-  return { mean, std: Math.sqrt(ss / (n - 1)) };
-}
-
 /** True for a group of fewer than two values or whose values are all equal. */
 export function isDegenerate(xs: readonly number[]): boolean {
   for (let i = 1; i < xs.length; i++) if (xs[i] !== xs[0]) return false;
@@ -187,15 +176,9 @@ export function isDegenerate(xs: readonly number[]): boolean {
 export function rankScores(xs: readonly number[]): number[] {
   const M = xs.length;
   if (M < 2) return xs.map(() => 0);
-  const order = xs.map((_, i) => i).sort((a, b) => xs[b] - xs[a]);
-  const rank = new Array<number>(M);
-  for (let i = 0; i < M; ) {
-    let j = i;
-    while (j + 1 < M && xs[order[j + 1]] === xs[order[i]]) j++;
-    for (let k = i; k <= j; k++) rank[order[k]] = (i + j) / 2;
-    i = j + 1;
-  }
-  return rank.map((r) => 1 - (2 * r) / (M - 1));
+  // Ascending average ranks 1…M; M − rank is the descending 0-based rank (half-integers: exact).
+  const ascending = averageRanks(xs);
+  return xs.map((_, i) => 1 - (2 * (M - ascending[i])) / (M - 1));
 }
 
 /** Per-query normalisation of one group's rewards (see the header). */

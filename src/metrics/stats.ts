@@ -203,6 +203,40 @@ export function mean(values: ArrayLike<number>): number {
   return sumOf(values) / values.length;
 }
 
+/**
+ * Mean and sample standard deviation (n − 1 in the denominator): the mean is NaN for no values, the
+ * deviation 0 for fewer than two. The one mean-and-spread of src/ (seed spreads, reward groups,
+ * bootstrap standard errors); the RL loss's per-step statistics use the population variant
+ * `meanStdMaxAbsHot` below.
+ */
+export function meanStd(values: ArrayLike<number>): { mean: number; std: number } {
+  const n = values.length;
+  const mean = n === 0 ? Number.NaN : sumOf(values) / n;
+  if (n < 2) return { mean, std: 0 };
+  let squares = 0;
+  for (let i = 0; i < n; i++) squares += (values[i] - mean) * (values[i] - mean);
+  return { mean, std: Math.sqrt(squares / (n - 1)) };
+}
+
+/**
+ * Hot-loop variant for the RL loss's per-step statistics: mean, POPULATION standard deviation (n in the
+ * denominator; 0 for no values, like the mean) and the largest |x|, in plain loops without callbacks
+ * or allocation (src/tensor/README.md on per-step code).
+ */
+export function meanStdMaxAbsHot(values: ArrayLike<number>): { mean: number; std: number; maxAbs: number } {
+  const n = values.length;
+  let sum = 0;
+  let maxAbs = 0;
+  for (let j = 0; j < n; j++) {
+    sum += values[j];
+    maxAbs = Math.max(maxAbs, Math.abs(values[j]));
+  }
+  const mean = n === 0 ? 0 : sum / n;
+  let ss = 0;
+  for (let j = 0; j < n; j++) ss += (values[j] - mean) * (values[j] - mean);
+  return { mean, std: Math.sqrt(n === 0 ? 0 : ss / n), maxAbs };
+}
+
 /** Ranks 1…n of the values, tied values sharing their average rank. */
 export function averageRanks(values: ArrayLike<number>): Float64Array {
   const n = values.length;
@@ -298,14 +332,11 @@ function summarise(
   if (!(confidence > 0 && confidence < 1)) throw new LeverError(`confidence must be in (0, 1), got ${confidence}`);
   const sorted = Float64Array.from(draws).sort();
   const alpha = 1 - confidence;
-  const drawMean = mean(draws);
-  let squares = 0;
-  for (const d of draws) squares += (d - drawMean) ** 2;
   return {
     estimate,
     lower: quantileSorted(sorted, alpha / 2),
     upper: quantileSorted(sorted, 1 - alpha / 2),
-    standardError: draws.length > 1 ? Math.sqrt(squares / (draws.length - 1)) : 0,
+    standardError: meanStd(draws).std,
     confidence,
     resamples: draws.length,
     seed: options.seed,

@@ -4,8 +4,9 @@
  * difference, interval, p, Holm-adjusted p, mark and MDE; then selection overlap and notes), and CSV
  * (one line per subset × row × shot with every number). JSON is the result object itself.
  */
+
+import type { CellComparison, CellResult, ComparisonResult, SeedSpread } from "../metrics/compare.js";
 import { SIM_REFERENCES } from "../sim/oracle.js";
-import type { CellComparison, CellResult, ComparisonResult, SeedSpread } from "./compare.js";
 import { type Column, formatInterval, formatNumber, formatPValue, renderMarkdownTable, renderTable } from "./table.js";
 
 export const COMPARE_FORMATS = ["table", "markdown", "csv", "json"] as const;

@@ -4,8 +4,9 @@
  * A Content-Security-Policy meta tag forbids loading anything, as a second line of defence. Every
  * piece of user text (questions, answers, run names, configs) goes through `escapeHtml`.
  */
+
+import type { CellComparison, CellResult, ComparisonResult } from "../metrics/compare.js";
 import { barChart, lineChart } from "./charts.js";
-import type { CellComparison, CellResult, ComparisonResult } from "./compare.js";
 import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
 import type { Curve, Example, ReportModel, StageSummary } from "./model.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";

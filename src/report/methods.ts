@@ -4,13 +4,12 @@
  * run name + retriever, or a retriever name that only one run has. The runs must have evaluated the
  * same query dataset (same items), since a paired comparison needs the same questions.
  */
-import { basename, extname } from "node:path";
 import { z } from "zod";
-import { isSimReference, SIM_REFERENCES } from "../sim/oracle.js";
+import { distinctLabels, retrieverMethods } from "../icl/methods.js";
+import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "../metrics/compare.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "./compare.js";
 import { type SeedGroup, subsetSpecs } from "./options.js";
 
 /** The parts of a stored evaluation config (`lever.eval/1`) the report reads. */
@@ -54,13 +53,6 @@ export function evalConfigOf(run: RunRecord): z.infer<typeof EvalConfigSchema> {
   return parsed.data;
 }
 
-/** "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; others unchanged. */
-export function shortRetriever(retriever: string): string {
-  if (!retriever.startsWith("selector:")) return retriever;
-  const path = retriever.slice("selector:".length).replace(/@[0-9a-f]{6,}$/, "");
-  return `selector:${basename(path, extname(path))}`;
-}
-
 /** Every retriever of the given evaluation runs as a method, in run order then retriever order. */
 /** Every retriever of the runs as a method, or only those whose id ("RUN/RETRIEVER") is in `only`. */
 export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?: readonly string[]): EvalMethods {
@@ -76,52 +68,21 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
   const methods: MethodInput[] = [];
   const sources = new Map<string, MethodSource>();
   for (const { run } of configs) {
-    const byRetriever = new Map<string, MethodInput["rows"][number][]>();
-    for (const row of ws.getPredictions(run.id)) {
-      let list = byRetriever.get(row.retriever);
-      if (list === undefined) byRetriever.set(row.retriever, (list = []));
-      list.push({
-        shot: row.shot,
-        questionId: row.questionId,
-        accuracy: row.accuracy,
-        failure: row.failure,
-        demonstrations: row.demonstrations,
-      });
-    }
-    if (byRetriever.size === 0) throw new LeverError(`run ${run.id} has no predictions`, { record: run.id });
-    for (const [retriever, rows] of [...byRetriever].sort(([a], [b]) => retrieverRank(a) - retrieverRank(b))) {
-      const id = `${run.id}/${retriever}`;
-      if (only !== undefined && !only.includes(id)) continue;
-      const short = shortRetriever(retriever);
-      methods.push({
-        id,
-        label: runs.length > 1 ? `${run.name ?? run.id}/${short}` : short,
-        ...(isSimReference(retriever) ? { reference: true } : {}),
-        rows,
-      });
-      sources.set(id, { run, retriever, short });
+    const found = retrieverMethods(run.id, ws.getPredictions(run.id), runs.length > 1 ? `${run.name ?? run.id}/` : "");
+    if (found.length === 0) throw new LeverError(`run ${run.id} has no predictions`, { record: run.id });
+    for (const { method, retriever, short } of found) {
+      if (only !== undefined && !only.includes(method.id)) continue;
+      methods.push(method);
+      sources.set(method.id, { run, retriever, short });
     }
   }
-  // Labels must tell methods apart; fall back to the id where two would read the same.
-  const counts = new Map<string, number>();
-  for (const m of methods) counts.set(m.label, (counts.get(m.label) ?? 0) + 1);
-  for (const m of methods) if ((counts.get(m.label) ?? 0) > 1) m.label = m.id;
+  distinctLabels(methods);
   return {
     methods,
     sources,
     dataset: first.config.dataset.name,
     indexDatasets: [...new Set(configs.map((c) => c.config.index.name))],
   };
-}
-
-/** zero, random, top-k, the answer vote, the simulator's informed ceiling, its oracle, then selectors (stable within each). */
-function retrieverRank(name: string): number {
-  if (name === "zero") return 0;
-  if (name === "random") return 1;
-  if (name.startsWith("topk-")) return 2;
-  if (name === "vote") return 3;
-  if (isSimReference(name)) return 4 + SIM_REFERENCES.indexOf(name);
-  return 4 + SIM_REFERENCES.length;
 }
 
 /** Resolves a method reference to a method id; `what` names the flag in errors. */

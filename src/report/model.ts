@@ -12,12 +12,12 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, readHealthFile } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
+import type { ComparisonResult } from "../metrics/compare.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { MetricRecord, RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { maxOf } from "../util/extent.js";
 import type { Point } from "./charts.js";
-import type { ComparisonResult } from "./compare.js";
 import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
 import type { ReportOptions } from "./options.js";
 

@@ -4,9 +4,9 @@
  * any of them. The runs themselves are positional arguments, not settings.
  */
 import { z } from "zod";
-import { COMPARE_TESTS, type SubsetSpec } from "./compare.js";
+import { COMPARE_TESTS, DEFAULT_TEST, type SubsetSpec } from "../metrics/compare.js";
+import { ComparisonFields } from "../metrics/compare-settings.js";
 import { COMPARE_FORMATS } from "./compare-render.js";
-import { DEFAULT_RESAMPLES } from "./results.js";
 
 /** How a seed group is written on the command line and in settings files: NAME=METHOD+METHOD+… */
 export const SEED_GROUP_PATTERN = /^([^=\s]+)=([^=]+\+[^=]+)$/;
@@ -47,14 +47,11 @@ const ComparisonSettings = {
     ),
   test: z
     .enum(COMPARE_TESTS)
-    .default("mcnemar")
+    .default(DEFAULT_TEST)
     .describe(
       "p-value of a comparison: exact McNemar on per-question correctness (accuracy = 1), or a sign-flip permutation test on the per-question accuracy differences; seed groups always use the sign-flip test",
     ),
-  clusterByImage: z
-    .boolean()
-    .default(false)
-    .describe("resample and flip whole images instead of questions (questions on one image are not independent)"),
+  clusterByImage: ComparisonFields.clusterByImage,
   // Written as text, parsed here once into groups.
   seedGroups: z
     .array(z.string().regex(SEED_GROUP_PATTERN, "a seed group is NAME=METHOD+METHOD+…"))
@@ -66,7 +63,7 @@ const ComparisonSettings = {
     })
     .transform((specs): SeedGroup[] => specs.map(parseSeedGroup)),
   seed: z.number().int().min(0).max(0xffffffff).default(0).describe("seed of the bootstrap and permutation draws"),
-  resamples: z.number().int().min(100).default(DEFAULT_RESAMPLES).describe("bootstrap resamples per interval"),
+  resamples: ComparisonFields.resamples,
 };
 
 export const CompareSettingsSchema = z

@@ -2,8 +2,6 @@
  * Plain-text table rendering. Pure functions: they take already-computed numbers and return strings,
  * so every layout decision is testable on hand-made inputs.
  */
-import type { EvalSummary } from "./results.js";
-
 export type Align = "left" | "right";
 
 export interface Column {
@@ -74,68 +72,4 @@ export function formatInterval(interval: readonly [number, number], digits: numb
 export function formatPValue(p: number): string {
   if (!Number.isFinite(p)) return "n/a";
   return p < 0.0001 ? "<0.0001" : p.toFixed(4);
-}
-
-/** The text report of an evaluation: accuracy per retriever × shot, then paired comparisons. */
-export function renderEvalSummary(summary: EvalSummary): string {
-  const level = `${Math.round(100 * summary.confidence)}%`;
-  const clustered = summary.clustered ? ", resampling images" : "";
-  const accuracy = renderTable(
-    [
-      { header: "retriever" },
-      { header: "shot", align: "right" },
-      { header: "n", align: "right" },
-      { header: "failed", align: "right" },
-      { header: "acc %", align: "right" },
-      { header: `${level} CI`, align: "right" },
-    ],
-    summary.cells.map((c) => [
-      c.retriever,
-      String(c.shot),
-      String(c.n),
-      String(c.failures),
-      c.accuracy === null ? "n/a" : formatNumber(c.accuracy, 2),
-      c.ci === null ? "n/a" : formatInterval([c.ci.lower, c.ci.upper], 2),
-    ]),
-  );
-  const parts = [
-    `VQA accuracy (official metric, %), ${level} bootstrap CI over questions${clustered} ` +
-      `(${summary.resamples} resamples, seed ${summary.seed}); failed VLM calls are excluded and counted.`,
-    accuracy,
-  ];
-  if (summary.comparisons.length > 0) {
-    parts.push(
-      "",
-      `Paired difference vs ${summary.baseline} on the same questions (points), ${level} paired-bootstrap CI; ` +
-        "McNemar on acc = 1 (only retriever / only baseline); * = CI excludes 0.",
-      renderTable(
-        [
-          { header: "retriever" },
-          { header: "shot", align: "right" },
-          { header: "vs", align: "right" },
-          { header: "n", align: "right" },
-          { header: "diff", align: "right" },
-          { header: `${level} CI`, align: "right" },
-          { header: "p", align: "right" },
-          { header: "McNemar", align: "right" },
-          { header: "p(McN)", align: "right" },
-          { header: "sig" },
-        ],
-        summary.comparisons.map((c) => [
-          c.retriever,
-          String(c.shot),
-          `${c.baseline}@${c.baselineShot}`,
-          String(c.n),
-          formatNumber(c.difference, 2, true),
-          formatInterval([c.ci.lower, c.ci.upper], 2, true),
-          formatPValue(c.pValue),
-          `${c.mcnemar.onlyRetriever}/${c.mcnemar.onlyBaseline}`,
-          formatPValue(c.mcnemar.pValue),
-          c.significant ? "*" : "",
-        ]),
-      ),
-    );
-  }
-  for (const note of summary.notes) parts.push(`note: ${note}`);
-  return parts.join("\n");
 }

@@ -23,7 +23,8 @@
  * where the clamp bit; pick one place to normalise.
  */
 import { z } from "zod";
-import { isDegenerate, meanStd, rankScores } from "../icl/rewards.js";
+import { isDegenerate, rankScores } from "../icl/rewards.js";
+import { meanStd, meanStdMaxAbsHot } from "../metrics/stats.js";
 
 export const AdvantageSchema = z
   .object({
@@ -64,21 +65,6 @@ function groupAdvantage(rewards: readonly number[], cfg: AdvantageConfig): numbe
   return out;
 }
 
-/** Mean, population std and largest |A| (plain loops, not callbacks: this runs every step, src/tensor/README.md). */
-export function summarise(all: readonly number[]): { mean: number; std: number; maxAbs: number } {
-  const n = all.length;
-  let sum = 0;
-  let maxAbs = 0;
-  for (let j = 0; j < n; j++) {
-    sum += all[j];
-    maxAbs = Math.max(maxAbs, Math.abs(all[j]));
-  }
-  const mean = n === 0 ? 0 : sum / n;
-  let ss = 0;
-  for (let j = 0; j < n; j++) ss += (all[j] - mean) * (all[j] - mean);
-  return { mean, std: Math.sqrt(n === 0 ? 0 : ss / n), maxAbs };
-}
-
 /** Advantages of each group's trajectories (same shape as `rewards`) and batch statistics. */
 export function groupAdvantages(
   rewards: readonly (readonly number[])[],
@@ -97,7 +83,7 @@ export function groupAdvantages(
     advantages.push(a);
   }
   const all = advantages.flat();
-  const { mean, std, maxAbs } = summarise(all);
+  const { mean, std, maxAbs } = meanStdMaxAbsHot(all);
   return {
     advantages,
     stats: {
@@ -149,7 +135,7 @@ export function stepAdvantages(
     for (const [b, g] of a.entries()) for (const [i, v] of g.entries()) advantages[b][i][s] = v;
     perStep.push(stats);
   }
-  const { mean, std, maxAbs } = summarise(advantages.flat(2));
+  const { mean, std, maxAbs } = meanStdMaxAbsHot(advantages.flat(2));
   const units = perStep.reduce((x, st) => x + st.groups, 0);
   return {
     advantages,

@@ -26,10 +26,10 @@
  * training loop stops on a non-finite loss.
  */
 import { z } from "zod";
+import { meanStdMaxAbsHot } from "../metrics/stats.js";
 import type { TeacherForced } from "../selector/model.js";
 import * as T from "../tensor/ops.js";
 import { type Data, noGrad, Tensor } from "../tensor/tensor.js";
-import { summarise } from "./advantages.js";
 
 export const KL_ESTIMATORS = ["k1", "k2", "k3"] as const;
 export type KlEstimator = (typeof KL_ESTIMATORS)[number];
@@ -190,7 +190,7 @@ export function policyLoss(
       entries++;
     }
   }
-  const { mean: advMean, std: advStd, maxAbs: advMaxAbs } = summarise(advs);
+  const { mean: advMean, std: advStd, maxAbs: advMaxAbs } = meanStdMaxAbsHot(advs);
   const policyValue = policy.item();
   const klValue = kl === null ? null : kl.item();
   const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;

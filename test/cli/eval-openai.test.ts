@@ -131,7 +131,7 @@ describe("lever eval against failing VLM servers", () => {
       ).toEqual([...failing].sort());
     const byCell = (retriever: string) => failed.filter((r) => r.retriever === retriever).length;
     // stdout: the table of what succeeded; stderr: the run line, the summary, one error line.
-    expect(result.stdout).toMatch(/^VQA accuracy \(official metric, %\)/);
+    expect(result.stdout).toMatch(/^Accuracy: official VQA accuracy \(%\)/);
     const lines = result.stderr.trimEnd().split("\n");
     expect(lines.filter((l) => l.startsWith("error: "))).toHaveLength(1);
     expect(lines.at(-1)).toBe(

@@ -5,6 +5,7 @@ import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
 import { expectUserError, runCli } from "../helpers/cli.js";
+import { summaryCells } from "../helpers/summary.js";
 
 let sim: SimWorkspace;
 let wsDir: string;
@@ -33,14 +34,24 @@ const base = () => [
 ];
 
 describe("lever eval", () => {
-  it("prints the accuracy table and the paired comparisons, and a run line on stderr", async () => {
+  it("prints the accuracy table and the paired comparisons (lever compare's), and a run line on stderr", async () => {
     const { code, stdout, stderr } = await lever(...base(), "--retriever", "zero,random,topk-image");
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^VQA accuracy \(official metric, %\)/);
-    expect(stdout).toMatch(/\nzero\s+0\s+20\s+0\s+\d+\.\d\d\s+\[/);
-    expect(stdout).toMatch(/\ntopk-image\s+2\s+20\s+0/);
-    expect(stdout).toMatch(/Paired difference vs random/);
-    expect(stdout).toMatch(/\ntopk-image\s+1\s+random@1\s+20\s+[+-]?\d/);
+    // The settings first: level, resamples, seed, baseline, test, α.
+    expect(stdout).toMatch(
+      /^Accuracy: official VQA accuracy \(%\), 95% bootstrap CI over questions \(200 resamples, seed 0\)/,
+    );
+    expect(stdout).toMatch(/\nΔ: method − baseline \(eval-\d+\/random\) in points/);
+    expect(stdout).toMatch(/\np: exact McNemar .* \(p_Holm ≤ 0\.05\)/);
+    expect(stdout).toContain("== all questions (20, question-id order) ==");
+    expect(stdout).toMatch(/\nzero\s+\d+\.\d\d \[/);
+    expect(stdout).toMatch(/\nrandom \(baseline\)\s+\d+\.\d\d \[/);
+    // The paired comparisons: method, shot, pairs, excluded, Δ.
+    expect(stdout).toMatch(/\ntopk-image\s+1\s+20\s+0\s+[+-]?\d/);
+    expect(stdout).toMatch(/\ntopk-image\s+2\s+20\s+0\s+[+-]?\d/);
+    expect(stdout).toMatch(
+      /\nnote: baseline: (eval-\d+)\/random, the random retriever; `lever compare \1 --baseline \1\/random --subsets all --seed 0 --resamples 200` shows these numbers/,
+    );
     expect(stderr).toMatch(/run eval-\d+: 100 predictions planned, 0 already stored, 100 evaluated, 0 failed/);
   });
 
@@ -51,7 +62,7 @@ describe("lever eval", () => {
     expect(json.code).toBe(0);
     const result = JSON.parse(json.stdout);
     expect(result.stats).toMatchObject({ planned: 100, skipped: 100, evaluated: 0 });
-    expect(result.summary.cells.map((c: { retriever: string; shot: number }) => `${c.retriever}@${c.shot}`)).toEqual([
+    expect(summaryCells(result.summary).map((c) => `${c.retriever}@${c.shot}`)).toEqual([
       "zero@0",
       "random@1",
       "random@2",
@@ -102,7 +113,7 @@ describe("lever eval selector:CKPT", () => {
     expect(own.stderr).toMatch(
       /note: selector:.*cli-sel\.safetensors@[0-9a-f]{12}: pool text-sim \(checkpoint\), K=10 \(checkpoint\), embedding joint \(default\)/,
     );
-    expect(own.stdout).toMatch(/\nselector:\S+\s+1\s+random@1\s+20/);
+    expect(own.stdout).toMatch(/\nselector:cli-sel\s+1\s+20\s+0\s+[+-]?\d/);
     const flagged = await lever(...base(), "--retriever", `selector:${ckpt}`, "--k", "16", "--pool-sampler", "random");
     expect(flagged.stderr).toMatch(/pool random \(flag\), K=16 \(flag\), embedding joint \(default\)/);
   });

@@ -3,19 +3,15 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildProgram } from "../../src/cli/program.js";
 import { fieldHelp, settingFields } from "../../src/config/settings.js";
+import type { ComparisonResult } from "../../src/metrics/compare.js";
 import { CompareSettingsSchema, ReportSettingsSchema } from "../../src/report/options.js";
 import { simWorkspace } from "../eval/sim-workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
+import { summaryCells } from "../helpers/summary.js";
 
 let wsDir: string;
 let worldFile: string;
-let evalJson: {
-  runId: string;
-  summary: {
-    cells: { retriever: string; shot: number; accuracy: number }[];
-    comparisons: { retriever: string; shot: number; difference: number; mcnemar: { onlyRetriever: number } }[];
-  };
-};
+let evalJson: { runId: string; summary: ComparisonResult };
 
 const lever = (...args: string[]) => runCli(["--workspace", wsDir, ...args]);
 const evalArgs = (seed: string) => [
@@ -93,23 +89,27 @@ describe("lever compare and lever report settings", () => {
 });
 
 describe("lever compare", () => {
-  it("agrees with lever eval's own summary on accuracies, differences and McNemar counts", async () => {
-    const result = JSON.parse(
-      await runCliOk(["--workspace", wsDir, "compare", evalJson.runId, "--format", "json", "--resamples", "200"]),
+  it("gives lever eval --json's interval and verdict for every row against the same baseline (one engine)", async () => {
+    const result: ComparisonResult = JSON.parse(
+      await runCliOk(["--workspace", wsDir, "compare", evalJson.runId, "--json", "--resamples", "200"]),
     );
     expect(result.baseline).toBe(`${evalJson.runId}/random`);
-    const table = result.tables.find((t: { label: string }) => t.label === "all");
+    expect(evalJson.summary.baseline).toBe(result.baseline);
+    expect(result.settings).toEqual(evalJson.summary.settings);
+    const table = result.tables.find((t) => t.label === "all")!;
     expect(table.questions).toBe(20);
-    const rowIndex = (id: string) => result.rows.findIndex((r: { id: string }) => r.id === id);
-    for (const cell of evalJson.summary.cells) {
-      const mine = table.rows[rowIndex(`${evalJson.runId}/${cell.retriever}`)].cells[result.shots.indexOf(cell.shot)];
-      expect(mine.accuracy).toBeCloseTo(cell.accuracy, 10);
-    }
-    for (const c of evalJson.summary.comparisons) {
-      const mine = table.rows[rowIndex(`${evalJson.runId}/${c.retriever}`)].cells[result.shots.indexOf(c.shot)];
-      expect(mine.comparison.difference).toBeCloseTo(c.difference, 10);
-      expect(mine.comparison.mcnemar.onlyRow).toBe(c.mcnemar.onlyRetriever);
-    }
+    const [mine] = evalJson.summary.tables;
+    expect(mine.label).toBe("all");
+    // Every number of every cell: accuracy and its interval, Δ and its interval, p, Holm's p, the verdict, MDE.
+    expect(table.rows).toEqual(mine.rows);
+    expect(table.comparisons).toBe(mine.comparisons);
+    const compared = summaryCells(evalJson.summary).filter((c) => c.comparison !== null);
+    expect(compared.map((c) => `${c.retriever}@${c.shot}`)).toEqual(["topk-image@1", "topk-image@2"]);
+    for (const c of compared) expect(c.comparison!.ci.upper).toBeGreaterThan(c.comparison!.ci.lower);
+    // --json is --format json.
+    const formatJson = await runCliOk(["--workspace", wsDir, "compare", evalJson.runId, "--format", "json"]);
+    expect(await runCliOk(["--workspace", wsDir, "compare", evalJson.runId, "--json"])).toBe(formatJson);
+    expectUserError(await lever("compare", evalJson.runId, "--json", "--format", "csv"), 'field "--json"');
   });
 
   it("prints per-subset tables with the baseline marked, and notes subsets larger than the questions", async () => {

@@ -11,6 +11,7 @@ import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+import { summaryCells } from "../helpers/summary.js";
 
 let sim: SimWorkspace;
 let ckpt: string;
@@ -62,7 +63,7 @@ describe("selector retriever", () => {
       order: "farthest", // prompt order = selection order, so rows read directly as trajectories
     });
     const result = await evaluate(sim.ws, opts, { progress: null });
-    const label = result.summary.cells.find((c) => c.retriever.startsWith("selector:"))!.retriever;
+    const label = summaryCells(result.summary).find((c) => c.retriever.startsWith("selector:"))!.retriever;
     const rows = sim.ws.getPredictions(result.runId).filter((r) => r.retriever === label);
     expect(rows.length).toBe(30 * 2);
 
@@ -90,7 +91,7 @@ describe("selector retriever", () => {
     }
     // Not one fixed set of rows for every query (docs/selector.md, "Differences").
     expect(new Set(rows.filter((r) => r.shot === 1).map((r) => r.demonstrations[0])).size).toBeGreaterThan(5);
-    expect(result.summary.comparisons.some((c) => c.retriever === label)).toBe(true);
+    expect(summaryCells(result.summary).some((c) => c.retriever === label && c.comparison !== null)).toBe(true);
   });
 
   it("refuses embeddings whose width is not the checkpoint's d, naming the checkpoint", () => {

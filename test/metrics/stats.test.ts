@@ -1,9 +1,12 @@
 import { describe, expect, test } from "vitest";
 import {
+  averageRanks,
   binomialHalfCdf,
   bootstrapMeanCI,
   comparePaired,
   mcnemarExact,
+  meanStd,
+  meanStdMaxAbsHot,
   pairedBootstrap,
   pairedMcNemar,
   quantileSorted,
@@ -200,5 +203,24 @@ describe("quantileSorted", () => {
     expect(quantileSorted([1, 2, 3, 4], 0.25)).toBe(1.75);
     expect(quantileSorted([1, 2, 3, 4], 1)).toBe(4);
     expect(quantileSorted([5], 0.025)).toBe(5);
+  });
+});
+
+describe("mean, spread and ranks", () => {
+  test("meanStd: the mean and the sample standard deviation (n − 1), 0 below two values", () => {
+    // 2, 4, 4, 4, 5, 5, 7, 9: mean 5, squares 32 → sample variance 32/7.
+    expect(meanStd([2, 4, 4, 4, 5, 5, 7, 9])).toEqual({ mean: 5, std: Math.sqrt(32 / 7) });
+    expect(meanStd([3])).toEqual({ mean: 3, std: 0 });
+    expect(meanStd([]).mean).toBeNaN();
+  });
+
+  test("meanStdMaxAbsHot: the population standard deviation (n) and the largest |x|; 0s for no values", () => {
+    expect(meanStdMaxAbsHot([2, 4, 4, 4, 5, 5, 7, 9])).toEqual({ mean: 5, std: 2, maxAbs: 9 });
+    expect(meanStdMaxAbsHot([-3, 1])).toEqual({ mean: -1, std: 2, maxAbs: 3 });
+    expect(meanStdMaxAbsHot([])).toEqual({ mean: 0, std: 0, maxAbs: 0 });
+  });
+
+  test("averageRanks: 1…n ascending, ties share their average rank", () => {
+    expect([...averageRanks([10, 30, 20, 30, 5])]).toEqual([2, 4.5, 3, 4.5, 1]);
   });
 });

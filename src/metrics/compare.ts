@@ -1,28 +1,34 @@
 /**
- * Comparison tables across evaluation runs: one table per query subset (the first 100, 200, … questions
- * in question-id order, or all), rows = methods (a run's retriever, or a seed group of them), columns
- * = shots. Every cell has its accuracy with a bootstrap CI; every non-baseline cell its paired
- * difference to the baseline on the same questions (paired bootstrap CI), a p-value (exact McNemar on
- * acc = 1, or a sign-flip test on the per-question differences), the Holm-adjusted p over the
- * comparisons of its table (references — the simulator's oracle and informed ceiling — are compared
- * but kept out of the family), a significance mark after Holm, and the minimum detectable difference
- * (MDE) of its sample. Failed VLM calls are excluded pairwise and counted.
+ * The comparison engine: every accuracy, interval and test `lever` reports about evaluated methods —
+ * `lever compare`, `lever report`, `lever run`'s comparison and `lever eval`'s own summary — comes from
+ * `compareMethods`, so the same rows give the same numbers wherever they are shown.
+ *
+ * Tables per query subset (the first 100, 200, … questions in question-id order, or all), rows =
+ * methods (a run's retriever, or a seed group of them), columns = shots. Every cell has its accuracy
+ * with a bootstrap CI; every non-baseline cell its paired difference to the baseline on the same
+ * questions (paired bootstrap CI), a p-value (exact McNemar on acc = 1, or a sign-flip test on the
+ * per-question differences), the Holm-adjusted p over the comparisons of its table (references — the
+ * simulator's oracle and informed ceiling — are compared but kept out of the family), a significance
+ * mark after Holm, and the minimum detectable difference (MDE) of its sample. Failed VLM calls are
+ * excluded pairwise and counted.
  *
  * Seed groups: methods that differ only in their seed (the caller names them with one `group` key)
  * form one row. Its per-question outcome is the mean over the seeds (a question counts when every
  * seed scored it), its accuracy and difference come with the spread over seeds (mean ± sd, values
  * kept), and since a mean over seeds is not 0/1 its test is always the sign-flip test.
  *
- * Every statistic draws from a seed derived from (settings seed, table, row, shot), so adding a row
- * or a subset never changes another cell's numbers. All percentages are points (0–100).
+ * Every statistic draws from a seed derived from (settings seed, the table's questions, the row's
+ * label, shot), so adding a row or a subset never changes another cell's numbers, and a table of
+ * every question draws the same whether it is asked for as "all" or as "first N". All percentages are
+ * points (0–100). Pure statistics: the callers turn workspaces and runs into `MethodInput`s.
  */
 import { compareQuestionIds } from "../data/item.js";
-import { holmAdjust } from "../metrics/holm.js";
-import { type SelectionOverlap, selectionOverlap } from "../metrics/overlap.js";
-import { observedMde } from "../metrics/power.js";
-import { bootstrapMeanCI, pairedBootstrap, pairedMcNemar, signFlipTest } from "../metrics/stats.js";
 import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
+import { holmAdjust } from "./holm.js";
+import { type SelectionOverlap, selectionOverlap } from "./overlap.js";
+import { observedMde } from "./power.js";
+import { bootstrapMeanCI, meanStd, pairedBootstrap, pairedMcNemar, signFlipTest } from "./stats.js";
 
 /** The fields of a stored prediction a comparison reads. */
 export interface ComparedRow {
@@ -68,6 +74,15 @@ export interface CompareSettings {
   /** Random sign vectors of the sign-flip test (default 10,000). */
   permutations?: number;
 }
+
+/** The test of single-method comparisons unless told otherwise. */
+export const DEFAULT_TEST: CompareTest = "mcnemar";
+
+/**
+ * Bootstrap resamples by default. 2,000 keeps the Monte-Carlo error of a 95 % percentile bound
+ * around 0.1 point at n = 1,000 (well under the CI's own width) and the report fast.
+ */
+export const DEFAULT_RESAMPLES = 2000;
 
 export const CONFIDENCE = 0.95;
 /** Family-wise level of the Holm correction and the MDE. */
@@ -209,7 +224,9 @@ export function compareMethods(methods: readonly MethodInput[], settings: Compar
   for (const subset of resolveSubsets(settings.subsets, universe.length, notes)) {
     const ids = subset === "all" ? universe : universe.slice(0, subset);
     const label = subset === "all" ? "all" : `first ${subset}`;
-    tables.push(buildTable(rows, baseline, shots, ids, subset, label, settings));
+    // A table of every question draws from the streams of "all" also when asked for as "first N".
+    const streams = ids.length === universe.length ? "all" : label;
+    tables.push(buildTable(rows, baseline, shots, ids, { subset, label, streams }, settings));
   }
 
   return {
@@ -342,8 +359,7 @@ function buildTable(
   baseline: RowData,
   shots: number[],
   ids: readonly string[],
-  subset: SubsetSpec,
-  label: string,
+  { subset, label, streams }: { subset: SubsetSpec; label: string; streams: string },
   settings: CompareSettings,
 ): CompareTable {
   // A question missing from the image map is its own cluster.
@@ -353,7 +369,7 @@ function buildTable(
   // Streams are keyed by the row's LABEL (unique in a table), not its id: an id names the checkpoint's
   // path, so the same methods on the same answers in another workspace would otherwise get other intervals.
   const seedOf = (row: string, shot: number, what: string) =>
-    new Rng(settings.seed).child(`${label}|${row}|${shot}|${what}`).nextUint32();
+    new Rng(settings.seed).child(`${streams}|${row}|${shot}|${what}`).nextUint32();
 
   const tableRows = rows.map((row) => ({
     row: row.info.id,
@@ -515,10 +531,8 @@ function pairedMean(mine: Outcomes, theirs: Outcomes, ids: readonly string[]): n
 function spread(values: (number | null)[]): SeedSpread {
   const present = values.filter((v): v is number => v !== null);
   if (present.length === 0) return { values, mean: null, sd: null };
-  const mean = present.reduce((s, v) => s + v, 0) / present.length;
-  const sd =
-    present.length < 2 ? null : Math.sqrt(present.reduce((s, v) => s + (v - mean) ** 2, 0) / (present.length - 1));
-  return { values, mean, sd };
+  const { mean, std } = meanStd(present);
+  return { values, mean, sd: present.length < 2 ? null : std };
 }
 
 /** Every two methods at every shot > 0 both ran (zero-shot has nothing to choose). */

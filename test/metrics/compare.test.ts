@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type ComparedRow, type CompareSettings, compareMethods, type MethodInput } from "../../src/report/compare.js";
+import { type ComparedRow, type CompareSettings, compareMethods, type MethodInput } from "../../src/metrics/compare.js";
 import { renderComparison } from "../../src/report/compare-render.js";
 import { LeverError } from "../../src/util/errors.js";
 
@@ -124,6 +124,9 @@ describe("compareMethods", () => {
     // "all" equal to a first-N subset is not repeated; ids sort numerically ("10" after "9").
     const same = compareMethods([method("b", rows(1, B)), method("a", rows(1, A))], settings({ subsets: [10, "all"] }));
     expect(same.tables.map((t) => t.label)).toEqual(["first 10"]);
+    // … and a table of every question draws as "all" whatever it is called: the same intervals as "all" alone.
+    const all = compareMethods([method("b", rows(1, B)), method("a", rows(1, A))], settings({ subsets: ["all"] }));
+    expect(same.tables[0].rows).toEqual(all.tables[0].rows);
   });
 
   it("aggregates seeds as mean ± sd with the per-seed values, and tests the seed mean with sign flips", () => {
