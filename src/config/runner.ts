@@ -35,6 +35,7 @@ import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
 import { importEmbedding } from "../store/ingest/embeddings.js";
 import { importVqa } from "../store/ingest/vqa.js";
 import type { Workspace } from "../store/workspace.js";
+import type { RlStageSettings } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { writeFileAtomic } from "../util/atomic.js";
@@ -476,33 +477,49 @@ async function runStage(
     }
     case "rce":
     case "grpo":
-    case "online": {
-      const data = dep("data");
-      const initStage = (["rce", "sft"] as const).find((s) => stage.deps[s] !== undefined && s !== stage.stage);
-      const init = initStage !== undefined ? dep(initStage).bestFile : undefined;
-      const config =
-        stage.stage === "rce"
-          ? (e.rce as NonNullable<Experiment["rce"]>)
-          : stage.stage === "grpo"
-            ? (e.grpo as NonNullable<Experiment["grpo"]>)
-            : onlineGrpoConfig(e.online as NonNullable<Experiment["online"]>);
-      const result = await runRlStage(ws, {
-        stage: stage.stage === "rce" ? "rce" : "grpo",
-        inputs: {
-          ...(stage.stage !== "online" ? { rollouts: dep("rollouts").name } : {}),
-          pools: dep("pools").name,
-          dataset: data.train,
-          embedding: e.embedding,
-          ...(init !== undefined ? { init } : {}),
-          name: tag,
-        },
-        config,
-        vlm: withWorld(e.vlm, data),
-        progress: ctx.progress,
-        note: ctx.note,
-      });
-      return trained(result.runId, result.bestCheckpoint, result.checkpoints);
-    }
+    case "online":
+      return runRl(ws, stage, stage.stage, e, dep, ctx);
+  }
+}
+
+/** An RCE, GRPO or online GRPO stage of the chain: it trains from the RCE or SFT checkpoint before it. */
+async function runRl(
+  ws: Workspace,
+  stage: PlannedStage,
+  kind: "rce" | "grpo" | "online",
+  e: Experiment,
+  dep: (name: StageName) => Outputs,
+  ctx: StageContext,
+): Promise<Outputs> {
+  const data = dep("data");
+  const initStage = (["rce", "sft"] as const).find((s) => stage.deps[s] !== undefined && s !== kind);
+  const init = initStage !== undefined ? dep(initStage).bestFile : undefined;
+  const result = await runRlStage(ws, {
+    ...rlSettings(kind, e),
+    inputs: {
+      ...(kind !== "online" ? { rollouts: dep("rollouts").name } : {}),
+      pools: dep("pools").name,
+      dataset: data.train,
+      embedding: e.embedding,
+      ...(init !== undefined ? { init } : {}),
+      name: `x${stage.id}`,
+    },
+    vlm: withWorld(e.vlm, data),
+    progress: ctx.progress,
+    note: ctx.note,
+  });
+  return trained(result.runId, result.bestCheckpoint, result.checkpoints);
+}
+
+/** The settings a chain stage trains with, tagged with the RL stage that trains them. */
+function rlSettings(kind: "rce" | "grpo" | "online", e: Experiment): RlStageSettings {
+  switch (kind) {
+    case "rce":
+      return { stage: "rce", config: e.rce as NonNullable<Experiment["rce"]> };
+    case "grpo":
+      return { stage: "grpo", config: e.grpo as NonNullable<Experiment["grpo"]> };
+    case "online":
+      return { stage: "grpo", config: onlineGrpoConfig(e.online as NonNullable<Experiment["online"]>) };
   }
 }
 
