@@ -17,7 +17,7 @@
  * `selectorInput`, its use in `PointerSelector.encode`. Stages build the sources with
  * `selectorSources`, resolve pools with `resolvePool` and pass both through unchanged.
  */
-import type { EmbeddingMatrix } from "../data/embeddings.js";
+import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { SelectorInput } from "./model.js";
@@ -58,7 +58,7 @@ export interface PoolLocation {
 
 /** An embedding matrix as a table (rows by question id). */
 export function embeddingTable(matrix: EmbeddingMatrix): EmbeddingTable {
-  return { dim: matrix.dim, data: matrix.data, rowOf: new Map(matrix.ids.map((id, row) => [id, row])) };
+  return { dim: matrix.dim, data: matrix.data, rowOf: rowIndex(matrix) };
 }
 
 /** The sources of a query and an index embedding matrix (one table when they are the same matrix). */
