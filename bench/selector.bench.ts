@@ -12,10 +12,11 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { SelectorConfigSchema } from "../src/selector/config.js";
 import { predict } from "../src/selector/decode.js";
+import { type EmbeddingTable, resolvePool } from "../src/selector/inputs.js";
 import { PointerSelector } from "../src/selector/model.js";
 import { initParams } from "../src/selector/params.js";
 import { kernelPath } from "../src/tensor/kernels.js";
-import type { EmbeddingTable, QueryGroup } from "../src/train/data.js";
+import type { QueryGroup } from "../src/train/data.js";
 import { OptimSchema, train } from "../src/train/loop.js";
 import { sftObjective } from "../src/train/sft.js";
 import { Rng } from "../src/util/rng.js";
@@ -29,11 +30,12 @@ function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
 }
 
+/** Random rows, each named by its number. */
 function table(rows: number, seed: number): EmbeddingTable {
   const rng = new Rng(seed);
   const data = new Float32Array(rows * D);
   for (let i = 0; i < data.length; i++) data[i] = rng.normal() * 0.05;
-  return { dim: D, data, rowOf: new Map() };
+  return { dim: D, data, rowOf: new Map(Array.from({ length: rows }, (_, r) => [String(r), r])) };
 }
 
 function model(layers: number): PointerSelector {
@@ -45,16 +47,19 @@ function model(layers: number): PointerSelector {
 export async function measureStep(B: number, G: number, K: number, layers: number, runs = 10): Promise<number> {
   const rng = new Rng(7);
   const emb = table(B * K + B, 3);
+  const sources = { query: emb, index: emb };
   const groups: QueryGroup[] = Array.from({ length: B }, (_, b) => ({
-    queryId: String(b),
-    queryRow: B * K + b,
-    candRows: Int32Array.from({ length: K }, (_, k) => b * K + k),
+    ...resolvePool(
+      sources,
+      String(B * K + b),
+      Array.from({ length: K }, (_, k) => String(b * K + k)),
+    ),
     trajectories: Array.from({ length: G }, () => Int32Array.from(rng.sampleWithoutReplacement(K, SHOTS))),
     weights: Array(G).fill(1),
     best: 0,
   }));
   const m = model(layers);
-  const data = { train: groups, val: [], queryEmb: emb, indexEmb: emb };
+  const data = { train: groups, val: [], sources };
   const objective = sftObjective(m, data, { labelSmoothing: 0 }, B);
   const times: number[] = [];
   const optim = OptimSchema.parse({ epochs: runs + 3, batchQueries: B, lr: 1e-4 });

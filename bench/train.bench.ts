@@ -24,21 +24,20 @@ import { createVlm } from "../src/icl/backend.js";
 import { buildPoolSet } from "../src/pools/artifact.js";
 import { renderTable } from "../src/report/table.js";
 import { SelectorConfigSchema } from "../src/selector/config.js";
+import { type EmbeddingTable, resolvePool, type SelectorSources, selectorSources } from "../src/selector/inputs.js";
 import { PointerSelector } from "../src/selector/model.js";
-import { initParams } from "../src/selector/params.js";
 import { importSynthSplit } from "../src/sim/ingest.js";
 import { writeSynthDataset } from "../src/sim/synth.js";
 import { loadDatasetEmbedding } from "../src/store/ingest/embeddings.js";
 import { Workspace } from "../src/store/workspace.js";
 import { kernelPath } from "../src/tensor/kernels.js";
-import type { EmbeddingTable } from "../src/train/data.js";
+import { grpoObjective } from "../src/train/grpo.js";
 import type { Objective, StepContext } from "../src/train/loop.js";
 import { OnlineSampler, OnlineSchema } from "../src/train/online.js";
 import type { RlGroup } from "../src/train/rl-data.js";
-import { grpoObjective } from "../src/train/rl-objectives.js";
-import { type GrpoStageConfig, GrpoStageConfigSchema, resolveMetric } from "../src/train/rl-stage.js";
+import { GrpoStageConfigSchema, resolveSettings } from "../src/train/rl-settings.js";
 import { RlValidator } from "../src/train/rl-validate.js";
-import { runTraining } from "../src/train/run.js";
+import { runTraining, seededStart } from "../src/train/run.js";
 import { Rng } from "../src/util/rng.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
 import type { Vlm } from "../src/vlm/types.js";
@@ -59,14 +58,15 @@ const RUNS = Number(process.env.LEVER_BENCH_RUNS ?? 3);
 
 /** The stage's GRPO config (product defaults, best-epoch metric resolved as the stage does) with the benchmark's architecture and one epoch. */
 function stageConfig(batchQueries: number) {
-  return resolveMetric(
-    GrpoStageConfigSchema.parse({
+  return resolveSettings({
+    stage: "grpo",
+    config: GrpoStageConfigSchema.parse({
       model: { hidden: H, layers: 1, stateUpdate: "gate" },
       optim: { epochs: 1, batchQueries },
       data: { valFraction: VAL_FRACTION },
       validation: { answers: false },
     }),
-  ) as GrpoStageConfig;
+  }).config;
 }
 
 /** Process CPU time (all threads: JavaScript, GEMM threads, GC) in ms. */
@@ -153,7 +153,8 @@ function weightsHash(model: PointerSelector): string {
   return hash.digest("hex").slice(0, 16);
 }
 
-function randomTable(rows: number, seed: number): EmbeddingTable {
+/** Unit rows named `id(row)`. */
+function randomTable(rows: number, seed: number, id: (row: number) => string): EmbeddingTable {
   const rng = new Rng(seed);
   const data = new Float32Array(rows * D);
   for (let r = 0; r < rows; r++) {
@@ -165,13 +166,15 @@ function randomTable(rows: number, seed: number): EmbeddingTable {
     }
     for (let i = 0; i < D; i++) data[r * D + i] /= Math.sqrt(norm);
   }
-  return { dim: D, data, rowOf: new Map() };
+  return { dim: D, data, rowOf: new Map(Array.from({ length: rows }, (_, r) => [id(r), r])) };
 }
 
+const queryId = (q: number) => String(100000 + q);
+
 /** `queries` groups with K-candidate pools and distinct trajectories with continuous (never tied) rewards. */
-function offlineGroups(queries: number, indexEmb: EmbeddingTable): RlGroup[] {
+function offlineGroups(queries: number, sources: SelectorSources): RlGroup[] {
   const rng = new Rng(17);
-  const indexRows = indexEmb.data.length / D;
+  const indexRows = sources.index.data.length / D;
   return Array.from({ length: queries }, (_, q) => {
     const seen = new Set<string>();
     const trajectories: Int32Array[] = [];
@@ -183,10 +186,9 @@ function offlineGroups(queries: number, indexEmb: EmbeddingTable): RlGroup[] {
       }
     }
     const rewards = trajectories.map(() => 2 * rng.next());
+    const pool = rng.sampleWithoutReplacement(indexRows, K).map(String);
     return {
-      queryId: String(100000 + q),
-      queryRow: q,
-      candRows: Int32Array.from(rng.sampleWithoutReplacement(indexRows, K)),
+      ...resolvePool(sources, queryId(q), pool),
       trajectories,
       weights: trajectories.map(() => 1),
       rewards,
@@ -208,19 +210,14 @@ interface OfflineRun {
 async function offlineRun(
   trainQueries: number,
   epochs: number,
-  queryEmb: EmbeddingTable,
-  indexEmb: EmbeddingTable,
+  sources: SelectorSources,
   dir: string,
 ): Promise<OfflineRun> {
-  const groups = offlineGroups(Math.round(trainQueries / (1 - VAL_FRACTION)), indexEmb);
+  const groups = offlineGroups(Math.round(trainQueries / (1 - VAL_FRACTION)), sources);
   const config = { ...stageConfig(32) };
   config.optim = { ...config.optim, epochs };
-  const modelConfig = SelectorConfigSchema.parse({ ...config.model, d: D, shots: SHOTS });
-  const start = new PointerSelector(
-    modelConfig,
-    initParams(modelConfig, new Rng(config.seed).child("init").seed),
-    config.dtype,
-  );
+  const initial = seededStart(SelectorConfigSchema.parse({ ...config.model, d: D, shots: SHOTS }), config.seed);
+  const start = new PointerSelector(initial.config, initial.values, config.dtype);
   const once = new Phases();
   const perEpoch = Array.from({ length: epochs }, () => new Phases());
   let current = 0;
@@ -235,25 +232,18 @@ async function offlineRun(
       seed: config.seed,
       dtype: config.dtype,
       optim: config.optim,
-      modelConfig,
+      start: initial,
       objective: (model, data) => {
         trained = model;
         const validator = once.timeSync(
           "validator setup",
           () =>
             new RlValidator(
-              {
-                groups: data.val,
-                queryEmb,
-                indexEmb,
-                shots: SHOTS,
-                batchQueries: config.optim.batchQueries,
-                poolIds: () => [],
-              },
+              { groups: data.val, sources, shots: SHOTS, batchQueries: config.optim.batchQueries },
               start,
             ),
         );
-        const objData = { train: data.train, queryEmb, indexEmb, batchQueries: config.optim.batchQueries, validator };
+        const objData = { train: data.train, sources, batchQueries: config.optim.batchQueries, validator };
         const inner = once.timeSync("reference", () => grpoObjective(model, objData, config, start));
         const timed = instrument(inner, model, () => perEpoch[current]);
         return {
@@ -318,13 +308,15 @@ const rest = (whole: string, parts: string[]): [(p: Phases) => number, (p: Phase
 ];
 
 export async function offline(): Promise<void> {
-  const queryEmb = randomTable(Math.round(TRAIN_QUERIES / (1 - VAL_FRACTION)), 3);
-  const indexEmb = randomTable(INDEX_ROWS, 5);
+  const sources: SelectorSources = {
+    query: randomTable(Math.round(TRAIN_QUERIES / (1 - VAL_FRACTION)), 3, queryId),
+    index: randomTable(INDEX_ROWS, 5, String),
+  };
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-train-"));
   try {
-    await offlineRun(96, 2, queryEmb, indexEmb, dir); // warm-up (JIT, kernels)
+    await offlineRun(96, 2, sources, dir); // warm-up (JIT, kernels)
     const runs: OfflineRun[] = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await offlineRun(TRAIN_QUERIES, 2, queryEmb, indexEmb, dir));
+    for (let i = 0; i < RUNS; i++) runs.push(await offlineRun(TRAIN_QUERIES, 2, sources, dir));
     const steps = runs[0].steps;
     const rows = (epoch: number): [string, (p: Phases) => number, (p: Phases) => number][] => [
       [
@@ -401,8 +393,7 @@ function simSetup(dir: string) {
     queryEmbeddings: { joint },
     indexEmbeddings: { joint },
   });
-  const emb: EmbeddingTable = { dim: joint.dim, data: joint.data, rowOf: new Map(joint.ids.map((id, i) => [id, i])) };
-  return { ws, items, pools, emb, worldFile: join(out, "world.json") };
+  return { ws, items, pools, sources: selectorSources(joint, joint), worldFile: join(out, "world.json") };
 }
 
 interface OnlineRun {
@@ -414,12 +405,8 @@ interface OnlineRun {
 async function onlineRun(sim: ReturnType<typeof simSetup>, queries: number): Promise<OnlineRun> {
   const config = stageConfig(queries);
   const online = OnlineSchema.parse({ enabled: true, queries: `first:${queries}`, samples: ONLINE_SAMPLES });
-  const modelConfig = SelectorConfigSchema.parse({ ...config.model, d: D, shots: SHOTS });
-  const start = new PointerSelector(
-    modelConfig,
-    initParams(modelConfig, new Rng(config.seed).child("init").seed),
-    config.dtype,
-  );
+  const initial = seededStart(SelectorConfigSchema.parse({ ...config.model, d: D, shots: SHOTS }), config.seed);
+  const start = new PointerSelector(initial.config, initial.values, config.dtype);
   const phases = new Phases();
   let firstCall: { wall: number; cpu: number } | null = null;
   let calls = 0;
@@ -444,20 +431,16 @@ async function onlineRun(sim: ReturnType<typeof simSetup>, queries: number): Pro
   );
   const byId = new Map(sim.items.map((item) => [item.questionId, item]));
   const sampler = new OnlineSampler(online, {
-    queryEmb: sim.emb,
-    indexEmb: sim.emb,
+    sources: sim.sources,
     shots: SHOTS,
     reward: config.reward,
     queryById: byId,
     indexById: byId,
-    poolIds: (g) => sim.pools.pools[g.queryId],
     answer: { vlm, ...vqaAnswering("official") },
   });
   // As the stage's online groups: the chosen queries with their pools, no trajectories yet.
   const groups: RlGroup[] = sim.items.slice(0, queries).map((item) => ({
-    queryId: item.questionId,
-    queryRow: sim.emb.rowOf.get(item.questionId) as number,
-    candRows: Int32Array.from(sim.pools.pools[item.questionId], (id) => sim.emb.rowOf.get(id) as number),
+    ...resolvePool(sim.sources, item.questionId, sim.pools.pools[item.questionId]),
     trajectories: [],
     rewards: [],
     methods: [],
@@ -472,20 +455,13 @@ async function onlineRun(sim: ReturnType<typeof simSetup>, queries: number): Pro
     seed: config.seed,
     dtype: config.dtype,
     optim: config.optim,
-    modelConfig,
+    start: initial,
     objective: (model, data) => {
       const validator = new RlValidator(
-        {
-          groups: data.val,
-          queryEmb: sim.emb,
-          indexEmb: sim.emb,
-          shots: SHOTS,
-          batchQueries: queries,
-          poolIds: () => [],
-        },
+        { groups: data.val, sources: sim.sources, shots: SHOTS, batchQueries: queries },
         start,
       );
-      const objData = { train: data.train, queryEmb: sim.emb, indexEmb: sim.emb, batchQueries: queries, validator };
+      const objData = { train: data.train, sources: sim.sources, batchQueries: queries, validator };
       const timed = instrument(grpoObjective(model, objData, config, start, sampler), model, () => phases);
       const prepare = timed.prepare as NonNullable<typeof timed.prepare>;
       return {

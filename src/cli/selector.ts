@@ -5,7 +5,7 @@ import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/che
 import { variantName } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
 import { importTorchStateDict } from "../selector/import-torch.js";
-import { loadSelectorInput, loadTrajectories } from "../selector/inputs.js";
+import { loadSelectorInput, loadTrajectories } from "../selector/input-files.js";
 import { PointerSelector } from "../selector/model.js";
 import { parameterCount } from "../selector/params.js";
 import { trajectoryLogProbs } from "../selector/score.js";

@@ -4,11 +4,9 @@ import {
   GrpoStageConfigSchema,
   RceStageConfigSchema,
   RlInputsSchema,
-  type RlStageConfig,
-  type RlStageResult,
-  resumeRlStage,
-  runRlStage,
-} from "../train/rl-stage.js";
+  type RlStageSettings,
+} from "../train/rl-settings.js";
+import { type RlStageResult, resumeRlStage, runRlStage } from "../train/rl-stage.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
@@ -136,11 +134,12 @@ export function register(program: Command): void {
     command.action(async (flags: { quiet?: boolean; json?: boolean }, cmd: Command) => {
       const { rollouts, pools, dataset, embedding, init, reference, name, ...config } = resolve(cmd, settings);
       const vlm = resolve(cmd, vlmSettings);
+      // `config` was parsed by this stage's own schema (bound above).
+      const stageSettings = { stage, config } as RlStageSettings;
       const result = await withWorkspace(cmd, (ws) =>
         runRlStage(ws, {
-          stage,
+          ...stageSettings,
           inputs: { rollouts, pools, dataset, embedding, init, reference, name },
-          config: config as RlStageConfig,
           vlm,
           progress: flags.quiet ? null : process.stderr,
           note,

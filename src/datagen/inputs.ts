@@ -3,7 +3,7 @@
  * identifies it), the items to work on (a subset of the query dataset's items that have a pool),
  * and cosine similarities from an embedding matrix.
  */
-import type { EmbeddingMatrix } from "../data/embeddings.js";
+import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
 import { formatSubsetSpec, parseSubsetSpec, selectSubset } from "../data/splits.js";
@@ -89,8 +89,8 @@ export class Similarity {
   ) {
     if (queries.dim !== index.dim)
       throw new LeverError(`query embeddings have dim ${queries.dim}, candidates ${index.dim}`, { field: "embedding" });
-    this.queryRows = new Map(queries.ids.map((id, r) => [id, r]));
-    this.indexRows = new Map(index.ids.map((id, r) => [id, r]));
+    this.queryRows = rowIndex(queries);
+    this.indexRows = rowIndex(index);
   }
 
   /** cos(query, candidate) for every candidate id, in the given order. */

@@ -15,7 +15,7 @@ import { EvalSettingsSchema } from "../eval/config.js";
 import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
 import { WorldParamsSchema } from "../sim/params.js";
-import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-stage.js";
+import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-settings.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 

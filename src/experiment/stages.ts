@@ -15,7 +15,8 @@ import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
 import type { Workspace } from "../store/workspace.js";
-import { type RlStageConfig, runRlStage } from "../train/rl-stage.js";
+import type { RlStageSettings } from "../train/rl-settings.js";
+import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
@@ -103,7 +104,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     uses: ["sft"],
     reads: ["vlm", "embedding"],
     asksVlm: (s) => s.validation.answers,
-    run: (c) => runRl(c, "rce", c.settings),
+    run: (c) => runRl(c, "rce", { stage: "rce", config: c.settings }),
   },
   grpo: {
     needs: ["data", "pools", "rollouts"],
@@ -111,13 +112,13 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     startsFrom: START,
     reads: ["vlm", "embedding"],
     asksVlm: (s) => s.validation.answers,
-    run: (c) => runRl(c, "grpo", c.settings),
+    run: (c) => runRl(c, "grpo", { stage: "grpo", config: c.settings }),
   },
   online: {
     needs: ["data", "pools"],
     startsFrom: START,
     reads: ["vlm", "embedding"],
-    run: (c) => runRl(c, "online", onlineGrpoConfig(c.settings)),
+    run: (c) => runRl(c, "online", { stage: "grpo", config: onlineGrpoConfig(c.settings) }),
   },
 };
 
@@ -187,12 +188,12 @@ async function runRolloutsStage(c: StageContext<"rollouts">): Promise<ArtefactOu
 async function runRl(
   c: StageContext<"rce" | "grpo" | "online">,
   stage: "rce" | "grpo" | "online",
-  config: RlStageConfig,
+  settings: RlStageSettings,
 ): Promise<TrainedOutputs> {
   const data = c.input("data");
   const init = (c.optional("rce") ?? c.optional("sft"))?.bestFile;
   const result = await runRlStage(c.ws, {
-    stage: stage === "rce" ? "rce" : "grpo",
+    ...settings,
     inputs: {
       ...(stage !== "online" ? { rollouts: c.input("rollouts").name } : {}),
       pools: c.input("pools").name,
@@ -201,7 +202,6 @@ async function runRl(
       ...(init !== undefined ? { init } : {}),
       name: c.tag,
     },
-    config,
     vlm: withWorld(c.experiment.vlm, data),
     progress: c.progress,
     note: c.note,

@@ -11,6 +11,7 @@ import type { VqaItem } from "../data/item.js";
 import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { predict } from "../selector/decode.js";
+import { selectorInputOf, selectorSources } from "../selector/inputs.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -56,11 +57,7 @@ export interface LoadedSelector extends SelectorHandle {
 export interface OpenedSelector extends Omit<LoadedSelector, "choose"> {
   readonly checkpoint: Checkpoint;
   readonly model: PointerSelector;
-  /**
-   * The selector's input for queries and their pools (pool order = position order): query rows and
-   * a candidate table of the distinct pool items only, so memory stays bounded by queries × K rows
-   * even for a very large index.
-   */
+  /** The selector's input for queries and their pools (pool order = position order), from src/selector/inputs.ts. */
   input(queries: readonly VqaItem[], pools: readonly (readonly string[])[]): SelectorInput;
 }
 
@@ -131,8 +128,7 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
           field: "config.d",
         },
       );
-  const queryRows = rowsById(queryMatrix);
-  const indexRows = rowsById(indexMatrix);
+  const inputs = selectorSources(queryMatrix, indexMatrix);
   const label = `selector:${path}@${sha256(bytes).slice(0, 12)}`;
 
   return {
@@ -143,45 +139,10 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
     sources,
     checkpoint,
     model,
-    input(queries, pools) {
-      const Q = queries.length;
-      const queryData = new Float32Array(Q * d);
-      queries.forEach((query, q) => {
-        queryData.set(row(queryMatrix, queryRows, query.questionId, "query"), q * d);
-      });
-      const K = pools[0]?.length ?? k;
-      const tableRow = new Map<string, number>();
-      const ids: string[] = [];
-      const slots = new Int32Array(Q * K);
-      pools.forEach((pool, q) => {
-        if (pool.length !== K)
-          throw new Error(`pool of ${queries[q].questionId} has ${pool.length} items, expected ${K}`);
-        pool.forEach((id, p) => {
-          let r = tableRow.get(id);
-          if (r === undefined) {
-            r = ids.length;
-            tableRow.set(id, r);
-            ids.push(id);
-          }
-          slots[q * K + p] = r;
-        });
-      });
-      const table = new Float32Array(ids.length * d);
-      ids.forEach((id, r) => {
-        table.set(row(indexMatrix, indexRows, id, "index"), r * d);
-      });
-      return { queries: queryData, table, slots, K };
-    },
+    input: (queries, pools) =>
+      selectorInputOf(
+        inputs,
+        queries.map((query, q) => ({ queryId: query.questionId, poolIds: pools[q] })),
+      ),
   };
-}
-
-function rowsById(matrix: EmbeddingMatrix): Map<string, number> {
-  return new Map(matrix.ids.map((id, r) => [id, r]));
-}
-
-function row(matrix: EmbeddingMatrix, rows: Map<string, number>, id: string, role: string): Float32Array {
-  const r = rows.get(id);
-  if (r === undefined)
-    throw new LeverError(`no ${role} embedding row for this item`, { record: id, field: "embedding" });
-  return matrix.data.subarray(r * matrix.dim, (r + 1) * matrix.dim);
 }

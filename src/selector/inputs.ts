@@ -1,81 +1,140 @@
 /**
- * Selector inputs from files: query embeddings Q.npy [Q, d] and candidates either as C.npy
- * [Q, K, d] (each query's own pool) or as an index C.npy [N, d] plus a JSON list of per-query row
- * lists (pools of any size ≤ K are padded). Every problem names the file and the record.
+ * Selector inputs, assembled in this one place for every stage that runs the selector: SFT, rollouts,
+ * RCE, GRPO offline and online, RL validation, evaluation and `lever selector predict/logprob`. What
+ * the selector is shown about a query and its candidates comes from `SelectorSources`, in two steps:
+ *
+ *  - `resolvePool` looks a query and its pool (question ids, pool order = position order) up in the
+ *    sources once — a missing row is an error naming the query and the pool entry — and gives a
+ *    `ResolvedPool`, which training groups carry for the whole run;
+ *  - `selectorInput` packs a batch of resolved pools into the model's `SelectorInput`: the queries'
+ *    embeddings, a compact table of the distinct candidate rows (a row shared by several pools is
+ *    stored and projected once, so memory stays bounded by queries × K rows however large the index)
+ *    and each pool's slots in it, padded with −1 to the largest pool.
+ *
+ * A new per-candidate feature (say the share of the pool that answers like the candidate, or a
+ * per-item identity) is added here and in the model only: its data as a field of `SelectorSources`,
+ * its per-pool value computed in `resolvePool` (a field of `ResolvedPool`), its packing in
+ * `selectorInput`, its use in `PointerSelector.encode`. Stages build the sources with
+ * `selectorSources`, resolve pools with `resolvePool` and pass both through unchanged.
  */
-import { z } from "zod";
-import { readNpy } from "../data/npy.js";
+import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
+import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
-import { maxOf } from "../util/extent.js";
-import { readJsonFile } from "../util/files.js";
-import { parseOrThrow } from "../util/validate.js";
 import type { SelectorInput } from "./model.js";
 
-function floatMatrix(path: string): { shape: number[]; data: Float32Array } {
-  const arr = readNpy(path);
-  if (!(arr.data instanceof Float32Array || arr.data instanceof Float64Array))
-    throw new LeverError(`expected floating-point embeddings, got dtype ${arr.dtype}`, { file: path });
-  const data = arr.data instanceof Float32Array ? arr.data : Float32Array.from(arr.data);
-  for (let i = 0; i < data.length; i++)
-    if (!Number.isFinite(data[i])) throw new LeverError(`non-finite value at flat index ${i}`, { file: path });
-  return { shape: arr.shape, data };
+/** Row-major float32 embeddings with the row of each question id. */
+export interface EmbeddingTable {
+  dim: number;
+  data: Float32Array;
+  rowOf: ReadonlyMap<string, number>;
 }
 
-const PoolListSchema = z.array(z.array(z.number().int().nonnegative()).min(1), {
-  error: "expected an array of row lists (one per query)",
-});
+/** Everything the selector can be shown about queries and candidates. */
+export interface SelectorSources {
+  /** Embeddings of the query dataset. */
+  query: EmbeddingTable;
+  /** Embeddings of the index dataset (the candidates). */
+  index: EmbeddingTable;
+}
 
-export function loadSelectorInput(
-  files: { queryEmb: string; candEmb: string; pools?: string },
-  d: number,
-): SelectorInput {
-  const q = floatMatrix(files.queryEmb);
-  if (q.shape.length !== 2 || q.shape[1] !== d)
-    throw new LeverError(`query embeddings must be [queries, ${d}], got [${q.shape.join(", ")}]`, {
-      file: files.queryEmb,
-    });
-  const Q = q.shape[0];
-  const c = floatMatrix(files.candEmb);
-  if (files.pools === undefined) {
-    if (c.shape.length !== 3 || c.shape[0] !== Q || c.shape[2] !== d)
-      throw new LeverError(
-        `candidates must be [${Q}, K, ${d}] (or an index [N, ${d}] with --pools), got [${c.shape.join(", ")}]`,
-        { file: files.candEmb },
-      );
-    const K = c.shape[1];
-    return { queries: q.data, table: c.data, slots: Int32Array.from({ length: Q * K }, (_, i) => i), K };
-  }
-  if (c.shape.length !== 2 || c.shape[1] !== d)
-    throw new LeverError(`with --pools the candidates must be an index [N, ${d}], got [${c.shape.join(", ")}]`, {
-      file: files.candEmb,
-    });
-  const N = c.shape[0];
-  const pools = parseOrThrow(PoolListSchema, readJsonFile(files.pools), { file: files.pools, recordsAt: true });
-  if (pools.length !== Q) throw new LeverError(`${pools.length} pools for ${Q} queries`, { file: files.pools });
-  const K = maxOf(pools.map((p) => p.length));
-  const slots = new Int32Array(Q * K).fill(-1);
-  pools.forEach((pool, i) => {
-    if (new Set(pool).size !== pool.length)
-      throw new LeverError("pool lists a row twice", { file: files.pools, record: i });
-    pool.forEach((row, k) => {
-      if (row >= N)
-        throw new LeverError(`row ${row} is outside the index of ${N} rows`, {
-          file: files.pools,
-          record: i,
-          field: `[${k}]`,
-        });
-      slots[i * K + k] = row;
-    });
+/** One query and its pool, looked up in the sources: what every selector batch is built from. */
+export interface ResolvedPool {
+  queryId: string;
+  /** The candidates' question ids, in pool order (= position order). */
+  poolIds: readonly string[];
+  /** Row of the query in the query table. */
+  queryRow: number;
+  /** Row of each candidate in the index table, in pool order. */
+  candRows: Int32Array;
+}
+
+/** Where a missing row is reported: the file that names the query, the file and field that list its pool. */
+export interface PoolLocation {
+  queryFile?: string;
+  poolFile?: string;
+  /** The pool's field in `poolFile` (default "pools"); entry j is reported as `field[j]`. */
+  poolField?: string;
+}
+
+/** An embedding matrix as a table (rows by question id). */
+export function embeddingTable(matrix: EmbeddingMatrix): EmbeddingTable {
+  return { dim: matrix.dim, data: matrix.data, rowOf: rowIndex(matrix) };
+}
+
+/** The sources of a query and an index embedding matrix (one table when they are the same matrix). */
+export function selectorSources(query: EmbeddingMatrix, index: EmbeddingMatrix): SelectorSources {
+  if (query.dim !== index.dim) throw new LeverError(`query embeddings have dim ${query.dim}, candidates ${index.dim}`);
+  const indexTable = embeddingTable(index);
+  return { query: query === index ? indexTable : embeddingTable(query), index: indexTable };
+}
+
+/** A query and its pool of candidate question ids, looked up in the sources. */
+export function resolvePool(
+  sources: SelectorSources,
+  queryId: string,
+  poolIds: readonly string[],
+  at: PoolLocation = {},
+): ResolvedPool {
+  const queryRow = sources.query.rowOf.get(queryId);
+  if (queryRow === undefined)
+    throw new LeverError("query has no embedding row", { file: at.queryFile, record: queryId });
+  const candRows = Int32Array.from(poolIds, (id, j) => {
+    const row = sources.index.rowOf.get(id);
+    if (row === undefined)
+      throw new LeverError(`candidate "${id}" has no embedding row`, {
+        file: at.poolFile,
+        record: queryId,
+        field: `${at.poolField ?? "pools"}[${j}]`,
+      });
+    return row;
   });
-  return { queries: q.data, table: c.data, slots, K };
+  return { queryId, poolIds, queryRow, candRows };
 }
 
-const TrajectoriesSchema = z.array(
-  z
-    .object({ query: z.number().int().nonnegative(), positions: z.array(z.number().int().nonnegative()).min(1) })
-    .strict(),
-);
+function alloc(dtype: DType, n: number): Data {
+  return dtype === "float64" ? new Float64Array(n) : new Float32Array(n);
+}
 
-export function loadTrajectories(path: string): { query: number; positions: number[] }[] {
-  return parseOrThrow(TrajectoriesSchema, readJsonFile(path), { file: path, recordsAt: true });
+/** The selector's input for a batch of resolved pools, in the model's floating-point type. */
+export function selectorInput(
+  pools: readonly ResolvedPool[],
+  sources: SelectorSources,
+  dtype: DType = "float32",
+): SelectorInput {
+  const B = pools.length;
+  const d = sources.query.dim;
+  const K = pools.reduce((max, p) => Math.max(max, p.candRows.length), 0);
+  const queries = alloc(dtype, B * d);
+  pools.forEach((p, b) => {
+    queries.set(sources.query.data.subarray(p.queryRow * d, (p.queryRow + 1) * d), b * d);
+  });
+  const compact = new Map<number, number>();
+  const slots = new Int32Array(B * K).fill(-1);
+  for (let b = 0; b < B; b++) {
+    const rows = pools[b].candRows;
+    for (let k = 0; k < rows.length; k++) {
+      let c = compact.get(rows[k]);
+      if (c === undefined) {
+        c = compact.size;
+        compact.set(rows[k], c);
+      }
+      slots[b * K + k] = c;
+    }
+  }
+  const table = alloc(dtype, compact.size * d);
+  for (const [row, c] of compact) table.set(sources.index.data.subarray(row * d, (row + 1) * d), c * d);
+  return { queries, table, slots, K };
+}
+
+/** `resolvePool` of every (query, pool) and their `selectorInput`: a batch straight from question ids. */
+export function selectorInputOf(
+  sources: SelectorSources,
+  queries: readonly { queryId: string; poolIds: readonly string[] }[],
+  dtype: DType = "float32",
+): SelectorInput {
+  return selectorInput(
+    queries.map((q) => resolvePool(sources, q.queryId, q.poolIds)),
+    sources,
+    dtype,
+  );
 }

@@ -1,12 +1,13 @@
 /**
- * Packs query groups into one selector batch: B queries padded to the largest pool K (padding slots
- * masked), G = the most trajectories of any query (missing rows repeat the query's first trajectory
- * with weight 0, so they cost compute but never affect loss or gradients). Candidates are gathered
- * into a compact table of the distinct index rows, so a row shared by several pools is projected once.
+ * Packs query groups into one training batch: the selector input of their pools (src/selector/inputs.ts:
+ * B queries padded to the largest pool K, a compact table of the distinct candidate rows) and their
+ * trajectories as rows, G = the most trajectories of any query (missing rows repeat the query's first
+ * trajectory with weight 0, so they cost compute but never affect loss or gradients).
  */
+import { type SelectorSources, selectorInput } from "../selector/inputs.js";
 import type { SelectorInput } from "../selector/model.js";
-import type { Data, DType } from "../tensor/tensor.js";
-import type { EmbeddingTable, QueryGroup } from "./data.js";
+import type { DType } from "../tensor/tensor.js";
+import type { QueryGroup } from "./data.js";
 
 export interface Batch {
   groups: QueryGroup[];
@@ -24,48 +25,7 @@ export interface Batch {
   trajectoryOf: Int32Array;
 }
 
-function alloc(dtype: DType, n: number): Data {
-  return dtype === "float64" ? new Float64Array(n) : new Float32Array(n);
-}
-
-/** The selector input of B queries: their embeddings and their pools over a compact table of the distinct index rows. */
-export function buildQueryInput(
-  groups: readonly Pick<QueryGroup, "queryRow" | "candRows">[],
-  queryEmb: EmbeddingTable,
-  indexEmb: EmbeddingTable,
-  dtype: DType,
-): SelectorInput {
-  const B = groups.length;
-  const d = queryEmb.dim;
-  const K = Math.max(...groups.map((g) => g.candRows.length));
-  const queries = alloc(dtype, B * d);
-  groups.forEach((g, b) => {
-    queries.set(queryEmb.data.subarray(g.queryRow * d, (g.queryRow + 1) * d), b * d);
-  });
-  const compact = new Map<number, number>();
-  const slots = new Int32Array(B * K).fill(-1);
-  for (let b = 0; b < B; b++) {
-    const rows = groups[b].candRows;
-    for (let k = 0; k < rows.length; k++) {
-      let c = compact.get(rows[k]);
-      if (c === undefined) {
-        c = compact.size;
-        compact.set(rows[k], c);
-      }
-      slots[b * K + k] = c;
-    }
-  }
-  const table = alloc(dtype, compact.size * d);
-  for (const [row, c] of compact) table.set(indexEmb.data.subarray(row * d, (row + 1) * d), c * d);
-  return { queries, table, slots, K };
-}
-
-export function buildBatch(
-  groups: QueryGroup[],
-  queryEmb: EmbeddingTable,
-  indexEmb: EmbeddingTable,
-  dtype: DType,
-): Batch {
+export function buildBatch(groups: QueryGroup[], sources: SelectorSources, dtype: DType): Batch {
   const B = groups.length;
   const G = Math.max(...groups.map((g) => g.trajectories.length));
   const steps = groups[0].trajectories[0].length;
@@ -88,7 +48,7 @@ export function buildBatch(
   }
   return {
     groups,
-    input: buildQueryInput(groups, queryEmb, indexEmb, dtype),
+    input: selectorInput(groups, sources, dtype),
     G,
     steps,
     labels,

@@ -169,13 +169,78 @@ export async function train<G>(
   /** Continue a run from the state saved after an earlier epoch (weights must already be in `model`). */
   resumeFrom?: ResumeState,
 ): Promise<TrainResult> {
-  const resume = resumeFrom?.loop;
   if (groups.length === 0) throw new LeverError("no training examples");
+  const optimizer = selectorOptimizer(model, optim);
+  const steps: StepRunner<G> = {
+    objective,
+    optimizer,
+    trainable: model.specs.filter((s) => !optim.frozen.includes(s.group)).map((s) => model.params.get(s.name)!),
+    optim,
+    hooks,
+    batches: Math.ceil(groups.length / optim.batchQueries),
+    totalSteps: optim.epochs * Math.ceil(groups.length / optim.batchQueries),
+  };
+  const { mode, metric } = optim.earlyStopping;
+  const stopper = new EarlyStopping(
+    mode === "auto" ? (lowerIsBetter(metric) ? "min" : "max") : mode,
+    optim.earlyStopping.patience,
+    optim.earlyStopping.minDelta,
+  );
+  const root = new Rng(seed);
+  const run = { history: [] as Record<string, number>[], step: 0, epoch: 0, stoppedEarly: false };
+  if (resumeFrom) restoreRun(run, resumeFrom, objective, optimizer, stopper, optim);
+  for (; run.epoch < optim.epochs && !run.stoppedEarly; run.epoch++) {
+    const { epoch } = run;
+    const epochRng = root.child(`epoch-${epoch}`);
+    const order = epochRng.child("shuffle").shuffle([...groups]);
+    const dropout = epochRng.child("dropout");
+    await objective.startEpoch?.(epoch);
+    const batchList = chunk(order, optim.batchQueries);
+    const done = await runEpoch(steps, batchList, epoch, run.step, dropout);
+    run.step = done.step;
+    const validation = await objective.validate(epoch);
+    const metrics: Record<string, number> = {
+      ...done.means,
+      ...(done.trained > 0 ? { trainLoss: done.lossSum / done.trained } : {}),
+      ...(done.trained < batchList.length ? { skippedBatches: batchList.length - done.trained } : {}),
+      ...validation,
+    };
+    run.history.push(metrics);
+    const { improved, stop } = judgeEpoch(metrics, validation, optim.earlyStopping.metric, stopper, epoch);
+    const nextEpoch = epoch + 1;
+    const stepsDone = run.step;
+    await hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
+      loop: {
+        nextEpoch,
+        step: stepsDone,
+        history: run.history.map((h) => ({ ...h })),
+        stopper: stopper.state(),
+        optimizer: optimizer.stateDict(),
+      },
+      ...(objective.state ? { objective: objective.state() } : {}),
+    }));
+    if (stop) {
+      run.stoppedEarly = true;
+      run.epoch++;
+      break;
+    }
+  }
+  return {
+    epochsRun: Math.min(run.epoch, optim.epochs),
+    bestEpoch: stopper.bestEpoch,
+    best: stopper.best,
+    stoppedEarly: run.stoppedEarly,
+    history: run.history,
+  };
+}
+
+/** AdamW with one parameter group per selector part, so parts can be frozen. */
+function selectorOptimizer(model: PointerSelector, optim: OptimConfig): AdamW {
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
   const groupNames = [...new Set(model.specs.map((s) => s.group))];
-  const optimizer = new AdamW(
+  return new AdamW(
     groupNames.map((name) => ({
       params: model.specs.filter((s) => s.group === name).map((s) => model.params.get(s.name)!),
       lr: optim.lr,
@@ -184,123 +249,113 @@ export async function train<G>(
     })),
     { betas: optim.betas, eps: optim.eps },
   );
-  const trainableParams = model.specs
-    .filter((s) => !optim.frozen.includes(s.group))
-    .map((s) => model.params.get(s.name)!);
-  const batches = Math.ceil(groups.length / optim.batchQueries);
-  const totalSteps = optim.epochs * batches;
-  const { mode, metric } = optim.earlyStopping;
-  const stopper = new EarlyStopping(
-    mode === "auto" ? (lowerIsBetter(metric) ? "min" : "max") : mode,
-    optim.earlyStopping.patience,
-    optim.earlyStopping.minDelta,
-  );
-  const root = new Rng(seed);
-  const history: Record<string, number>[] = [];
-  let step = 0;
-  let stoppedEarly = false;
-  let epoch = 0;
-  if (resume) {
-    if (resumeFrom?.objective !== undefined) objective.restore?.(resumeFrom.objective);
-    optimizer.loadStateDict(resume.optimizer);
-    stopper.restore(resume.stopper);
-    history.push(...resume.history);
-    step = resume.step;
-    epoch = resume.nextEpoch;
-    // The run had already stopped early when this state was saved: no epoch is left to run.
-    stoppedEarly = optim.earlyStopping.patience > 0 && resume.stopper.sinceBest >= optim.earlyStopping.patience;
-  }
-  for (; epoch < optim.epochs && !stoppedEarly; epoch++) {
-    const epochRng = root.child(`epoch-${epoch}`);
-    const order = epochRng.child("shuffle").shuffle([...groups]);
-    const dropout = epochRng.child("dropout");
-    await objective.startEpoch?.(epoch);
-    let lossSum = 0;
-    const sums = new Map<string, { total: number; count: number }>();
-    const batchList = chunk(order, optim.batchQueries);
-    let trained = 0; // batches that made an update (skipped ones have no loss)
-    for (const [b, batchGroups] of batchList.entries()) {
-      const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
-      optimizer.groups.forEach((_, gi) => {
-        optimizer.setLr(gi, lr);
-      });
-      const ctx: StepContext = { epoch, step, totalSteps, rng: dropout };
-      const trainable = objective.prepare ? await objective.prepare(batchGroups, ctx) : batchGroups;
-      if (trainable.length === 0) {
-        // Nothing to learn from in this batch (e.g. every sampled group was tied): no update.
-        hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: { lr, skipped: 1 } });
-        step++;
-        continue;
-      }
-      trained++;
-      optimizer.zeroGrad();
-      const { loss, metrics } = objective.batchLoss(trainable, ctx);
-      const value = loss.item();
-      if (!Number.isFinite(value))
-        throw new LeverError(`training diverged: loss is ${value} at epoch ${epoch + 1}, step ${step + 1}`);
-      loss.backward();
-      const gradNorm = clipGradNorm(trainableParams, optim.clipNorm ?? Number.POSITIVE_INFINITY);
-      optimizer.step();
-      lossSum += value;
-      const stepMetrics = { loss: value, lr, gradNorm, ...(metrics ?? {}) };
-      objective.afterStep?.(stepMetrics);
-      for (const [name, v] of Object.entries(stepMetrics)) {
-        if (name === "loss" || !Number.isFinite(v)) continue;
-        const acc = sums.get(name) ?? { total: 0, count: 0 };
-        acc.total += v;
-        acc.count++;
-        sums.set(name, acc);
-      }
-      hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: stepMetrics });
+}
+
+/** The loop's state, the objective's, the optimiser's and early stopping's as saved after an earlier epoch. */
+function restoreRun<G>(
+  run: { history: Record<string, number>[]; step: number; epoch: number; stoppedEarly: boolean },
+  from: ResumeState,
+  objective: Objective<G>,
+  optimizer: AdamW,
+  stopper: EarlyStopping,
+  optim: OptimConfig,
+): void {
+  const resume = from.loop;
+  if (from.objective !== undefined) objective.restore?.(from.objective);
+  optimizer.loadStateDict(resume.optimizer);
+  stopper.restore(resume.stopper);
+  run.history.push(...resume.history);
+  run.step = resume.step;
+  run.epoch = resume.nextEpoch;
+  // The run had already stopped early when this state was saved: no epoch is left to run.
+  run.stoppedEarly = optim.earlyStopping.patience > 0 && resume.stopper.sinceBest >= optim.earlyStopping.patience;
+}
+
+/** What every step of a run uses. */
+interface StepRunner<G> {
+  objective: Objective<G>;
+  optimizer: AdamW;
+  /** The parameters that are not frozen (their gradients are clipped). */
+  trainable: Tensor[];
+  optim: OptimConfig;
+  hooks: TrainHooks;
+  batches: number;
+  totalSteps: number;
+}
+
+/**
+ * One epoch's optimiser steps over `batchList`, from step `step`: the mean of every finite per-step
+ * metric, the loss summed over the batches that made an update and their number, the next step.
+ */
+async function runEpoch<G>(
+  r: StepRunner<G>,
+  batchList: G[][],
+  epoch: number,
+  step: number,
+  rng: Rng,
+): Promise<{ means: Record<string, number>; lossSum: number; trained: number; step: number }> {
+  const { objective, optimizer, optim, batches, totalSteps } = r;
+  let lossSum = 0;
+  const sums = new Map<string, { total: number; count: number }>();
+  let trained = 0; // batches that made an update (skipped ones have no loss)
+  for (const [b, batchGroups] of batchList.entries()) {
+    const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
+    optimizer.groups.forEach((_, gi) => {
+      optimizer.setLr(gi, lr);
+    });
+    const ctx: StepContext = { epoch, step, totalSteps, rng };
+    const trainable = objective.prepare ? await objective.prepare(batchGroups, ctx) : batchGroups;
+    if (trainable.length === 0) {
+      // Nothing to learn from in this batch (e.g. every sampled group was tied): no update.
+      r.hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: { lr, skipped: 1 } });
       step++;
+      continue;
     }
-    const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
-    const validation = await objective.validate(epoch);
-    const metrics: Record<string, number> = {
-      ...means,
-      ...(trained > 0 ? { trainLoss: lossSum / trained } : {}),
-      ...(trained < batchList.length ? { skippedBatches: batchList.length - trained } : {}),
-      ...validation,
-    };
-    history.push(metrics);
-    const watched = metrics[optim.earlyStopping.metric];
-    // No validation metrics at all = no validation split; metrics without the chosen one = a setting
-    // that cannot choose the best epoch (a typo, or a metric this stage does not compute).
-    if (watched === undefined && Object.keys(validation).length > 0)
-      throw new LeverError(
-        `the best-epoch metric "${optim.earlyStopping.metric}" is not computed by this stage's validation (it has: ${Object.keys(validation).sort().join(", ")})`,
-        { field: "optim.earlyStopping.metric" },
-      );
-    const { improved, stop } =
-      watched === undefined
-        ? { improved: true, stop: false } // no validation split: the latest epoch is the best
-        : stopper.update(watched, epoch);
-    if (watched === undefined) {
-      stopper.bestEpoch = epoch;
+    trained++;
+    optimizer.zeroGrad();
+    const { loss, metrics } = objective.batchLoss(trainable, ctx);
+    const value = loss.item();
+    if (!Number.isFinite(value))
+      throw new LeverError(`training diverged: loss is ${value} at epoch ${epoch + 1}, step ${step + 1}`);
+    loss.backward();
+    const gradNorm = clipGradNorm(r.trainable, optim.clipNorm ?? Number.POSITIVE_INFINITY);
+    optimizer.step();
+    lossSum += value;
+    const stepMetrics = { loss: value, lr, gradNorm, ...(metrics ?? {}) };
+    objective.afterStep?.(stepMetrics);
+    for (const [name, v] of Object.entries(stepMetrics)) {
+      if (name === "loss" || !Number.isFinite(v)) continue;
+      const acc = sums.get(name) ?? { total: 0, count: 0 };
+      acc.total += v;
+      acc.count++;
+      sums.set(name, acc);
     }
-    const nextEpoch = epoch + 1;
-    const stepsDone = step;
-    await hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
-      loop: {
-        nextEpoch,
-        step: stepsDone,
-        history: history.map((h) => ({ ...h })),
-        stopper: stopper.state(),
-        optimizer: optimizer.stateDict(),
-      },
-      ...(objective.state ? { objective: objective.state() } : {}),
-    }));
-    if (stop) {
-      stoppedEarly = true;
-      epoch++;
-      break;
-    }
+    r.hooks.onStep?.({ epoch, step, totalSteps, batch: b, batches, metrics: stepMetrics });
+    step++;
   }
-  return {
-    epochsRun: Math.min(epoch, optim.epochs),
-    bestEpoch: stopper.bestEpoch,
-    best: stopper.best,
-    stoppedEarly,
-    history,
-  };
+  const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
+  return { means, lossSum, trained, step };
+}
+
+/**
+ * Whether the epoch is the new best and training should stop. No validation metrics at all = no
+ * validation split: the latest epoch is the best. Metrics without the chosen one = a setting that
+ * cannot choose the best epoch (a typo, or a metric this stage does not compute): an error.
+ */
+function judgeEpoch(
+  metrics: Record<string, number>,
+  validation: Record<string, number>,
+  metric: string,
+  stopper: EarlyStopping,
+  epoch: number,
+): { improved: boolean; stop: boolean } {
+  const watched = metrics[metric];
+  if (watched === undefined && Object.keys(validation).length > 0)
+    throw new LeverError(
+      `the best-epoch metric "${metric}" is not computed by this stage's validation (it has: ${Object.keys(validation).sort().join(", ")})`,
+      { field: "optim.earlyStopping.metric" },
+    );
+  if (watched !== undefined) return stopper.update(watched, epoch);
+  stopper.bestEpoch = epoch;
+  return { improved: true, stop: false };
 }

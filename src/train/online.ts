@@ -22,13 +22,12 @@ import type { AnswerDeps } from "../icl/answer.js";
 import { type RewardConfig, trajectoryReward } from "../icl/rewards.js";
 import { GT_ANSWER_SETS, scoreTrajectories } from "../icl/score.js";
 import { sampleDecode } from "../selector/decode.js";
+import { type SelectorSources, selectorInput } from "../selector/inputs.js";
 import type { PointerSelector } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
 import { rewardToGo } from "./advantages.js";
-import { buildQueryInput } from "./batch.js";
-import type { EmbeddingTable } from "./data.js";
 import type { RlGroup } from "./rl-data.js";
 
 export const OnlineSchema = z
@@ -72,14 +71,12 @@ export const OnlineSchema = z
 export type OnlineConfig = z.infer<typeof OnlineSchema>;
 
 export interface OnlineContext {
-  queryEmb: EmbeddingTable;
-  indexEmb: EmbeddingTable;
+  sources: SelectorSources;
   shots: number;
   reward: RewardConfig;
-  /** Items of the query dataset and of the index, and each group's pool as question ids. */
+  /** Items of the query dataset and of the index. */
   queryById: ReadonlyMap<string, VqaItem>;
   indexById: ReadonlyMap<string, VqaItem>;
-  poolIds(group: RlGroup): readonly string[];
   answer: AnswerDeps;
 }
 
@@ -107,7 +104,7 @@ export class OnlineSampler {
     const ctx = this.ctx;
     const config = this.config;
     const drawn = noGrad(() => {
-      const enc = model.encode(buildQueryInput(groups, ctx.queryEmb, ctx.indexEmb, model.dtype));
+      const enc = model.encode(selectorInput(groups, ctx.sources, model.dtype));
       return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });
     });
     // Prefix credit: every trajectory's prefixes of 1..S picks, prefix-major within a query.
@@ -116,10 +113,9 @@ export class OnlineSampler {
       groups.map((g, b) => {
         const query = ctx.queryById.get(g.queryId);
         if (query === undefined) throw new LeverError(`query "${g.queryId}" is not in the query dataset`);
-        const pool = ctx.poolIds(g);
         return scoreTrajectories(
           query,
-          lengths.flatMap((n) => drawn[b].map((t) => t.positions.slice(0, n).map((p) => pool[p]))),
+          lengths.flatMap((n) => drawn[b].map((t) => t.positions.slice(0, n).map((p) => g.poolIds[p]))),
           ctx.indexById,
           {
             gtAnswers: config.gtAnswers,

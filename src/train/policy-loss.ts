@@ -116,24 +116,9 @@ export function policyLoss(
   beta: number,
 ): { loss: Tensor; diagnostics: PolicyDiagnostics } {
   const { logp, weights } = inputs;
-  if (logp.ndim !== 2) throw new RangeError(`policyLoss: logp must be [R, S], got ${logp.ndim} dims`);
-  const [R, S] = logp.shape;
+  const rows = checkedRows(inputs, cfg, beta);
+  const { R, S, advCols, weightSum } = rows;
   const step = cfg.ratioLevel === "step";
-  const advCols = S > 1 && inputs.advantages.length === R * S ? S : 1;
-  if (advCols > 1 && !step) throw new RangeError("policyLoss: per-step advantages need step ratios (ratioLevel step)");
-  const sizes: [string, ArrayLike<number> | null, number][] = [
-    ["oldLogp", inputs.oldLogp, R * S],
-    ["refLogp", inputs.refLogp, R * S],
-    ["advantages", inputs.advantages, R * advCols],
-    ["weights", weights, R],
-  ];
-  for (const [name, v, n] of sizes)
-    if (v !== null && v.length !== n) throw new RangeError(`policyLoss: ${name} has ${v.length} values, expected ${n}`);
-  if (!(beta >= 0)) throw new RangeError(`policyLoss: β must be ≥ 0, got ${beta}`);
-  if (beta > 0 && inputs.refLogp === null) throw new RangeError("policyLoss: β > 0 needs reference log-probabilities");
-  let weightSum = 0;
-  for (let r = 0; r < R; r++) if (weights[r] > 0) weightSum += weights[r];
-  if (!(weightSum > 0)) throw new RangeError("policyLoss: no row has a positive weight");
   const dt = logp.dtype;
   const current = logp.data;
   const zeros = new Float64Array(R * advCols);
@@ -168,7 +153,63 @@ export function policyLoss(
   }
   const loss = beta > 0 && kl !== null ? T.add(policy, T.scale(kl, beta)) : policy;
 
-  // Diagnostics over the real rows.
+  const pass: LossPass = { ...rows, cols, step, ratio: ratio.data, adv, current, ref, weights };
+  const policyValue = policy.item();
+  const klValue = kl === null ? null : kl.item();
+  return {
+    loss,
+    diagnostics: {
+      policyLoss: policyValue,
+      kl: klValue,
+      klTerm: beta > 0 && klValue !== null ? beta * klValue : 0,
+      klShare: klShare(pass, cfg, beta),
+      ...ratioDiagnostics(pass, cfg),
+    },
+  };
+}
+
+/** The loss inputs' shape [R, S], the advantages' columns and the rows' total weight, once every size is checked. */
+function checkedRows(inputs: PolicyLossInputs, cfg: PolicyLossConfig, beta: number) {
+  const { logp, weights } = inputs;
+  if (logp.ndim !== 2) throw new RangeError(`policyLoss: logp must be [R, S], got ${logp.ndim} dims`);
+  const [R, S] = logp.shape;
+  const advCols = S > 1 && inputs.advantages.length === R * S ? S : 1;
+  if (advCols > 1 && cfg.ratioLevel !== "step")
+    throw new RangeError("policyLoss: per-step advantages need step ratios (ratioLevel step)");
+  const sizes: [string, ArrayLike<number> | null, number][] = [
+    ["oldLogp", inputs.oldLogp, R * S],
+    ["refLogp", inputs.refLogp, R * S],
+    ["advantages", inputs.advantages, R * advCols],
+    ["weights", weights, R],
+  ];
+  for (const [name, v, n] of sizes)
+    if (v !== null && v.length !== n) throw new RangeError(`policyLoss: ${name} has ${v.length} values, expected ${n}`);
+  if (!(beta >= 0)) throw new RangeError(`policyLoss: β must be ≥ 0, got ${beta}`);
+  if (beta > 0 && inputs.refLogp === null) throw new RangeError("policyLoss: β > 0 needs reference log-probabilities");
+  let weightSum = 0;
+  for (let r = 0; r < R; r++) if (weights[r] > 0) weightSum += weights[r];
+  if (!(weightSum > 0)) throw new RangeError("policyLoss: no row has a positive weight");
+  return { R, S, advCols, weightSum };
+}
+
+/** The numbers of a loss evaluation the diagnostics read (padding rows already replaced). */
+interface LossPass {
+  R: number;
+  S: number;
+  /** Ratio columns (S with step ratios, else 1) and advantage columns. */
+  cols: number;
+  advCols: number;
+  step: boolean;
+  weightSum: number;
+  weights: ArrayLike<number>;
+  ratio: ArrayLike<number>;
+  adv: Float64Array;
+  current: ArrayLike<number>;
+  ref: Float64Array | null;
+}
+
+/** Ratio mean, range and clipped shares over the real rows, and the real rows' advantage summary. */
+function ratioDiagnostics(p: LossPass, cfg: PolicyLossConfig) {
   let ratioSum = 0;
   let ratioMin = Number.POSITIVE_INFINITY;
   let ratioMax = Number.NEGATIVE_INFINITY;
@@ -176,12 +217,12 @@ export function policyLoss(
   let high = 0;
   let entries = 0;
   const advs: number[] = [];
-  for (let r = 0; r < R; r++) {
-    if (!(weights[r] > 0)) continue;
-    for (let c = 0; c < advCols; c++) advs.push(adv[r * advCols + c]);
-    for (let c = 0; c < cols; c++) {
-      const v = ratio.data[r * cols + c];
-      const a = adv[r * advCols + (advCols > 1 ? c : 0)];
+  for (let r = 0; r < p.R; r++) {
+    if (!(p.weights[r] > 0)) continue;
+    for (let c = 0; c < p.advCols; c++) advs.push(p.adv[r * p.advCols + c]);
+    for (let c = 0; c < p.cols; c++) {
+      const v = p.ratio[r * p.cols + c];
+      const a = p.adv[r * p.advCols + (p.advCols > 1 ? c : 0)];
       ratioSum += v;
       ratioMin = Math.min(ratioMin, v);
       ratioMax = Math.max(ratioMax, v);
@@ -191,51 +232,47 @@ export function policyLoss(
     }
   }
   const { mean: advMean, std: advStd, maxAbs: advMaxAbs } = meanStdMaxAbsHot(advs);
-  const policyValue = policy.item();
-  const klValue = kl === null ? null : kl.item();
-  const klTerm = beta > 0 && klValue !== null ? beta * klValue : 0;
-  // Gradient norms of both terms with respect to logp, in closed form. The surrogate's gradient is
-  // −c·A·r where its unclipped branch is active (both branches tie inside the clip range), else 0.
+  return {
+    ratioMean: ratioSum / entries,
+    ratioMin,
+    ratioMax,
+    clipLow: low / entries,
+    clipHigh: high / entries,
+    advMean,
+    advStd,
+    advMaxAbs,
+  };
+}
+
+/**
+ * ‖∇β·KL‖ / (‖∇L‖ + ‖∇β·KL‖), gradients with respect to logp in closed form. The surrogate's gradient
+ * is −c·A·r where its unclipped branch is active (both branches tie inside the clip range), else 0.
+ */
+function klShare(p: LossPass, cfg: PolicyLossConfig, beta: number): number {
   let polSq = 0;
   let klSq = 0;
-  for (let r = 0; r < R; r++) {
-    if (!(weights[r] > 0)) continue;
-    const c = weights[r] / (weightSum * cols);
-    for (let t = 0; t < S; t++) {
-      const j = step ? r * S + t : r;
-      const v = ratio.data[j];
-      const a = adv[advCols > 1 ? j : r];
+  for (let r = 0; r < p.R; r++) {
+    if (!(p.weights[r] > 0)) continue;
+    const c = p.weights[r] / (p.weightSum * p.cols);
+    for (let t = 0; t < p.S; t++) {
+      const j = p.step ? r * p.S + t : r;
+      const v = p.ratio[j];
+      const a = p.adv[p.advCols > 1 ? j : r];
       const clipped = Math.min(Math.max(v, 1 - cfg.epsLow), 1 + cfg.epsHigh);
       const active = v * a <= clipped * a || clipped === v;
       const g = active ? c * a * v : 0;
       polSq += g * g;
-      if (beta > 0 && ref !== null) {
-        const delta = ref[r * S + t] - current[r * S + t];
+      if (beta > 0 && p.ref !== null) {
+        const delta = p.ref[r * p.S + t] - p.current[r * p.S + t];
         const dk = cfg.klEstimator === "k1" ? 1 : cfg.klEstimator === "k2" ? -delta : 1 - Math.exp(delta);
-        const gk = (beta * weights[r] * dk) / (weightSum * S);
+        const gk = (beta * p.weights[r] * dk) / (p.weightSum * p.S);
         klSq += gk * gk;
       }
     }
   }
   const polNorm = Math.sqrt(polSq);
   const klNorm = Math.sqrt(klSq);
-  return {
-    loss,
-    diagnostics: {
-      policyLoss: policyValue,
-      kl: klValue,
-      klTerm,
-      klShare: polNorm + klNorm === 0 ? 0 : klNorm / (polNorm + klNorm),
-      ratioMean: ratioSum / entries,
-      ratioMin,
-      ratioMax,
-      clipLow: low / entries,
-      clipHigh: high / entries,
-      advMean,
-      advStd,
-      advMaxAbs,
-    },
-  };
+  return polNorm + klNorm === 0 ? 0 : klNorm / (polNorm + klNorm);
 }
 
 /**

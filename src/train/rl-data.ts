@@ -1,17 +1,20 @@
 /**
- * RL training groups from a rollout set: per query, its pool (rows of the index embedding table)
- * and ALL its scored trajectories as pool positions in selection order, with their rewards. Failed
- * trajectories (`evalFailed`) are left out and counted; a query whose trajectories all failed is
- * dropped and counted. The pool is the rollout set's own (our rollouts store it) or, for imported
- * files without one, the pool set's; when both exist they must agree, so a selector is always trained
- * on the pool it will choose from at test time.
+ * RL training groups from a rollout set: per query, its pool resolved in the selector sources
+ * (src/selector/inputs.ts) and ALL its scored trajectories as pool positions in selection order,
+ * with their rewards. Failed trajectories (`evalFailed`) are left out and counted; a query whose
+ * trajectories all failed is dropped and counted. The pool is the rollout set's own (our rollouts
+ * store it) or, for imported files without one, the pool set's; when both exist they must agree, so
+ * a selector is always trained on the pool it will choose from at test time. Online GRPO's groups
+ * are the chosen queries of a pool set with their pools and no trajectories yet (`buildOnlineGroups`).
  */
-import { compareQuestionIds } from "../data/item.js";
+import { compareQuestionIds, type VqaItem } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
+import { type SubsetSpec, selectSubset } from "../data/splits.js";
 import type { RolloutSet } from "../data/trajectories.js";
 import { type RewardConfig, scoredTrajectories, trajectoryReward } from "../icl/rewards.js";
+import { type ResolvedPool, resolvePool, type SelectorSources } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
-import type { EmbeddingTable, QueryGroup } from "./data.js";
+import { poolPositions, type QueryGroup, trajectoryLength } from "./data.js";
 
 /** A query group whose rewards are known (RL stages). */
 export interface RlGroup extends QueryGroup {
@@ -48,86 +51,31 @@ export interface RlDataOptions {
 export function buildRlGroups(
   rollouts: RolloutSet,
   pools: PoolSet | null,
-  queryEmb: EmbeddingTable,
-  indexEmb: EmbeddingTable,
+  sources: SelectorSources,
   opts: RlDataOptions,
 ): { groups: RlGroup[]; stats: RlDataStats } {
-  const lengths = new Set(Object.values(rollouts.queries).flatMap((q) => q.trajectories.map((t) => t.selected.length)));
-  const shots = opts.shots ?? (lengths.size === 1 ? [...lengths][0] : undefined);
-  if (shots === undefined)
-    throw new LeverError(
-      `trajectories have different lengths (${[...lengths].sort().join(", ")}); choose one with --shots`,
-      { file: opts.files.rollouts },
-    );
+  const lengths = Object.values(rollouts.queries).flatMap((q) => q.trajectories.map((t) => t.selected.length));
+  const shots = trajectoryLength(lengths, opts.shots, "trajectories", opts.files.rollouts);
   const groups: RlGroup[] = [];
-  let failedTrajectories = 0;
-  let droppedQueries = 0;
-  let positives = 0;
-  let zeroVarianceQueries = 0;
+  const counts = { failedTrajectories: 0, droppedQueries: 0, positives: 0, zeroVarianceQueries: 0 };
   for (const queryId of Object.keys(rollouts.queries).sort(compareQuestionIds)) {
     const query = rollouts.queries[queryId];
     const pool = poolOf(queryId, query.pool, pools, opts.files);
-    const queryRow = queryEmb.rowOf.get(queryId);
-    if (queryRow === undefined)
-      throw new LeverError("query has no embedding row", { file: opts.files.rollouts, record: queryId });
-    const candRows = Int32Array.from(pool, (id, j) => {
-      const row = indexEmb.rowOf.get(id);
-      if (row === undefined)
-        throw new LeverError(`candidate "${id}" has no embedding row`, {
-          file: opts.files.pools,
-          record: queryId,
-          field: `pool[${j}]`,
-        });
-      return row;
+    const resolved = resolvePool(sources, queryId, pool, {
+      queryFile: opts.files.rollouts,
+      poolFile: opts.files.pools,
+      poolField: "pool",
     });
-    const position = new Map(pool.map((id, j) => [id, j]));
     const { kept, failed } = scoredTrajectories(query.trajectories);
-    failedTrajectories += failed;
+    counts.failedTrajectories += failed;
     if (kept.length === 0) {
-      droppedQueries++;
+      counts.droppedQueries++;
       continue;
     }
-    const trajectories: Int32Array[] = [];
-    const rewards: number[] = [];
-    const methods: string[] = [];
-    for (const { trajectory, index } of kept) {
-      const at = (field: string) => ({
-        file: opts.files.rollouts,
-        record: queryId,
-        field: `trajectories[${index}].${field}`,
-      });
-      if (trajectory.selected.length < shots)
-        throw new LeverError(
-          `trajectory has ${trajectory.selected.length} ICDs, fewer than ${shots} shots`,
-          at("selected"),
-        );
-      const positions = new Int32Array(shots);
-      for (let t = 0; t < shots; t++) {
-        const p = position.get(trajectory.selected[t]);
-        if (p === undefined)
-          throw new LeverError(
-            `ICD "${trajectory.selected[t]}" is not in the query's pool (were the rollouts made with another pool set?)`,
-            at(`selected[${t}]`),
-          );
-        positions[t] = p;
-      }
-      trajectories.push(positions);
-      rewards.push(trajectoryReward(trajectory, opts.reward, { file: opts.files.rollouts, queryId, index }));
-      methods.push(trajectory.genMethod ?? "");
-      if ((trajectory.vqaAccScore ?? 0) > 0) positives++;
-    }
-    if (rewards.every((r) => r === rewards[0])) zeroVarianceQueries++;
-    const best = rewards.reduce((b, r, i) => (r > rewards[b] ? i : b), 0);
-    groups.push({
-      queryId,
-      queryRow,
-      candRows,
-      trajectories,
-      weights: trajectories.map(() => 1),
-      rewards,
-      methods,
-      best,
-    });
+    const group = rlGroup(resolved, kept, shots, opts);
+    counts.positives += kept.filter(({ trajectory }) => (trajectory.vqaAccScore ?? 0) > 0).length;
+    if (group.rewards.every((r) => r === group.rewards[0])) counts.zeroVarianceQueries++;
+    groups.push(group);
   }
   const trajectories = groups.reduce((n, g) => n + g.trajectories.length, 0);
   return {
@@ -137,10 +85,92 @@ export function buildRlGroups(
       trajectories,
       shots,
       K: groups.reduce((m, g) => Math.max(m, g.candRows.length), 0),
-      failedTrajectories,
-      droppedQueries,
-      zeroVarianceQueries,
-      positiveFraction: trajectories === 0 ? 0 : positives / trajectories,
+      failedTrajectories: counts.failedTrajectories,
+      droppedQueries: counts.droppedQueries,
+      zeroVarianceQueries: counts.zeroVarianceQueries,
+      positiveFraction: trajectories === 0 ? 0 : counts.positives / trajectories,
+    },
+  };
+}
+
+/** A query's group from its scored trajectories: positions in its pool, rewards and how each was proposed. */
+function rlGroup(
+  resolved: ResolvedPool,
+  kept: ReturnType<typeof scoredTrajectories>["kept"],
+  shots: number,
+  opts: RlDataOptions,
+): RlGroup {
+  const { queryId } = resolved;
+  const position = new Map(resolved.poolIds.map((id, j) => [id, j]));
+  const trajectories = kept.map(({ trajectory, index }) => {
+    const at = (field: string) => ({
+      file: opts.files.rollouts,
+      record: queryId,
+      field: `trajectories[${index}].${field}`,
+    });
+    if (trajectory.selected.length < shots)
+      throw new LeverError(
+        `trajectory has ${trajectory.selected.length} ICDs, fewer than ${shots} shots`,
+        at("selected"),
+      );
+    const positions = poolPositions(position, trajectory.selected, shots);
+    if (!(positions instanceof Int32Array))
+      throw new LeverError(
+        `ICD "${trajectory.selected[positions.missing]}" is not in the query's pool (were the rollouts made with another pool set?)`,
+        at(`selected[${positions.missing}]`),
+      );
+    return positions;
+  });
+  const rewards = kept.map(({ trajectory, index }) =>
+    trajectoryReward(trajectory, opts.reward, { file: opts.files.rollouts, queryId, index }),
+  );
+  const best = rewards.reduce((b, r, i) => (r > rewards[b] ? i : b), 0);
+  return {
+    ...resolved,
+    trajectories,
+    weights: trajectories.map(() => 1),
+    rewards,
+    methods: kept.map(({ trajectory }) => trajectory.genMethod ?? ""),
+    best,
+  };
+}
+
+/**
+ * Online GRPO's groups: the chosen queries (`subset` of the dataset's items that have a pool, drawn
+ * with `seed`) with their pools resolved and no trajectories yet — they are sampled during training.
+ */
+export function buildOnlineGroups(
+  items: readonly VqaItem[],
+  pools: PoolSet,
+  sources: SelectorSources,
+  subset: SubsetSpec | string,
+  seed: number,
+  shots: number,
+): { groups: RlGroup[]; stats: RlDataStats } {
+  const chosen = selectSubset(
+    items.filter((item) => pools.pools[item.questionId] !== undefined),
+    subset,
+    seed,
+  );
+  const groups: RlGroup[] = chosen.map((item) => ({
+    ...resolvePool(sources, item.questionId, pools.pools[item.questionId]),
+    trajectories: [],
+    rewards: [],
+    methods: [],
+    weights: [],
+    best: 0,
+  }));
+  return {
+    groups,
+    stats: {
+      queries: groups.length,
+      trajectories: 0,
+      shots,
+      K: pools.k,
+      failedTrajectories: 0,
+      droppedQueries: 0,
+      zeroVarianceQueries: 0,
+      positiveFraction: Number.NaN,
     },
   };
 }

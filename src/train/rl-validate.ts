@@ -13,11 +13,11 @@
  */
 
 import { greedyDecode } from "../selector/decode.js";
+import { type SelectorSources, selectorInput } from "../selector/inputs.js";
 import type { PointerSelector } from "../selector/model.js";
 import { sequenceLogProbs } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
-import { buildBatch, buildQueryInput, chunk } from "./batch.js";
-import type { EmbeddingTable } from "./data.js";
+import { buildBatch, chunk } from "./batch.js";
 import { rceValidationLoss } from "./rce.js";
 import type { RlGroup } from "./rl-data.js";
 
@@ -26,12 +26,9 @@ export type Answerer = (queryIds: string[], selections: string[][]) => Promise<(
 
 export interface RlValidationData {
   groups: readonly RlGroup[];
-  queryEmb: EmbeddingTable;
-  indexEmb: EmbeddingTable;
+  sources: SelectorSources;
   shots: number;
   batchQueries: number;
-  /** Question ids of each group's pool (to turn positions into demonstrations for the answerer). */
-  poolIds: (group: RlGroup) => readonly string[];
   answerer?: Answerer;
 }
 
@@ -40,7 +37,7 @@ export function greedyPositions(model: PointerSelector, data: RlValidationData):
   const out: number[][] = [];
   noGrad(() => {
     for (const part of chunk(data.groups, data.batchQueries)) {
-      const input = buildQueryInput(part, data.queryEmb, data.indexEmb, model.dtype);
+      const input = selectorInput(part, data.sources, model.dtype);
       out.push(...greedyDecode(model, model.encode(input), data.shots).map((t) => t.positions));
     }
   });
@@ -68,7 +65,7 @@ export class RlValidator {
     let rceSum = 0;
     noGrad(() => {
       for (const part of chunk(scoredGroups, this.data.batchQueries)) {
-        const batch = buildBatch(part, this.data.queryEmb, this.data.indexEmb, model.dtype);
+        const batch = buildBatch(part, this.data.sources, model.dtype);
         const tf = model.teacherForce(model.encode(batch.input), batch.G, batch.labels, batch.steps);
         const rewards = Array.from(batch.trajectoryOf, (t, r) =>
           t < 0 ? 0 : part[Math.floor(r / batch.G)].rewards[t],
@@ -126,9 +123,8 @@ export class RlValidator {
     const selections: string[][] = [];
     for (let s = 1; s <= shots; s++)
       groups.forEach((g, q) => {
-        const pool = this.data.poolIds(g);
         queryIds.push(g.queryId);
-        selections.push(greedy[q].slice(0, s).map((p) => pool[p]));
+        selections.push(greedy[q].slice(0, s).map((p) => g.poolIds[p]));
       });
     const scores = await (answerer as Answerer)(queryIds, selections);
     const out: Record<string, number> = {};

@@ -1,18 +1,18 @@
 /**
  * One training run of any stage (SFT, RCE, GRPO) from resolved inputs: split the query groups into
- * train/validation (by query, seeded), build the model (fresh seeded init, a starting checkpoint, or a
- * saved state to resume), train with the one loop and the stage's objective, and write a checkpoint
- * per epoch, `best` by the early-stopping metric, and the resumable state after every epoch. What
- * differs between stages is only the groups and the objective; workspace plumbing (run records,
- * metric rows) stays in the caller.
+ * train/validation (by query, seeded), build the model from its starting point (a fresh seeded init or
+ * a starting checkpoint, `startingPoint` — the one place starting weights are made) or a saved state to
+ * resume, train with the one loop and the stage's objective, and write a checkpoint per epoch, `best`
+ * by the early-stopping metric, and the resumable state after every epoch. What differs between
+ * stages is only the groups and the objective; workspace plumbing (run records, metric rows) stays in
+ * the caller.
  */
 import { join } from "node:path";
 import { z } from "zod";
-import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
-import { saveCheckpoint } from "../selector/checkpoint.js";
-import { ModelOptionsSchema, type SelectorConfig } from "../selector/config.js";
+import { type Checkpoint, checkpointFits, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
+import { ModelOptionsSchema, type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
-import { initParams } from "../selector/params.js";
+import { initParams, type ParamValues } from "../selector/params.js";
 import type { DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
@@ -35,6 +35,37 @@ export const STATE_FILE = "state.safetensors";
 export const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
 export const BEST_FILE = "best.safetensors";
 
+/** The architecture and weights a run starts from, before any resume. */
+export interface StartingPoint {
+  config: SelectorConfig;
+  values: ParamValues;
+}
+
+/** A fresh seeded init of an architecture: what a run without a starting checkpoint starts from. */
+export function seededStart(config: SelectorConfig, seed: number): StartingPoint {
+  return { config, values: initParams(config, new Rng(seed).child("init").seed) };
+}
+
+/**
+ * The starting point of a run: the starting checkpoint's architecture and weights (`init`, read from
+ * `initFile`), else a fresh seeded init of the configured `model` for embeddings of width `d` and
+ * `shots` steps; checked to fit both.
+ */
+export function startingPoint(s: {
+  init?: Checkpoint;
+  initFile?: string;
+  model: z.output<typeof ModelOptionsSchema>;
+  d: number;
+  shots: number;
+  seed: number;
+}): StartingPoint {
+  const start = s.init
+    ? { config: s.init.config, values: s.init.params }
+    : seededStart(SelectorConfigSchema.parse({ ...s.model, d: s.d, shots: s.shots }), s.seed);
+  checkpointFits(start.config, s.d, s.shots, "starting", s.initFile);
+  return start;
+}
+
 export interface TrainingData<G> {
   train: G[];
   val: G[];
@@ -50,11 +81,9 @@ export interface TrainingRunInput<G extends QueryGroup> {
   seed: number;
   dtype: DType;
   optim: OptimConfig;
-  /** The architecture when starting fresh (ignored when `init` is given: its architecture wins). */
-  modelConfig: SelectorConfig;
-  /** Start from these weights instead of a fresh seeded init. */
-  init?: Checkpoint;
-  /** Continue an interrupted run from its saved training state. */
+  /** The architecture and weights the run starts from (`startingPoint`). */
+  start: StartingPoint;
+  /** Continue an interrupted run from its saved training state (its weights replace the start's). */
   resume?: SavedState;
   /** The stage's objective over the split data. */
   objective(model: PointerSelector, data: TrainingData<G>): Objective<G>;
@@ -92,17 +121,12 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     train: groups.filter((g) => !valIds.has(g.queryId)),
     val: groups.filter((g) => valIds.has(g.queryId)),
   };
-  const modelConfig = input.init ? input.init.config : input.modelConfig;
+  const modelConfig = input.start.config;
   if (input.resume && input.resume.dtype !== input.dtype)
     throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${input.dtype}`, {
       field: "dtype",
     });
-  const values = input.resume
-    ? input.resume.params
-    : input.init
-      ? input.init.params
-      : initParams(modelConfig, new Rng(seed).child("init").seed);
-  const model = new PointerSelector(modelConfig, values, input.dtype);
+  const model = new PointerSelector(modelConfig, input.resume?.params ?? input.start.values, input.dtype);
   const now = input.now ?? (() => new Date().toISOString());
   const dir = input.checkpointDir;
   const checkpoints: string[] = [];

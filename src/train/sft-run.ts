@@ -6,13 +6,13 @@
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import { type Checkpoint, checkpointFits, type ProvenanceInput } from "../selector/checkpoint.js";
-import { SelectorConfigSchema } from "../selector/config.js";
+import type { Checkpoint, ProvenanceInput } from "../selector/checkpoint.js";
+import type { SelectorSources } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
-import { buildSftGroups, type EmbeddingTable, type SftDataStats } from "./data.js";
+import { buildSftGroups, type SftDataStats } from "./data.js";
 import { type EpochInfo, OptimSchema, type StepInfo } from "./loop.js";
-import { runTraining, TrainingFields, type TrainingRunResult } from "./run.js";
+import { runTraining, startingPoint, TrainingFields, type TrainingRunResult } from "./run.js";
 import { SftLossSchema, sftObjective } from "./sft.js";
 import type { SavedState } from "./train-state.js";
 
@@ -53,8 +53,7 @@ export interface SftRunInput {
   config: SftConfig;
   beams: BeamSet;
   pools: PoolSet;
-  queryEmb: EmbeddingTable;
-  indexEmb: EmbeddingTable;
+  sources: SelectorSources;
   /** Where the inputs came from, for errors (init: the starting checkpoint's file). */
   files: { beams: string; pools: string; init?: string };
   /** Each query's image id: validation then holds out whole images (src/train/split.ts). */
@@ -63,7 +62,7 @@ export interface SftRunInput {
   checkpointDir: string | null;
   /** Start from these weights instead of a fresh seeded init (its architecture wins over config.model). */
   init?: Checkpoint;
-  /** Continue an interrupted run from its saved training state (checkpointDir/state.safetensors). */
+  /** Continue an interrupted run from its saved training state (checkpointDir/state.safetensors; needs the same `init`). */
   resume?: SavedState;
   provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
   onStep?(info: StepInfo): void;
@@ -81,19 +80,20 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
   const { groups, stats } = buildSftGroups(
     input.beams,
     input.pools,
-    input.queryEmb,
-    input.indexEmb,
+    input.sources,
     { weighting: config.data.weighting, missing: config.data.missing, shots: config.data.shots },
     input.files,
   );
   if (groups.length === 0)
     throw new LeverError("no usable beams (every query was skipped)", { file: input.files.beams });
-  if (input.queryEmb.dim !== input.indexEmb.dim)
-    throw new LeverError(`query embeddings have dim ${input.queryEmb.dim}, candidates ${input.indexEmb.dim}`);
-  const modelConfig = input.init
-    ? input.init.config
-    : SelectorConfigSchema.parse({ ...config.model, d: input.queryEmb.dim, shots: stats.shots });
-  checkpointFits(modelConfig, input.queryEmb.dim, stats.shots, "starting", input.files.init);
+  const start = startingPoint({
+    init: input.init,
+    initFile: input.files.init,
+    model: config.model,
+    d: input.sources.query.dim,
+    shots: stats.shots,
+    seed: config.seed,
+  });
   const result = await runTraining({
     stage: "sft",
     groups,
@@ -102,16 +102,10 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
     seed: config.seed,
     dtype: config.dtype,
     optim: config.optim,
-    modelConfig,
-    init: input.init,
+    start,
     resume: input.resume,
     objective: (model, data) =>
-      sftObjective(
-        model,
-        { ...data, queryEmb: input.queryEmb, indexEmb: input.indexEmb },
-        config.loss,
-        config.optim.batchQueries,
-      ),
+      sftObjective(model, { ...data, sources: input.sources }, config.loss, config.optim.batchQueries),
     checkpointDir: input.checkpointDir,
     checkpoint: {
       trainedK: stats.K,

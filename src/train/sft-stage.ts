@@ -11,17 +11,16 @@ import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
-import { hashFileSync } from "../store/files.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
-import type { ArtifactRef, Workspace } from "../store/workspace.js";
+import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
-import type { EmbeddingTable } from "./data.js";
+import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, embeddingTable, executeStage, imagesOf } from "./stage.js";
+import { checkInputsUnchanged, executeStage, imagesOf } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -49,14 +48,9 @@ export interface SftStageResult extends Omit<SftRunResult, "model"> {
   checkpointDir: string;
 }
 
-interface ResolvedInputs {
+interface ResolvedInputs extends TrainingInputs {
   beams: { set: BeamSet; file: string };
   pools: { set: PoolSet; file: string };
-  indexEmb: EmbeddingTable;
-  queryEmb: EmbeddingTable;
-  dataHashes: Record<string, string>;
-  /** Every file read, recorded as the run's inputs (so none is replaced under it). */
-  files: ArtifactRef[];
 }
 
 function resolveInputs(
@@ -65,33 +59,20 @@ function resolveInputs(
 ): ResolvedInputs {
   const beams = resolveBeamSet(ws, refs.beams);
   const pools = resolvePoolSet(ws, refs.pools);
-  if (pools.set.indexDataset !== refs.dataset)
-    throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${refs.dataset}"`, {
-      file: pools.file,
-      field: "indexDataset",
-    });
   if (beams.set.dataset !== pools.set.queryDataset)
     throw new LeverError(
       `beams are for dataset "${beams.set.dataset}" but the pools' queries are from "${pools.set.queryDataset}"`,
-      {
-        file: beams.file,
-        field: "dataset",
-      },
+      { file: beams.file, field: "dataset" },
     );
-  const indexEmb = embeddingTable(ws, refs.dataset, refs.embedding);
-  const queryEmb =
-    pools.set.queryDataset === refs.dataset ? indexEmb : embeddingTable(ws, pools.set.queryDataset, refs.embedding);
-  const indexRecord = ws.getEmbedding(refs.dataset, refs.embedding)!;
-  const queryRecord = ws.getEmbedding(pools.set.queryDataset, refs.embedding)!;
-  const files: Record<string, ArtifactRef> = {
-    beams: { path: resolve(beams.file), sha256: hashFileSync(beams.file).sha256 },
-    pools: { path: resolve(pools.file), sha256: hashFileSync(pools.file).sha256 },
-    indexEmbedding: { path: ws.resolveArtifact(indexRecord.path), sha256: indexRecord.sha256 },
-    queryEmbedding: { path: ws.resolveArtifact(queryRecord.path), sha256: queryRecord.sha256 },
-    ...(refs.init !== undefined ? { init: { path: resolve(refs.init), sha256: hashFileSync(refs.init).sha256 } } : {}),
-  };
-  const dataHashes = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, file.sha256]));
-  return { beams, pools, indexEmb, queryEmb, dataHashes, files: Object.values(files) };
+  const inputs = trainingInputs(ws, {
+    data: { beams: beams.file, pools: pools.file },
+    pools,
+    queryDataset: pools.set.queryDataset,
+    indexDataset: refs.dataset,
+    embedding: refs.embedding,
+    checkpoints: { init: refs.init },
+  });
+  return { ...inputs, beams, pools };
 }
 
 /** The run config stored in the workspace (what `resume` reads back). */
@@ -173,7 +154,7 @@ async function continueSftStage(
   checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
-  const init = resume === undefined && stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
+  const init = stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
   return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, progress, note });
 }
 
@@ -207,8 +188,7 @@ async function execute(
         config,
         beams: inputs.beams.set,
         pools: inputs.pools.set,
-        queryEmb: inputs.queryEmb,
-        indexEmb: inputs.indexEmb,
+        sources: inputs.sources,
         files: {
           beams: inputs.beams.file,
           pools: inputs.pools.file,

@@ -6,11 +6,12 @@
  */
 import { z } from "zod";
 import { greedyDecode } from "../selector/decode.js";
+import type { SelectorSources } from "../selector/inputs.js";
 import { type PointerSelector, sftLoss } from "../selector/model.js";
 import { noGrad } from "../tensor/tensor.js";
 import type { Rng } from "../util/rng.js";
 import { type Batch, buildBatch, chunk } from "./batch.js";
-import type { EmbeddingTable, QueryGroup } from "./data.js";
+import type { QueryGroup } from "./data.js";
 import type { Objective } from "./loop.js";
 
 export const SftLossSchema = z
@@ -28,8 +29,7 @@ export type SftLossConfig = z.infer<typeof SftLossSchema>;
 export interface SftData {
   train: QueryGroup[];
   val: QueryGroup[];
-  queryEmb: EmbeddingTable;
-  indexEmb: EmbeddingTable;
+  sources: SelectorSources;
 }
 
 /** Loss of one packed batch; training mode uses `rng` for dropout. */
@@ -43,7 +43,7 @@ export function batchSftLoss(model: PointerSelector, batch: Batch, smoothing: nu
 export function sftValidation(
   model: PointerSelector,
   groups: readonly QueryGroup[],
-  data: Pick<SftData, "queryEmb" | "indexEmb">,
+  sources: SelectorSources,
   smoothing: number,
   batchQueries: number,
 ): Record<string, number> {
@@ -54,7 +54,7 @@ export function sftValidation(
   let full = 0;
   noGrad(() => {
     for (const part of chunk(groups, batchQueries)) {
-      const batch = buildBatch(part, data.queryEmb, data.indexEmb, model.dtype);
+      const batch = buildBatch(part, sources, model.dtype);
       const w = batch.weights.reduce((a, v) => a + v, 0);
       lossSum += batchSftLoss(model, batch, smoothing, false).item() * w;
       weightSum += w;
@@ -78,14 +78,14 @@ export function sftObjective(
 ): Objective<QueryGroup> {
   return {
     batchLoss(groups, ctx) {
-      const batch = buildBatch(groups, data.queryEmb, data.indexEmb, model.dtype);
+      const batch = buildBatch(groups, data.sources, model.dtype);
       return {
         loss: batchSftLoss(model, batch, loss.labelSmoothing, true, ctx.rng),
         metrics: { rows: groups.length * batch.G },
       };
     },
     validate() {
-      return sftValidation(model, data.val, data, loss.labelSmoothing, batchQueries);
+      return sftValidation(model, data.val, data.sources, loss.labelSmoothing, batchQueries);
     },
   };
 }

@@ -12,12 +12,10 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
-import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { holdStageRun } from "../store/stage-run.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
-import type { EmbeddingTable } from "./data.js";
 import type { HealthWarning } from "./health.js";
 import type { EpochInfo, StepInfo } from "./loop.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
@@ -152,12 +150,6 @@ function storedWarnings(file: string, note?: (text: string) => void): HealthWarn
   const stored = readHealthFile(file);
   if (stored === null) note?.(`${file} is unreadable: the earlier epochs' health warnings are not kept`);
   return (stored?.warnings ?? []) as HealthWarning[];
-}
-
-/** A dataset's stored embedding of one kind as the training code's table (rows by question id). */
-export function embeddingTable(ws: Workspace, dataset: string, kind: string): EmbeddingTable {
-  const m = loadDatasetEmbedding(ws, dataset, kind);
-  return { dim: m.dim, data: m.data, rowOf: new Map(m.ids.map((id, i) => [id, i])) };
 }
 
 /** A resumed run must read what it started with: the first input whose sha256 changed is an error. */

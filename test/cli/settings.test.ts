@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { buildProgram } from "../../src/cli/program.js";
 import { fieldHelp, formatDefault, settingFields } from "../../src/config/settings.js";
 import { EvalSettingsSchema } from "../../src/eval/config.js";
-import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/rl-stage.js";
+import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/rl-settings.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { SftInputsSchema } from "../../src/train/sft-stage.js";
 import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";

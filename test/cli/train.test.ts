@@ -4,12 +4,14 @@ import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeNpy } from "../../src/data/npy.js";
-import { loadCheckpoint } from "../../src/selector/checkpoint.js";
+import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { initParams } from "../../src/selector/params.js";
 import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
-import { runSftStage } from "../../src/train/sft-stage.js";
+import { resumeSftStage, runSftStage } from "../../src/train/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { crashingProgress } from "../helpers/crash.js";
 import { stubItem } from "../helpers/items.js";
@@ -258,6 +260,40 @@ describe("running the same training command again", () => {
       const run = ws.getRun(result.runId)!;
       expect(ws.listRuns({ kind: "sft", configHash: run.configHash })).toHaveLength(1);
       expect(ws.getMetrics(result.runId, { name: "epoch.trainLoss" })).toHaveLength(2);
+    } finally {
+      ws.close();
+    }
+  });
+});
+
+describe("resuming a run that started from a checkpoint", () => {
+  it("keeps the checkpoint's architecture (not the config's model) and reaches the uninterrupted run's weights", async () => {
+    // An architecture the config's model settings do not describe: without the checkpoint it cannot be rebuilt.
+    const architecture = SelectorConfigSchema.parse({ d: 8, hidden: 6, stateUpdate: "gru", shots: 2 });
+    const init = join(dir, "init-gru.safetensors");
+    saveCheckpoint(init, {
+      config: architecture,
+      params: initParams(architecture, 4),
+      trainedK: 8,
+      shots: 2,
+      provenance: { stage: "test", createdAt: "2026-01-01T00:00:00Z" },
+    });
+    const config = SftConfigSchema.parse({ optim: { epochs: 3, lr: 1e-2, batchQueries: 16 }, seed: 11 });
+    const options = { beams: join(dir, "beams.json"), pools: join(dir, "pools.json"), dataset: "synth", init };
+    const ws = Workspace.open(wsDir, { create: false });
+    try {
+      const inputs = { ...options, embedding: "joint" as const, config };
+      const straight = await runSftStage(ws, { ...inputs, name: "from-init", progress: null });
+      await expect(
+        runSftStage(ws, { ...inputs, name: "from-init-crash", progress: crashingProgress("epoch 2/3") }),
+      ).rejects.toThrow(/simulated crash/);
+      const crashed = ws.listRuns({ kind: "sft" }).at(-1)!.id;
+      const resumed = await resumeSftStage(ws, crashed, null);
+      expect(resumed.epochsRun).toBe(3);
+      const a = loadCheckpoint(straight.checkpoints.at(-1)!);
+      const b = loadCheckpoint(resumed.checkpoints.at(-1)!);
+      expect(b.config).toEqual(architecture);
+      for (const [name, v] of a.params) expect(b.params.get(name)).toEqual(v);
     } finally {
       ws.close();
     }

@@ -3,14 +3,16 @@ import type { VqaItem } from "../../src/data/item.js";
 import { vqaAnswering } from "../../src/icl/answer.js";
 import { type RewardConfig, RewardSchema } from "../../src/icl/rewards.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
+import { resolvePool } from "../../src/selector/inputs.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
+import { grpoObjective } from "../../src/train/grpo.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../src/train/online.js";
 import type { RlGroup } from "../../src/train/rl-data.js";
-import { GrpoSchema, grpoObjective } from "../../src/train/rl-objectives.js";
+import { GrpoSchema } from "../../src/train/rl-settings.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
-import { runTraining } from "../../src/train/run.js";
+import { runTraining, seededStart } from "../../src/train/run.js";
 import { Rng } from "../../src/util/rng.js";
 import {
   type GenerateResult,
@@ -59,9 +61,7 @@ const vlm: Vlm = {
 const ids = [...world.emb.rowOf.keys()];
 const byId = new Map(ids.map((id) => [id, item(id)]));
 const groups: RlGroup[] = Object.keys(world.beams.queries).map((queryId) => ({
-  queryId,
-  queryRow: world.emb.rowOf.get(queryId) as number,
-  candRows: Int32Array.from(world.pools.pools[queryId], (id) => world.emb.rowOf.get(id) as number),
+  ...resolvePool(world.sources, queryId, world.pools.pools[queryId]),
   trajectories: [],
   rewards: [],
   methods: [],
@@ -72,13 +72,11 @@ const groups: RlGroup[] = Object.keys(world.beams.queries).map((queryId) => ({
 /** An online sampler over the toy world's pools, answered by `answerVlm`. */
 function toySampler(online: OnlineConfig, shots: number, reward: RewardConfig, answerVlm: Vlm): OnlineSampler {
   return new OnlineSampler(online, {
-    queryEmb: world.emb,
-    indexEmb: world.emb,
+    sources: world.sources,
     shots,
     reward,
     queryById: byId,
     indexById: byId,
-    poolIds: (g) => world.pools.pools[g.queryId],
     answer: { vlm: answerVlm, ...vqaAnswering("official") },
   });
 }
@@ -112,23 +110,20 @@ async function trainOnline(run: {
       schedule: { kind: "constant", warmupRatio: 0 },
       earlyStopping: { metric: "valAccuracy" },
     }),
-    modelConfig: config,
+    start: seededStart(config, run.seed),
     objective: (model, data) =>
       grpoObjective(
         model,
         {
           train: data.train,
-          queryEmb: world.emb,
-          indexEmb: world.emb,
+          sources: world.sources,
           batchQueries: 12,
           validator: new RlValidator(
             {
               groups: data.val,
-              queryEmb: world.emb,
-              indexEmb: world.emb,
+              sources: world.sources,
               shots: config.shots,
               batchQueries: 12,
-              poolIds: (g) => world.pools.pools[g.queryId],
               answerer: run.answerer,
             },
             run.start,

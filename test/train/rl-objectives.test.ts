@@ -3,19 +3,19 @@ import { RewardSchema } from "../../src/icl/rewards.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
+import { grpoObjective } from "../../src/train/grpo.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { buildRlGroups, type RlGroup } from "../../src/train/rl-data.js";
-import { GrpoSchema, grpoObjective, RceSchema, rceObjective } from "../../src/train/rl-objectives.js";
-import { GrpoStageConfigSchema, resolveMetric } from "../../src/train/rl-stage.js";
+import { rceObjective } from "../../src/train/rl-objectives.js";
+import { GrpoSchema, RceSchema } from "../../src/train/rl-settings.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
-import { runTraining } from "../../src/train/run.js";
-import { Rng } from "../../src/util/rng.js";
+import { runTraining, seededStart } from "../../src/train/run.js";
 import { syntheticRollouts, syntheticWorld } from "./synthetic.js";
 
 const world = syntheticWorld({ seed: 6, queries: 64, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });
 const rollouts = syntheticRollouts(world, 2);
 const files = { rollouts: "r.json", pools: "p.json" };
-const { groups } = buildRlGroups(rollouts, world.pools, world.emb, world.emb, {
+const { groups } = buildRlGroups(rollouts, world.pools, world.sources, {
   reward: RewardSchema.parse({}),
   files,
 });
@@ -24,8 +24,9 @@ const modelConfig = SelectorConfigSchema.parse({ d: 8, hidden: 8, shots: 2, drop
 async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGroup[] = groups, metric = "valRce") {
   const steps: Record<string, number>[] = [];
   const stepEpochs: number[] = [];
-  // The weights runTraining starts from for seed 3 (the KL reference must be the starting policy).
-  const start = new PointerSelector(modelConfig, initParams(modelConfig, new Rng(3).child("init").seed), "float64");
+  // The run starts from seed 3's weights, and the KL reference must be that starting policy.
+  const initial = seededStart(modelConfig, 3);
+  const start = new PointerSelector(initial.config, initial.values, "float64");
   const result = await runTraining({
     stage: "grpo",
     groups: data,
@@ -39,13 +40,13 @@ async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGrou
       schedule: { kind: "constant", warmupRatio: 0 },
       earlyStopping: { metric },
     }),
-    modelConfig,
+    start: initial,
     objective: (model, data) => {
       const validator = new RlValidator(
-        { groups: data.val, queryEmb: world.emb, indexEmb: world.emb, shots: 2, batchQueries: 16, poolIds: () => [] },
+        { groups: data.val, sources: world.sources, shots: 2, batchQueries: 16 },
         start,
       );
-      const objData = { train: data.train, queryEmb: world.emb, indexEmb: world.emb, batchQueries: 16, validator };
+      const objData = { train: data.train, sources: world.sources, batchQueries: 16, validator };
       return grpoObjective(model, objData, GrpoSchema.parse(grpo), start);
     },
     checkpointDir: null,
@@ -92,19 +93,6 @@ describe("GRPO objective", () => {
     await expect(trainGrpo({}, 1, groups, "valAcuracy")).rejects.toThrow(
       /"valAcuracy" is not computed by this stage's validation \(it has: .*valRce/,
     );
-    const online = GrpoStageConfigSchema.parse({ online: { enabled: true }, validation: { answers: false } });
-    expect(() => resolveMetric(online)).toThrow(/online GRPO .* validation\.answers on/);
-    expect(resolveMetric(GrpoStageConfigSchema.parse({})).optim.earlyStopping.metric).toBe("valAccuracy");
-  });
-
-  it("prefix credit is refused offline and with sequence ratios, with the fix in the message", () => {
-    const parse = (over: object) => GrpoStageConfigSchema.parse(over);
-    expect(() => resolveMetric(parse({ online: { credit: "prefix" } }))).toThrow(/trains online only: add --online/);
-    expect(() =>
-      resolveMetric(parse({ online: { enabled: true, credit: "prefix" }, loss: { ratioLevel: "sequence" } })),
-    ).toThrow(/set loss.ratioLevel to step/);
-    const resolved = resolveMetric(parse({ online: { enabled: true, credit: "prefix" } }));
-    expect("online" in resolved && resolved.online.credit).toBe("prefix");
   });
 
   it("RCE's temperature follows its schedule over the run's steps", async () => {
@@ -117,26 +105,15 @@ describe("GRPO objective", () => {
       seed: 3,
       dtype: "float32",
       optim: OptimSchema.parse({ epochs: 2, batchQueries: 16, lr: 1e-3, earlyStopping: { metric: "valRce" } }),
-      modelConfig,
+      start: seededStart(modelConfig, 3),
       objective: (model, data) =>
         rceObjective(
           model,
           {
             train: data.train,
-            queryEmb: world.emb,
-            indexEmb: world.emb,
+            sources: world.sources,
             batchQueries: 16,
-            validator: new RlValidator(
-              {
-                groups: data.val,
-                queryEmb: world.emb,
-                indexEmb: world.emb,
-                shots: 2,
-                batchQueries: 16,
-                poolIds: () => [],
-              },
-              start,
-            ),
+            validator: new RlValidator({ groups: data.val, sources: world.sources, shots: 2, batchQueries: 16 }, start),
           },
           RceSchema.parse({ temperature: { start: 2, end: 0.5, kind: "linear" } }),
           RewardSchema.parse({}),

@@ -12,9 +12,9 @@ import {
   GrpoStageConfigSchema,
   RceStageConfigSchema,
   type RlStage,
-  resumeRlStage,
-  runRlStage,
-} from "../../src/train/rl-stage.js";
+  type RlStageConfig,
+} from "../../src/train/rl-settings.js";
+import { resumeRlStage, runRlStage } from "../../src/train/rl-stage.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 import { crashingProgress } from "../helpers/crash.js";
 import { stubItem } from "../helpers/items.js";
@@ -73,7 +73,7 @@ function grpo(over: Record<string, unknown> = {}, grpoOver: Record<string, unkno
   });
 }
 
-async function run(stage: RlStage, config: ReturnType<typeof rce> | ReturnType<typeof grpo>, extra: object = {}) {
+async function run<S extends RlStage>(stage: S, config: RlStageConfig<S>, extra: object = {}) {
   const ws = Workspace.open(wsDir, { create: false });
   try {
     return await runRlStage(ws, { stage, inputs: { ...inputs, ...extra }, config, vlm, progress: null });

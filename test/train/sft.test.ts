@@ -16,12 +16,10 @@ import { syntheticWorld } from "./synthetic.js";
 const world = syntheticWorld({ seed: 1, queries: 240, perConcept: 20, concepts: 8, d: 12, K: 12, noise: 0.05 });
 const files = { beams: "beams.json", pools: "pools.json" };
 /** SFT groups of the synthetic world's own beams and pools. */
-const worldGroups = (options: Parameters<typeof buildSftGroups>[4]) =>
-  buildSftGroups(world.beams, world.pools, world.emb, world.emb, options, files);
+const worldGroups = (options: Parameters<typeof buildSftGroups>[3]) =>
+  buildSftGroups(world.beams, world.pools, world.sources, options, files);
 const baseInput = () => ({
   ...world,
-  queryEmb: world.emb,
-  indexEmb: world.emb,
   files,
   checkpointDir: null,
   provenance: {},
@@ -54,15 +52,14 @@ describe("SFT data", () => {
     const beams = structuredClone(world.beams);
     beams.queries["100003"].beams[1].selected[0] = "1299999";
     expect(() =>
-      buildSftGroups(beams, world.pools, world.emb, world.emb, { weighting: "uniform", missing: "error" }, files),
+      buildSftGroups(beams, world.pools, world.sources, { weighting: "uniform", missing: "error" }, files),
     ).toThrow(
       /beams\.json, record "100003", field "beams\[1\]\.selected\[0\]": ICD "1299999" is not in the query's pool/,
     );
     const { stats } = buildSftGroups(
       beams,
       world.pools,
-      world.emb,
-      world.emb,
+      world.sources,
       { weighting: "uniform", missing: "skip" },
       files,
     );
@@ -82,7 +79,7 @@ describe("SFT data", () => {
     a.weights = a.trajectories.map(() => 1);
     if (a.trajectories.length === 0) a.trajectories = [Int32Array.from([0, 1])];
     a.weights = a.trajectories.map(() => 1);
-    const batch = buildBatch([a, groups[1]], world.emb, world.emb, "float32");
+    const batch = buildBatch([a, groups[1]], world.sources, "float32");
     expect(batch.input.K).toBe(12);
     expect(batch.G).toBe(2);
     expect([...batch.input.slots.subarray(7, 12)]).toEqual([-1, -1, -1, -1, -1]);
@@ -102,8 +99,6 @@ describe("SFT training", () => {
     const result = await runSft({
       config: config(),
       ...world,
-      queryEmb: world.emb,
-      indexEmb: world.emb,
       files,
       checkpointDir: dir,
       provenance: { runId: "test" },
@@ -208,8 +203,8 @@ describe("SFT training", () => {
   it("validation agreement of a model equals a direct count over greedy decodes", async () => {
     const { groups } = worldGroups({ weighting: "uniform", missing: "error" });
     const r = await runSft({ ...baseInput(), config: config({ optim: { epochs: 1 } }) });
-    const m1 = sftValidation(r.model, groups.slice(0, 10), { queryEmb: world.emb, indexEmb: world.emb }, 0, 3);
-    const m2 = sftValidation(r.model, groups.slice(0, 10), { queryEmb: world.emb, indexEmb: world.emb }, 0, 10);
+    const m1 = sftValidation(r.model, groups.slice(0, 10), world.sources, 0, 3);
+    const m2 = sftValidation(r.model, groups.slice(0, 10), world.sources, 0, 10);
     expect(m1.valTop1).toBeCloseTo(m2.valTop1, 12);
     expect(m1.valLoss).toBeCloseTo(m2.valLoss, 5);
   });

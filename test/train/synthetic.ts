@@ -9,13 +9,15 @@
 
 import type { PoolSet } from "../../src/data/pool-set.js";
 import type { BeamSet, RolloutSet } from "../../src/data/trajectories.js";
-import type { EmbeddingTable } from "../../src/train/data.js";
+import type { EmbeddingTable, SelectorSources } from "../../src/selector/inputs.js";
 import { Rng } from "../../src/util/rng.js";
 
 export interface SyntheticWorld {
   beams: BeamSet;
   pools: PoolSet;
   emb: EmbeddingTable;
+  /** The selector sources: queries and candidates both from `emb`. */
+  sources: SelectorSources;
 }
 
 function unit(v: number[]): number[] {
@@ -74,6 +76,7 @@ export function syntheticWorld(opts: {
       ],
     };
   }
+  const emb = { dim: d, data: new Float32Array(rows.flat()), rowOf: new Map(ids.map((id, i) => [id, i])) };
   return {
     beams: { format: "lever.beams/1", dataset: "synth", promptOrder: "farthest", queries: beamQueries },
     pools: {
@@ -86,7 +89,8 @@ export function syntheticWorld(opts: {
       queryDataset: "synth",
       pools,
     },
-    emb: { dim: d, data: new Float32Array(rows.flat()), rowOf: new Map(ids.map((id, i) => [id, i])) },
+    emb,
+    sources: { query: emb, index: emb },
   };
 }
 

@@ -1,0 +1,62 @@
+/**
+ * What every training stage (SFT, RCE, GRPO) reads besides its own data, resolved once for all three:
+ * the selector sources — the query and index datasets' embeddings of one kind (src/selector/inputs.ts)
+ * — and every file the run reads with its sha256, in the order recorded: the stage's data files (beam
+ * or rollout set, pool set), the index and query embeddings, the checkpoints it starts from. The
+ * files are recorded as the run's inputs (so none is replaced under it); their hashes, `dataHashes`,
+ * are part of the run's identity and checked again when it resumes.
+ */
+import { resolve } from "node:path";
+import type { PoolSet } from "../data/pool-set.js";
+import { type SelectorSources, selectorSources } from "../selector/inputs.js";
+import { hashFileSync } from "../store/files.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import type { ResolvedSet } from "../store/sets.js";
+import type { ArtifactRef, Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+
+export interface TrainingInputRefs {
+  /** The stage's data files by name (e.g. beams, pools), in the order they are recorded. */
+  data: Record<string, string>;
+  /** The pool set read, if any: it must draw its candidates from the index dataset. */
+  pools: ResolvedSet<PoolSet> | null;
+  queryDataset: string;
+  indexDataset: string;
+  /** Embedding kind the selector reads. */
+  embedding: string;
+  /** Checkpoints read by name (init, reference), recorded after the embeddings. */
+  checkpoints: Record<string, string | undefined>;
+}
+
+export interface TrainingInputs {
+  sources: SelectorSources;
+  dataHashes: Record<string, string>;
+  /** Every file the run reads, recorded with the run. */
+  files: ArtifactRef[];
+}
+
+export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): TrainingInputs {
+  const { pools, indexDataset, queryDataset, embedding } = refs;
+  if (pools !== null && pools.set.indexDataset !== indexDataset)
+    throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${indexDataset}"`, {
+      file: pools.file,
+      field: "indexDataset",
+    });
+  const index = loadDatasetEmbedding(ws, indexDataset, embedding);
+  const query = queryDataset === indexDataset ? index : loadDatasetEmbedding(ws, queryDataset, embedding);
+  const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });
+  const stored = (dataset: string): ArtifactRef => {
+    const record = ws.getEmbedding(dataset, embedding);
+    if (record === undefined) throw new LeverError(`dataset "${dataset}" has no ${embedding} embedding`);
+    return { path: ws.resolveArtifact(record.path), sha256: record.sha256 };
+  };
+  const checkpoints = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
+  const files: Record<string, ArtifactRef> = {
+    ...Object.fromEntries(Object.entries(refs.data).map(([name, path]) => [name, file(path)])),
+    indexEmbedding: stored(indexDataset),
+    queryEmbedding: stored(queryDataset),
+    ...Object.fromEntries(checkpoints.map(([name, path]) => [name, file(path)])),
+  };
+  const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
+  return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
+}

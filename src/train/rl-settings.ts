@@ -1,0 +1,265 @@
+/**
+ * The settings of the RL stages (`lever train rce`, `lever train grpo`), one source of truth for flags,
+ * help, experiment files and stored runs: what a run reads (`RlInputsSchema`), the objectives' own
+ * settings (`RceSchema`, `GrpoSchema`), each stage's whole config with its defaults, the cross-field
+ * checks (`grpoSettingsProblem`) and the "auto" best-epoch metric.
+ *
+ * A stage's settings travel as `RlStageSettings`, tagged with the stage ("rce" | "grpo"). What differs
+ * between the stages is looked up in a per-stage record by the tag (here `STAGE_SETTINGS`, in
+ * rl-stage.ts the wiring's), so the stage narrows without casts or `stage === …` chains.
+ */
+import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { RewardSchema } from "../icl/rewards.js";
+import { LeverError } from "../util/errors.js";
+import { type ParseLocation, parseOrThrow } from "../util/validate.js";
+import { AdvantageSchema } from "./advantages.js";
+import { KlControlSchema } from "./kl-control.js";
+import { optimSchema } from "./loop.js";
+import { type OnlineConfig, OnlineSchema } from "./online.js";
+import { PolicyLossSchema } from "./policy-loss.js";
+import { TemperatureSchema } from "./rce.js";
+import { TrainingFields } from "./run.js";
+
+/** What an RL run reads (not part of the hashed training config). */
+export const RlInputsSchema = z
+  .object({
+    rollouts: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("rollout set: a name under artifacts/rollouts/, or a file (not needed with --online)"),
+    pools: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "pool set the rollouts were drawn from (needed when the rollouts do not carry their pools, and with --online)",
+      ),
+    dataset: z.string().min(1).describe("index dataset (the candidates)"),
+    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    init: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("starting checkpoint (e.g. the SFT best); without it the model starts from a seeded init"),
+    reference: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("GRPO: frozen KL reference checkpoint (default: the starting weights)"),
+    name: z.string().min(1).optional().describe("run name"),
+  })
+  .strict();
+export type RlInputs = z.output<typeof RlInputsSchema>;
+
+export const RceSchema = z
+  .object({
+    temperature: TemperatureSchema.meta({ flagPrefix: "temperature" }).default(TemperatureSchema.parse({})),
+    rewards: z
+      .enum(["raw", "normalized"])
+      .default("raw")
+      .describe("weights from raw rewards, or from rewards normalised per query (reward.normalize)"),
+    bestOnly: z.boolean().default(false).describe("plain cross-entropy on each query's best trajectory only"),
+  })
+  .strict();
+export type RceConfig = z.infer<typeof RceSchema>;
+
+export const GrpoSchema = z
+  .object({
+    advantage: AdvantageSchema.meta({ flagPrefix: "advantage" }).default(AdvantageSchema.parse({})),
+    loss: PolicyLossSchema.meta({ flagPrefix: "loss" }).default(PolicyLossSchema.parse({})),
+    kl: KlControlSchema.meta({ flagPrefix: "kl" }).default(KlControlSchema.parse({})),
+    ppoEpochs: z
+      .number()
+      .int()
+      .positive()
+      .default(1)
+      .describe("epochs between refreshes of the behaviour policy (the ratio's denominator); 1 = every epoch"),
+    curriculum: z
+      .object({
+        epochs: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(0)
+          .describe("first epochs that train on each query's top-k only"),
+        topK: z.number().int().positive().default(5).describe("trajectories kept per query during the curriculum"),
+      })
+      .strict()
+      .meta({ flagPrefix: "curriculum" })
+      .default({ epochs: 0, topK: 5 }),
+    dropZeroVariance: z
+      .boolean()
+      .default(true)
+      .describe("leave out queries whose rewards are all equal (they carry no policy gradient)"),
+    online: OnlineSchema.meta({ flagPrefix: "online" }).default(OnlineSchema.parse({})),
+    policyDropout: z
+      .boolean()
+      .default(false)
+      .describe("apply dropout in the policy's forward pass (off: the ratio is exactly 1 at each refresh)"),
+  })
+  .strict();
+export type GrpoConfig = z.infer<typeof GrpoSchema>;
+
+const RlDataSchema = z
+  .object({
+    valFraction: TrainingFields.valFraction,
+    shots: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe("trajectory length (default: the rollouts' length; longer trajectories are cut)"),
+  })
+  .strict();
+
+const ValidationSchema = z
+  .object({
+    answers: z
+      .boolean()
+      .default(true)
+      .describe(
+        "answer the validation queries with the VLM after every epoch (valAccuracy: the honest selection metric; cached)",
+      ),
+  })
+  .strict();
+
+const common = {
+  model: TrainingFields.model,
+  reward: RewardSchema.meta({ flagPrefix: "reward" }).default(RewardSchema.parse({})),
+  data: RlDataSchema.default(RlDataSchema.parse({})),
+  validation: ValidationSchema.meta({ flagPrefix: "validation" }).default(ValidationSchema.parse({})),
+  seed: TrainingFields.seed,
+  dtype: TrainingFields.dtype,
+};
+
+/**
+ * "auto" selects the best epoch by valAccuracy when the VLM answers the validation queries, by valRce
+ * otherwise (see `resolveSettings`).
+ */
+const AUTO_METRIC = "auto";
+
+/** The RL stages' optimiser defaults: 5 epochs, weight decay 0.01, constant LR, the "auto" best-epoch metric. */
+const rlOptim = (lr: number) =>
+  optimSchema({
+    epochs: 5,
+    lr,
+    weightDecay: 0.01,
+    schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
+    metric: AUTO_METRIC,
+  });
+
+const rceOptim = rlOptim(1e-4);
+export const RceStageConfigSchema = z
+  .object({
+    ...common,
+    optim: rceOptim.default(rceOptim.parse({})),
+    ...RceSchema.shape,
+  })
+  .strict();
+export type RceStageConfig = z.output<typeof RceStageConfigSchema>;
+
+const grpoOptim = rlOptim(3e-5);
+export const GrpoStageConfigSchema = z
+  .object({
+    ...common,
+    optim: grpoOptim.default(grpoOptim.parse({})),
+    ...GrpoSchema.shape,
+  })
+  .strict();
+export type GrpoStageConfig = z.output<typeof GrpoStageConfigSchema>;
+
+interface RlStageConfigs {
+  rce: RceStageConfig;
+  grpo: GrpoStageConfig;
+}
+export type RlStage = keyof RlStageConfigs;
+export type RlStageConfig<S extends RlStage = RlStage> = RlStageConfigs[S];
+
+/** A stage's config tagged with its stage; `RlStageSettings<"grpo">` is GRPO's, `RlStageSettings` either. */
+export type RlStageSettings<S extends RlStage = RlStage> = { [K in S]: { stage: K; config: RlStageConfigs[K] } }[S];
+
+/** A cross-field problem of a stage's settings: the field to fix and how. */
+export interface SettingsProblem {
+  path: string[];
+  message: string;
+}
+
+/**
+ * The GRPO settings' cross-field problem, if any (one source for the schemas' refinements and the stage):
+ * prefix credit needs the VLM's answers to every prefix (online) and one advantage per step (step ratios).
+ */
+export function grpoSettingsProblem(s: {
+  online: { enabled: boolean; credit: string };
+  loss: { ratioLevel: string };
+}): SettingsProblem | null {
+  if (s.online.credit !== "prefix") return null;
+  if (!s.online.enabled)
+    return {
+      path: ["online", "credit"],
+      message:
+        "prefix credit asks the VLM about every prefix, so it trains online only: add --online (in an experiment file, use the online: section) or set online.credit to trajectory",
+    };
+  if (s.loss.ratioLevel !== "step")
+    return {
+      path: ["loss", "ratioLevel"],
+      message:
+        "prefix credit gives every step its own advantage: set loss.ratioLevel to step (or online.credit to trajectory)",
+    };
+  return null;
+}
+
+/** `grpoSettingsProblem` as a zod refinement. */
+export function checkGrpoSettings(s: Parameters<typeof grpoSettingsProblem>[0], ctx: z.RefinementCtx): void {
+  const problem = grpoSettingsProblem(s);
+  if (problem) ctx.addIssue({ code: "custom", ...problem });
+}
+
+/** What each stage's settings have of their own. */
+interface StageSettings<C> {
+  schema: z.ZodType<C>;
+  /** Online GRPO's settings, or null (RCE, offline GRPO). */
+  online(config: C): OnlineConfig | null;
+  /** The cross-field problem of the config, if any. */
+  problem(config: C): SettingsProblem | null;
+}
+
+const STAGE_SETTINGS: { [S in RlStage]: StageSettings<RlStageConfigs[S]> } = {
+  rce: { schema: RceStageConfigSchema, online: () => null, problem: () => null },
+  grpo: {
+    schema: GrpoStageConfigSchema,
+    online: (config) => (config.online.enabled ? config.online : null),
+    problem: grpoSettingsProblem,
+  },
+};
+
+/** Online GRPO's settings, or null (RCE, offline GRPO). */
+export function onlineOf<S extends RlStage>(settings: RlStageSettings<S>): OnlineConfig | null {
+  return STAGE_SETTINGS[settings.stage].online(settings.config);
+}
+
+/** A stage's stored config, parsed with that stage's schema (problems name `where`). */
+export function parseRlSettings<S extends RlStage>(
+  stage: S,
+  config: unknown,
+  where: ParseLocation,
+): RlStageSettings<S> {
+  return { stage, config: parseOrThrow(STAGE_SETTINGS[stage].schema, config, where) };
+}
+
+/** The stage's cross-field checks, then the "auto" best-epoch metric resolved. */
+export function resolveSettings<S extends RlStage>(settings: RlStageSettings<S>): RlStageSettings<S> {
+  const { config } = settings;
+  const problem = STAGE_SETTINGS[settings.stage].problem(config);
+  if (problem) throw new LeverError(problem.message, { field: problem.path.join(".") });
+  if (config.optim.earlyStopping.metric !== AUTO_METRIC) return settings;
+  if (onlineOf(settings) !== null && !config.validation.answers)
+    throw new LeverError(
+      "online GRPO has no stored trajectories to validate on, so its best epoch needs the VLM's answers: keep validation.answers on, or name a metric (optim.earlyStopping.metric)",
+      { field: "validation.answers" },
+    );
+  const metric = config.validation.answers ? "valAccuracy" : "valRce";
+  const optim = { ...config.optim, earlyStopping: { ...config.optim.earlyStopping, metric } };
+  return { ...settings, config: { ...config, optim } };
+}
