@@ -14,7 +14,7 @@ import { group, printJson, withWorkspace } from "./common.js";
 
 /**
  * `lever data import-beams|import-rollouts|import-pools|export-beams|export-rollouts` (Lever-Plus
- * artefacts ⇄ workspace) and `lever embed import` (embedding matrices).
+ * artefacts ⇄ workspace, docs/provenance.md#beam-data) and `lever embed import` (embedding matrices).
  */
 export function register(program: Command): void {
   const data = group(program, "data", "datasets: import, inspect, list");

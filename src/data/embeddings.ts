@@ -46,7 +46,7 @@ export interface EmbeddingFile {
 export interface IdsOption {
   /** A JSON file with the ids (overrides any other source). */
   idsFile?: string;
-  /** Rows are the dataset's items in question-id order (how Lever-Plus exports are laid out). */
+  /** Rows are the dataset's items in question-id order (as Lever-Plus exports, docs/provenance.md#embeddings). */
   datasetOrder?: readonly string[];
 }
 

@@ -5,7 +5,8 @@
  * set's recorded `promptOrder` (docs/architecture.md), the same setting `lever eval --order` takes:
  *  - "farthest": the first selected ICD is leftmost in the prompt (farthest from the query);
  *  - "nearest":  the first selected ICD sits next to the query (Lever-Plus beam data, built with
- *                construct_order "left"; RICES places the most similar demonstration there too).
+ *                construct_order "left", docs/provenance.md#infoscore; RICES places the most similar
+ *                demonstration there too).
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";

@@ -8,8 +8,9 @@
  * `multiple_choice_answer` (`VqaItem.answer`, the most frequent of its annotator answers). A beam's
  * score is the sum of its step gains, which telescopes to log P(y | S) − log P(y | no demonstrations);
  * beams are ranked by it, largest first, at every step and in the result. This fixes the reference's
- * search (Lever-Plus generate_data.py), which kept the MOST NEGATIVE candidates per beam, filtered across
- * beams by the largest, ranked by the last step's gain alone and averaged a mis-masked span.
+ * search (Lever-Plus generate_data.py, docs/provenance.md#infoscore), which kept the MOST NEGATIVE
+ * candidates per beam, filtered across beams by the largest, ranked by the last step's gain alone and
+ * averaged a mis-masked span.
  *
  * Where a new demonstration goes is the prompt-order setting: "nearest" — the first selected sits
  * next to the query and each new one is placed farther (Lever-Plus construct_order "left");

@@ -8,7 +8,8 @@
  *          embedded once; questions on one image share its row values)
  *   text   the L2-normalised embedding of the question text (each distinct text embedded once)
  *   joint  normalise(image + text) of the two normalised vectors, the recipe of the Lever-Plus
- *          exports and of the simulator (docs/simulator.md), i.e. normalise(mean(image, text))
+ *          exports (docs/provenance.md#embeddings) and of the simulator (docs/simulator.md), i.e.
+ *          normalise(mean(image, text))
  *
  * Work is done in batches; each finished batch is stored at once (src/embed/partial.ts), so a
  * killed run resumes without recomputing a finished row, and memory holds one or two batches of

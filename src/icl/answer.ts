@@ -1,9 +1,10 @@
 /**
  * The one answering path, shared by `lever eval` and the rollout scorer so that a training reward
  * means what the evaluation measures: demonstrations (selection order) placed by the recorded prompt
- * order → the VLM's `generate` → the Lever-Plus answer post-processor → the official VQA accuracy
- * against the query's ten annotators. A failed VLM call is a failure with no accuracy — never a 0.
- * Answers are handed over as they arrive (`onAnswer`), so callers can store them right away.
+ * order → the VLM's `generate` → the Lever-Plus answer post-processor (docs/provenance.md#postprocess)
+ * → the official VQA accuracy against the query's ten annotators. A failed VLM call is a failure with
+ * no accuracy — never a 0. Answers are handed over as they arrive (`onAnswer`), so callers can store
+ * them right away.
  */
 import type { VqaItem } from "../data/item.js";
 import { type PromptOrder, toPromptOrder } from "../data/trajectories.js";

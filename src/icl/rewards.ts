@@ -18,7 +18,7 @@
  *                                 corr = h ("01") or 2h − 1 ("pm1"), with s in place of h when h is absent
  *   hybrid                        w_s·s + gtWeight·g
  * and the result is clipped to [−clip, clip]. These are the formulas of Lever-Plus
- * `lever_lm/utils/reward_utils.py` (`compute_reward_for_candidate`), except that a field the mode
+ * `reward_utils.py` (`compute_reward_for_candidate`, docs/provenance.md#rewards), except that a field the mode
  * needs but the trajectory lacks is an error naming the query and field, where Lever-Plus read it as 0
  * (which silently turned hard_plus_soft into accuracy-only on data without vqaCorrect). A term with
  * weight 0 is not evaluated, so a zero weight lifts its field's requirement; otherwise the field is

@@ -8,7 +8,8 @@
  *    token log-probability sum. Answers the official normalisation maps to the same string are one
  *    answer, scored in its most frequent surface form, so the weights never count one event twice.
  *    This is the expected VQA accuracy of the VLM's answer distribution restricted to annotator
- *    answers (Lever-Plus's `vqa_gt_prob` averaged over a mis-masked span and could exceed 1).
+ *    answers (Lever-Plus's `vqa_gt_prob` averaged over a mis-masked span and could exceed 1;
+ *    docs/provenance.md#rollouts).
  * `gtAnswers` chooses what is scored: "none" (no scoring requests), "majority" (gtLogprob only, one
  * request per trajectory) or "all" (both; one request per distinct answer, typically 1–5).
  * Generation and scoring requests of a query go out together, as two batched calls in flight at once.

@@ -2,8 +2,8 @@
  * Post-processing of a generated VQA answer before scoring. One function, used identically by
  * rollout rewards and final evaluation (docs/architecture.md, "One answering path").
  *
- * "lever-plus" = Lever-Plus `vqa_postprocess` = OpenFlamingo `postprocess_vqa_generation`
- * (mlfoundations/open_flamingo open_flamingo/eval/vqa_metric.py at 200a966):
+ * "lever-plus" = Lever-Plus `vqa_postprocess` (docs/provenance.md#postprocess) = OpenFlamingo
+ * `postprocess_vqa_generation` (mlfoundations/open_flamingo open_flamingo/eval/vqa_metric.py at 200a966):
  *   None → ""; `re.split("Question|Answer|Short", text, 1)[0]` (case-sensitive: the text before the
  *   first of these words, which is where a completion-style model starts the next demonstration);
  *   then `re.split(", ", ans, 1)[0]` (the text before the first comma-space).

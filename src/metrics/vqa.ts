@@ -1,6 +1,7 @@
 /**
  * VQA accuracy as computed by the official evaluation (GT-Vision-Lab/VQA vqaEval.py at a013f00),
- * plus the "always-normalize" variant used by OpenFlamingo and copied by Lever-Plus.
+ * plus the "always-normalize" variant used by OpenFlamingo and copied by Lever-Plus
+ * (docs/provenance.md#vqa-metric).
  *
  * Per question (official):
  *   1. prediction and every GT answer: newline/tab → space, strip;

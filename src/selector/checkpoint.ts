@@ -4,7 +4,8 @@
  * `__metadata__` holds the format version, architecture, full config, the pool size K used in
  * training, the shot count and provenance. Loading fails on ANY missing, unexpected or mis-shaped
  * tensor, listing all of them in one error — the reference's non-strict loading silently dropped the
- * RL-trained attention weights (docs/selector.md, "Importing a Lever-Plus PyTorch checkpoint").
+ * RL-trained attention weights (docs/selector.md, "Importing a Lever-Plus PyTorch checkpoint";
+ * docs/provenance.md#checkpoints).
  */
 import { z } from "zod";
 import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";

@@ -1,8 +1,8 @@
 import { z } from "zod";
 
 /**
- * Configuration of the Lever-Plus pointer selector (docs/selector.md). One model with options
- * instead of one class per variant:
+ * Configuration of the Lever-Plus pointer selector (docs/selector.md, docs/provenance.md#selector). One
+ * model with options instead of one class per variant:
  *   stateUpdate "none" → v2 before 2025-12-25 (constant query state),
  *               "gate" → V4-1 (= v2/v3 after 2025-12-25),
  *               "gru"  → V4-2 (GRUCell decoder);

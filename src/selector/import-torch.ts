@@ -1,5 +1,5 @@
 /**
- * Import of a Lever-Plus PyTorch state dict exported to safetensors, e.g.
+ * Import of a Lever-Plus PyTorch state dict (docs/provenance.md#checkpoints) exported to safetensors, e.g.
  *   sd = torch.load(p, map_location="cpu"); sd = sd.get("state_dict", sd.get("model_state_dict", sd))
  *   safetensors.torch.save_file({k: v.contiguous() for k, v in sd.items()}, out)
  * The architecture (d, H, layers, state update, step embedding, redundancy) is inferred from the

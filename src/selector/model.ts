@@ -1,7 +1,7 @@
 /**
  * The Lever-Plus pointer selector (docs/selector.md) on the tensor engine: one class, options for the
- * variants (config.ts). Semantics follow the reference source:
- *   lever_lm/models/v2/pointer_selector_v4_2.py / _v4_3.py (and the V4-1 gate of pointer_selector_v2.py):
+ * variants (config.ts). Semantics follow the reference source (docs/provenance.md#selector):
+ *   pointer_selector_v4_2.py / _v4_3.py (and the V4-1 gate of pointer_selector_v2.py):
  *   1. input_proj (d→H, no bias; identity when d = H);
  *   2. `layers` × [MultiheadAttention(query = the one query token, key = value = the input-projected
  *      candidates at EVERY layer), residual, LayerNorm];

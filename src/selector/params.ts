@@ -3,8 +3,8 @@ import type { SelectorConfig } from "./config.js";
 
 /**
  * Parameter names, shapes and initialisation of the pointer selector. Names are the PyTorch
- * state-dict keys of the Lever-Plus classes (lever_lm/models/v2/pointer_selector_v2.py and
- * pointer_selector_v4_2.py / v4_3.py), so checkpoints load into either side without renaming.
+ * state-dict keys of the Lever-Plus classes (pointer_selector_v2.py and pointer_selector_v4_2.py /
+ * v4_3.py, docs/provenance.md#selector), so checkpoints load into either side without renaming.
  */
 export interface ParamSpec {
   name: string;

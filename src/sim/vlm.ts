@@ -44,7 +44,8 @@ export function worldFileContent(world: World): WorldFile {
 
 /**
  * Trailing text a completion-style VLM emits after its answer; each is removed by the reference
- * post-processor (text before the first "Question"/"Answer"/"Short", then before the first ", ").
+ * post-processor (text before the first "Question"/"Answer"/"Short", then before the first ", ";
+ * src/metrics/postprocess.ts, docs/provenance.md#postprocess).
  */
 const DECORATIONS = ["\nQuestion:", " Short answer:", ", Answer:", "\nQuestion: What is"];
 

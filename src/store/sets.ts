@@ -107,7 +107,10 @@ export function readRolloutSet(ws: Workspace, name: string): RolloutSet {
   return parseRolloutSet(json, path);
 }
 
-/** A safe artefact name from a file name: `a:b c.json` → `a_b_c` (Lever-Plus names hold colons and spaces). */
+/**
+ * A safe artefact name from a file name: `a:b c.json` → `a_b_c` (Lever-Plus names hold colons and
+ * spaces, docs/provenance.md#samplers).
+ */
 export function artifactNameFromFile(fileName: string): string {
   const stem = fileName
     .replace(/^.*[\\/]/, "")

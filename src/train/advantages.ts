@@ -4,7 +4,7 @@
  * how hard the query is.
  *
  *   zscore  A = (R − mean)/max(std, stdFloor), unbiased std (DeepSeekMath GRPO; TRL divides by
- *           std + 1e-4, verl by std + 1e-6, Lever-Plus by max(std, 0.1))
+ *           std + 1e-4, verl by std + 1e-6, Lever-Plus by max(std, 0.1), docs/provenance.md#grpo)
  *   rank    A = 1 − 2·rank/(M − 1), rank 0 = best, ties share their average rank
  *   mean    A = R − mean (Dr. GRPO, arXiv 2503.20783: dividing by the std over-weights queries whose
  *           rewards barely differ; TRL `scale_rewards="none"`, verl `norm_adv_by_std_in_grpo=False`)

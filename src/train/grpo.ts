@@ -7,8 +7,8 @@
  * Offline (`offlineGrpo`), on stored rollouts:
  *  - behaviour = a snapshot of the policy, refreshed at the start of every `ppoEpochs`-th epoch; its
  *    per-step log-probabilities of every training trajectory are computed once per refresh (the
- *    Lever-Plus trainer kept the pre-RCE weights for all epochs, so its ratios and KL measured the
- *    distance to a stale model);
+ *    Lever-Plus trainer, docs/provenance.md#grpo, kept the pre-RCE weights for all epochs, so its
+ *    ratios and KL measured the distance to a stale model);
  *  - reference = the starting checkpoint (or a named one), frozen; its log-probabilities are computed
  *    once. Both are evaluated with dropout off, and so is the policy unless `policyDropout` (Lever-Plus
  *    compared a dropout-0.5 policy with a dropout-free reference, which put noise into every ratio).

@@ -5,7 +5,8 @@
  * cause and what to change. Input: the epoch's metrics (means of the step diagnostics plus
  * validation). Thresholds are documented with each check. On-policy training (online GRPO) updates
  * once per sample, so its ratio is 1 by construction and the clipping checks do not apply.
- * What each warning means and what to change: docs/training.md, "Health warnings".
+ * What each warning means and what to change: docs/training.md, "Health warnings"; the Lever-Plus
+ * trainer: docs/provenance.md#grpo.
  */
 
 export interface HealthWarning {

@@ -9,8 +9,8 @@
  *
  *   ratio   "step":     r_{i,t} = exp(logp_{i,t} − oldLogp_{i,t}), clipped per step (TRL
  *                       `importance_sampling_level="token"`);
- *           "sequence": r_i = exp(Σ_t logp_{i,t} − Σ_t oldLogp_{i,t}) (Lever-Plus; note GSPO uses the
- *                       mean log-ratio instead of the sum).
+ *           "sequence": r_i = exp(Σ_t logp_{i,t} − Σ_t oldLogp_{i,t}) (Lever-Plus,
+ *                       docs/provenance.md#grpo; note GSPO uses the mean log-ratio instead of the sum).
  *   policy  L = −Σ_i w_i · mean_t min(r·A_i, clip(r, 1 − epsLow, 1 + epsHigh)·A_i) / Σ_i w_i
  *           (with per-step advantages A_{i,t} — reward-to-go credit, src/train/online.ts — A_i becomes
  *           A_{i,t}; they need step ratios)

@@ -1,6 +1,6 @@
 /**
- * Reward-weighted cross-entropy (RCE), the RL warm-up of Lever-Plus: every trajectory of a query is
- * a teacher-forced target, weighted by the softmax of the rewards at temperature τ,
+ * Reward-weighted cross-entropy (RCE), the RL warm-up of Lever-Plus (docs/provenance.md#rce): every
+ * trajectory of a query is a teacher-forced target, weighted by the softmax of the rewards at temperature τ,
  *   w = softmax(R/τ) over the query's trajectories,   L_q = Σ_i w_i · CE_i,   CE_i = −Σ_t log p(a_{i,t}),
  * (CE summed over steps, as Lever-Plus), and the batch loss is the mean of L_q over queries. High τ
  * spreads the weight over all trajectories (imitation of the whole rollout set), low τ concentrates it

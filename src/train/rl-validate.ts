@@ -1,6 +1,7 @@
 /**
  * Validation of the RL stages on held-out queries, after every epoch (evaluation mode, no gradient):
- *   valRce            RCE loss at τ = 1 on raw rewards over all trajectories (what Lever-Plus logged);
+ *   valRce            RCE loss at τ = 1 on raw rewards over all trajectories (what Lever-Plus logged,
+ *                     docs/provenance.md#grpo);
  *   valGreedyReward   reward of the greedy trajectory, on the queries whose data holds that exact
  *                     ordered trajectory (`valGreedyCoverage` = their share);
  *   valTop1           share of queries whose greedy first pick is the best trajectory's first pick;

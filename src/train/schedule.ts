@@ -4,7 +4,8 @@ import { z } from "zod";
  * Learning-rate schedules as pure functions of the optimiser step (0-based). Shared by SFT, RCE and
  * GRPO. "cosine" = linear warm-up then cosine decay to `minLrRatio`·lr (the SFT schedule of the
  * reference: Lightning cosine with warm-up over the first 5 % of steps); "constant" = optional
- * linear warm-up then flat (the RCE/GRPO schedule of the reference).
+ * linear warm-up then flat (the RCE/GRPO schedule of the reference). The reference is Lever-Plus's
+ * `train.py` and GRPO trainer (docs/provenance.md#sft, docs/provenance.md#rce).
  */
 /** The schedule settings with a stage's defaults (a section's defaults must be its fields' defaults). */
 export function scheduleSchema(d: { kind: "cosine" | "constant"; warmupRatio: number; minLrRatio: number }) {

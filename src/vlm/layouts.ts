@@ -17,8 +17,8 @@ export const LAYOUT_NAMES = ["lever-plus", "chat-turns"] as const;
 export type LayoutName = (typeof LAYOUT_NAMES)[number];
 
 /**
- * The Python reference's Qwen system prompt (configs/infer_model/qwen2.5_vl_3B.yaml,
- * paraphrased there): the model "will see four example user/assistant dialogues about an image and a
+ * The Python reference's Qwen system prompt (its config qwen2.5_vl_3B.yaml, docs/provenance.md#prompt),
+ * paraphrased: the model "will see four example user/assistant dialogues about an image and a
  * question", must answer a new image+question like the assistant and mimic the examples' answer
  * length (one or two keywords, at most three tokens). It said "four" at every shot count and
  * described dialogue turns that the layout never produced, so we do not reuse it.

@@ -1,8 +1,8 @@
 /**
  * Independent float64 reference of the Lever-Plus pointer selector, written as plain loops over
- * number[] straight from the PyTorch source (lever_lm/models/v2/pointer_selector_v4_2.py, v4_3.py and
- * the V4-1 gate of pointer_selector_v2.py) and PyTorch's own module semantics. It shares NOTHING with
- * src/tensor or the model code (only the parameter *names*), so agreement is evidence, not tautology.
+ * number[] straight from the PyTorch source (pointer_selector_v4_2.py, v4_3.py and the V4-1 gate of
+ * pointer_selector_v2.py; docs/provenance.md#selector) and PyTorch's own module semantics. It shares
+ * NOTHING with src/tensor or the model code (only the parameter *names*), so agreement is evidence, not tautology.
  *
  * PyTorch semantics reproduced (eval mode, dropout off):
  * - nn.MultiheadAttention(batch_first): q = W_q x + b_q, k_j = W_k c_j + b_k, v_j = W_v c_j + b_v,

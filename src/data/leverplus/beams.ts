@@ -1,5 +1,5 @@
 /**
- * Lever-Plus beam-search data (`generate_data.py` output) ⇄ BeamSet.
+ * Lever-Plus beam-search data (`generate_data.py` output, docs/provenance.md#beam-data) ⇄ BeamSet.
  *
  * `{"<anchor idx>": {"beams": [{"shots": [{"id", "score"}…], "final_score", "full_sequence"}…],
  *   "few_shot_num", "id_list": [[icd…, anchor]…], "score_list": […], "shot_scores": [[…]…]}}`

@@ -1,4 +1,4 @@
-/** The idx ⇄ question-id mapping shared by the Lever-Plus importers and exporters. */
+/** The idx ⇄ question-id mapping shared by the Lever-Plus importers and exporters (docs/provenance.md#rows). */
 import { LeverError } from "../../util/errors.js";
 import { compareQuestionIds } from "../item.js";
 

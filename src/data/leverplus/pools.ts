@@ -1,5 +1,5 @@
 /**
- * Lever-Plus sampler caches → PoolSet. File
+ * Lever-Plus sampler caches (docs/provenance.md#samplers) → PoolSet. File
  * `<ds>-<SamplerName>-anchor_sample_num: <N>:<K>.json` = `{"<anchor idx>": [K candidate idx]}`;
  * anchors are rows of the query dataset, candidates rows of the index dataset (both the train
  * split in Lever-Plus). The pool contract (docs/architecture.md) forbids the query itself and items sharing

@@ -1,5 +1,5 @@
 /**
- * Lever-Plus RL data (the `rl_data*.json` files) ⇄ RolloutSet. Flavours handled:
+ * Lever-Plus RL data (the `rl_data*.json` files, docs/provenance.md#rl-data) ⇄ RolloutSet. Flavours handled:
  *  - "v4 strict" (generate_rl_data.py): global `pointer` rows, `query` block, full reward fields;
  *  - k64 (generate_rl_data_k64.py, fix_rl_candidate_pool_k64*.py): per-query `candidate_pool_ids`,
  *    LOCAL `pointer` positions into it and `pointer_global` rows;

@@ -26,7 +26,10 @@ export interface ImportEmbeddingOptions {
   dataset: string;
   kind: EmbeddingKind;
   idsFile?: string;
-  /** Rows are the dataset's items in question-id order (Lever-Plus `*_embeddings.pt` exports). */
+  /**
+   * Rows are the dataset's items in question-id order (Lever-Plus `*_embeddings.pt` exports,
+   * docs/provenance.md#embeddings).
+   */
   datasetOrder?: boolean;
   normalize?: boolean;
   /** Replace a registered embedding of this kind that has other content. */

@@ -1,7 +1,7 @@
 /**
- * Lever-Plus files ⇄ workspace artefacts: read a Python artefact, map idx → question id through a
- * stored dataset, validate, and store it (or the reverse). What the CLI's `data import-*` and
- * `data export-*` commands call.
+ * Lever-Plus files (docs/provenance.md#rows) ⇄ workspace artefacts: read a Python artefact, map idx →
+ * question id through a stored dataset, validate, and store it (or the reverse). What the CLI's
+ * `data import-*` and `data export-*` commands call.
  */
 import { basename } from "node:path";
 import {
