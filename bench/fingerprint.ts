@@ -80,14 +80,15 @@ type Fingerprint = Record<string, Record<string, string>>;
 const sha = (text: string | Buffer) => createHash("sha256").update(text).digest("hex").slice(0, 16);
 
 /**
- * A clock that starts at a fixed instant and advances 1 ms per reading: a checkpoint records when it was
- * written, and its sha256 (which later artefacts, run configs and a selector's name record) would
- * otherwise differ from run to run.
+ * A clock stopped at a fixed instant: a checkpoint records when it was written, and its sha256 (which
+ * later artefacts, run configs and a selector's name record) would otherwise differ from run to run. It
+ * does not advance at all, so how often a timer (a lease's heartbeat) read it on a loaded machine
+ * cannot shift a later timestamp.
  */
 const FIXED_CLOCK = `data:text/javascript,${encodeURIComponent(`
-  const Real = Date; let t = Real.UTC(2026, 0, 1);
-  globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(t++); else super(...a); }
-    static now() { return t++; } };`)}`;
+  const Real = Date; const t = Real.UTC(2026, 0, 1);
+  globalThis.Date = class extends Real { constructor(...a) { if (a.length === 0) super(t); else super(...a); }
+    static now() { return t; } };`)}`;
 
 function lever(cli: string, ws: string, args: string[]): string {
   const argv = ["--import", FIXED_CLOCK, cli, ...args, "--workspace", ws];
