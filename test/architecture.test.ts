@@ -6,15 +6,12 @@
  * listed below, each with its reason (docs/architecture.md lists the same): the known cycles and the
  * layering exceptions.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { dirname, join, relative, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SRC = join(ROOT, "src");
+import { ROOT, SRC, sourceFiles } from "./helpers/source-files.js";
 
 /**
  * Imports that cross the layering, and why: `from` is a file, or a folder ending in "/" (any of its
@@ -35,14 +32,6 @@ const KNOWN_CYCLES: { files: string[]; why: string }[] = [];
 interface Edge {
   from: string;
   to: string;
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return sourceFiles(path);
-    return name.endsWith(".ts") ? [path] : [];
-  });
 }
 
 function compilerOptions(): ts.CompilerOptions {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import type { ConstructOrder } from "../data/leverplus/beams.js";
-import { importEmbedding } from "../store/ingest/embeddings.js";
+import { type ImportEmbeddingResult, importEmbedding } from "../store/ingest/embeddings.js";
 import {
   exportBeamsFile,
   exportRolloutsFile,
@@ -19,7 +19,16 @@ import { group, printJson, withWorkspace } from "./common.js";
 export function register(program: Command): void {
   const data = group(program, "data", "datasets: import, inspect, list");
   const embed = group(program, "embed", "embedding matrices: import, compute");
+  registerImportBeams(data);
+  registerImportRollouts(data);
+  registerImportPools(data);
+  registerExportBeams(data);
+  registerExportRollouts(data);
+  registerEmbedImport(embed);
+}
 
+/** `lever data import-beams FILE`. */
+function registerImportBeams(data: Command): void {
   data
     .command("import-beams <file>")
     .description("import Lever-Plus beam-search data (generate_data.py output) as artifacts/beams/<name>.json")
@@ -46,7 +55,10 @@ export function register(program: Command): void {
         ]);
       });
     });
+}
 
+/** `lever data import-rollouts FILE`. */
+function registerImportRollouts(data: Command): void {
   data
     .command("import-rollouts <file>")
     .description("import Lever-Plus RL data (rl_data*.json, any flavour) as artifacts/rollouts/<name>.json")
@@ -73,7 +85,10 @@ export function register(program: Command): void {
         ]);
       });
     });
+}
 
+/** `lever data import-pools FILE`. */
+function registerImportPools(data: Command): void {
   data
     .command("import-pools <file>")
     .description("import a Lever-Plus sampler cache {anchor idx: [K idx]} as artifacts/pools/<name>.json")
@@ -113,7 +128,10 @@ export function register(program: Command): void {
         });
       },
     );
+}
 
+/** `lever data export-beams NAME`. */
+function registerExportBeams(data: Command): void {
   data
     .command("export-beams <name>")
     .description("write a stored beam set as a Lever-Plus beam-data JSON file")
@@ -124,7 +142,10 @@ export function register(program: Command): void {
         process.stdout.write(`wrote ${summary.beams} beams of ${summary.queries} queries to ${flags.out}\n`);
       });
     });
+}
 
+/** `lever data export-rollouts NAME`. */
+function registerExportRollouts(data: Command): void {
   data
     .command("export-rollouts <name>")
     .description("write a stored rollout set as a Lever-Plus RL-data JSON file")
@@ -137,7 +158,10 @@ export function register(program: Command): void {
         );
       });
     });
+}
 
+/** `lever embed import FILE`. */
+function registerEmbedImport(embed: Command): void {
   embed
     .command("import <file>")
     .description("copy an embedding matrix (.npy + ids, or .safetensors) into the workspace and register it")
@@ -175,24 +199,30 @@ export function register(program: Command): void {
             normalize: flags.normalize,
             replace: flags.replace,
           });
-          if (result.replacedInputOf.length > 0)
-            process.stderr.write(
-              `warning: replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
-                "those runs can no longer be resumed\n",
-            );
-          if (flags.json) return printJson(result);
-          const n = result.norms;
-          const lines = [
-            `imported ${result.rows} × ${result.dim} ${result.kind} embeddings for "${result.dataset}" (source ${result.sourceDtype}, ids from ${result.idsSource})`,
-            `row norms: min ${fmt(n.min)}, max ${fmt(n.max)}, mean ${fmt(n.mean)}${result.normalized ? " → normalised to 1" : ""}`,
-          ];
-          if (result.missingFromMatrix)
-            lines.push(`note: ${result.missingFromMatrix} of ${result.datasetItems} dataset items have no row`);
-          lines.push(`artefact: artifacts/${result.path} + artifacts/${result.idsPath}`);
-          process.stdout.write(`${lines.join("\n")}\n`);
+          const warnings =
+            result.replacedInputOf.length > 0
+              ? [
+                  `replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
+                    "those runs can no longer be resumed",
+                ]
+              : [];
+          report(warnings, flags.json, result, embedImportLines(result));
         });
       },
     );
+}
+
+/** What `lever embed import` prints: the matrix, its row norms, dataset coverage and the files. */
+function embedImportLines(result: ImportEmbeddingResult): string[] {
+  const n = result.norms;
+  const lines = [
+    `imported ${result.rows} × ${result.dim} ${result.kind} embeddings for "${result.dataset}" (source ${result.sourceDtype}, ids from ${result.idsSource})`,
+    `row norms: min ${fmt(n.min)}, max ${fmt(n.max)}, mean ${fmt(n.mean)}${result.normalized ? " → normalised to 1" : ""}`,
+  ];
+  if (result.missingFromMatrix)
+    lines.push(`note: ${result.missingFromMatrix} of ${result.datasetItems} dataset items have no row`);
+  lines.push(`artefact: artifacts/${result.path} + artifacts/${result.idsPath}`);
+  return lines;
 }
 
 interface ImportFlags {

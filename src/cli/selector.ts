@@ -46,7 +46,14 @@ function sameFile(a: string, b: string): boolean {
 /** Registers the `selector` commands: inspect, import-torch, predict, logprob. */
 export function register(program: Command): void {
   const selector = group(program, "selector", "inspect, import and run pointer-selector checkpoints");
+  registerInspect(selector);
+  registerImportTorch(selector);
+  registerPredict(selector);
+  registerLogprob(selector);
+}
 
+/** `lever selector inspect CKPT`. */
+function registerInspect(selector: Command): void {
   selector
     .command("inspect")
     .description("architecture, parameter counts per group and provenance of a checkpoint")
@@ -77,7 +84,10 @@ export function register(program: Command): void {
       ];
       process.stdout.write(`${lines.join("\n")}\n`);
     });
+}
 
+/** `lever selector import-torch FILE --out CKPT`. */
+function registerImportTorch(selector: Command): void {
   selector
     .command("import-torch")
     .description("import a Lever-Plus PyTorch state dict exported to .safetensors (strict; no key renaming)")
@@ -146,7 +156,10 @@ export function register(program: Command): void {
         );
       },
     );
+}
 
+/** `lever selector predict CKPT`. */
+function registerPredict(selector: Command): void {
   selector
     .command("predict")
     .description("choose demonstrations for each query (greedy, or beam search with --beam)")
@@ -175,7 +188,10 @@ export function register(program: Command): void {
         );
       },
     );
+}
 
+/** `lever selector logprob CKPT --trajectories FILE`. */
+function registerLogprob(selector: Command): void {
   selector
     .command("logprob")
     .description("log-probability of given trajectories under the selector (teacher forced, summed over steps)")

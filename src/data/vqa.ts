@@ -153,28 +153,77 @@ export interface VqaDataset {
 export function readVqaDataset(options: VqaReadOptions): VqaDataset {
   const { questionsFile, annotationsFile, split } = options;
   const template = imageTemplate(options.images, split);
-  const renderImage = template === null ? null : compileImageTemplate(template);
   const spec =
     typeof options.subset === "string" ? parseSubsetSpec(options.subset) : (options.subset ?? { kind: "all" });
   const seed = options.seed ?? 0;
 
-  const { questions, header: questionsHeader, file: questionsSource } = readVqaQuestions(questionsFile);
-  if (questions.size === 0)
+  const questions = readVqaQuestions(questionsFile);
+  if (questions.questions.size === 0)
     throw new LeverError("holds no questions (an empty dataset cannot be evaluated or trained on)", {
       file: questionsFile,
       field: "questions",
     });
-  const keep =
-    spec.kind === "all"
-      ? null
-      : new Set(
-          selectSubset(
-            [...questions.keys()].map((questionId) => ({ questionId })),
-            spec,
-            seed,
-          ).map((q) => q.questionId),
-        );
+  const joined = joinAnnotations(annotationsFile, questionsFile, questions.questions, {
+    keep: keptQuestionIds(questions.questions, spec, seed),
+    split,
+    renderImage: template === null ? null : compileImageTemplate(template),
+  });
+  requireAllAnnotated(questionsFile, annotationsFile, questions.questions, joined.annotated);
 
+  const { items } = joined;
+  items.sort((x, y) => compareQuestionIds(x.questionId, y.questionId));
+  return {
+    items,
+    totalQuestions: questions.questions.size,
+    files: [questions.file, joined.file],
+    imageTemplate: template,
+    subset: subsetRecord(spec, seed, questions.questions.size),
+    missingImages:
+      template === null ? { checked: 0, count: 0, examples: [] } : findMissingImages(items.map((i) => i.imagePath)),
+    answerFrom: joined.answerFrom,
+    warnings: [
+      ...subtypeWarnings(questionsFile, questions.header, split),
+      ...subtypeWarnings(annotationsFile, joined.header, split),
+    ],
+    headers: { questions: questions.header, annotations: joined.header },
+  };
+}
+
+/** The question ids the subset keeps (chosen on question ids, before items are built); null = all. */
+function keptQuestionIds(questions: Map<string, QuestionEntry>, spec: SubsetSpec, seed: number): Set<string> | null {
+  if (spec.kind === "all") return null;
+  return new Set(
+    selectSubset(
+      [...questions.keys()].map((questionId) => ({ questionId })),
+      spec,
+      seed,
+    ).map((q) => q.questionId),
+  );
+}
+
+/** The annotations file joined to the questions: the kept items (in file order) and what was read. */
+interface JoinedAnnotations {
+  items: VqaItem[];
+  /** Every question id the file annotates (kept or not). */
+  annotated: Set<string>;
+  answerFrom: { multipleChoice: number; majority: number };
+  header: Record<string, unknown>;
+  file: SourceFile;
+}
+
+interface JoinOptions {
+  keep: Set<string> | null;
+  split: string;
+  renderImage: ReturnType<typeof compileImageTemplate> | null;
+}
+
+/** Streams the annotations, checks each against its question and builds the items the subset keeps. */
+function joinAnnotations(
+  annotationsFile: string,
+  questionsFile: string,
+  questions: Map<string, QuestionEntry>,
+  options: JoinOptions,
+): JoinedAnnotations {
   const items: VqaItem[] = [];
   const annotated = new Set<string>();
   const answerFrom = { multipleChoice: 0, majority: 0 };
@@ -185,90 +234,107 @@ export function readVqaDataset(options: VqaReadOptions): VqaDataset {
     const where = { file: annotationsFile, record };
     if (annotated.has(id)) throw new LeverError("duplicated question id", { ...where, field: "question_id" });
     annotated.add(id);
-    const q = questions.get(id);
-    if (q === undefined) {
-      throw new LeverError(`no question with this id in ${questionsFile}`, { ...where, field: "question_id" });
-    }
-    const imageId = String(a.image_id);
-    if (imageId !== q.imageId) {
-      // The annotation is the ground truth the answers were given for; the question is the odd one out.
-      throw new LeverError(
-        `image_id ${q.imageId} differs from image_id ${imageId} of ${record} in ${annotationsFile}`,
-        {
-          file: questionsFile,
-          record: `questions[${q.index}] question_id ${id}`,
-          field: "image_id",
-        },
-      );
-    }
-    if (a.answers.length !== ANSWERS_PER_QUESTION) {
-      throw new LeverError(`expected ${ANSWERS_PER_QUESTION} answers, found ${a.answers.length}`, {
-        ...where,
-        field: "answers",
-      });
-    }
-    if (keep !== null && !keep.has(id)) return;
-    const answers = a.answers.map((x): AnnotatorAnswer => {
-      const out: AnnotatorAnswer = { answer: x.answer };
-      if (x.answer_confidence !== undefined) out.confidence = x.answer_confidence;
-      if (x.raw_answer !== undefined) out.raw = x.raw_answer;
-      return out;
-    });
-    let answer: string;
-    if (a.multiple_choice_answer !== undefined) {
-      answer = a.multiple_choice_answer;
-      answerFrom.multipleChoice++;
-    } else {
-      answer = majorityAnswer(answers.map((x) => x.answer));
-      answerFrom.majority++;
-    }
+    const q = annotatedQuestion(a, questions, where, questionsFile);
+    if (options.keep !== null && !options.keep.has(id)) return;
+    const { item, answerFrom: from } = annotatedItem(a, q);
+    answerFrom[from]++;
+    const render = options.renderImage;
     items.push({
-      questionId: id,
-      imageId,
-      question: q.question,
-      answers,
-      answer,
-      questionType: a.question_type,
-      answerType: a.answer_type,
-      imagePath: renderImage === null ? null : renderImage({ split, imageId, questionId: id }),
+      ...item,
+      imagePath: render === null ? null : render({ split: options.split, imageId: item.imageId, questionId: id }),
     });
   });
-
-  if (annotated.size !== questions.size) {
-    let first: string | undefined;
-    for (const id of questions.keys()) {
-      if (!annotated.has(id)) {
-        first = id;
-        break;
-      }
-    }
-    const q = questions.get(first!)!;
-    throw new LeverError(
-      `question has no annotation in ${annotationsFile} (${questions.size - annotated.size} questions lack one)`,
-      { file: questionsFile, record: `questions[${q.index}] question_id ${first}`, field: "question_id" },
-    );
-  }
-
-  const annotationsHeader = primitiveFields(streamed.others);
-  items.sort((x, y) => compareQuestionIds(x.questionId, y.questionId));
   return {
     items,
-    totalQuestions: questions.size,
-    files: [
-      questionsSource,
-      { role: "annotations", path: resolve(annotationsFile), sha256: streamed.sha256, bytes: streamed.bytes },
-    ],
-    imageTemplate: template,
-    subset: subsetRecord(spec, seed, questions.size),
-    missingImages:
-      template === null ? { checked: 0, count: 0, examples: [] } : findMissingImages(items.map((i) => i.imagePath)),
+    annotated,
     answerFrom,
-    warnings: [
-      ...subtypeWarnings(questionsFile, questionsHeader, split),
-      ...subtypeWarnings(annotationsFile, annotationsHeader, split),
-    ],
-    headers: { questions: questionsHeader, annotations: annotationsHeader },
+    header: primitiveFields(streamed.others),
+    file: { role: "annotations", path: resolve(annotationsFile), sha256: streamed.sha256, bytes: streamed.bytes },
   };
+}
+
+type VqaAnnotation = z.output<typeof VqaAnnotationSchema>;
+
+/**
+ * The question an annotation answers, after checking that it exists, is on the same image and has
+ * ten answers.
+ */
+function annotatedQuestion(
+  a: VqaAnnotation,
+  questions: Map<string, QuestionEntry>,
+  where: { file: string; record: string },
+  questionsFile: string,
+): QuestionEntry {
+  const id = String(a.question_id);
+  const q = questions.get(id);
+  if (q === undefined) {
+    throw new LeverError(`no question with this id in ${questionsFile}`, { ...where, field: "question_id" });
+  }
+  const imageId = String(a.image_id);
+  if (imageId !== q.imageId) {
+    // The annotation is the ground truth the answers were given for; the question is the odd one out.
+    throw new LeverError(`image_id ${q.imageId} differs from image_id ${imageId} of ${where.record} in ${where.file}`, {
+      file: questionsFile,
+      record: `questions[${q.index}] question_id ${id}`,
+      field: "image_id",
+    });
+  }
+  if (a.answers.length !== ANSWERS_PER_QUESTION) {
+    throw new LeverError(`expected ${ANSWERS_PER_QUESTION} answers, found ${a.answers.length}`, {
+      ...where,
+      field: "answers",
+    });
+  }
+  return q;
+}
+
+/**
+ * The item of an annotation and its question (without its image path): `answer` is
+ * multiple_choice_answer when the file has it (VQAv2), else the majority of the ten (OKVQA).
+ */
+function annotatedItem(
+  a: VqaAnnotation,
+  q: QuestionEntry,
+): { item: Omit<VqaItem, "imagePath">; answerFrom: "multipleChoice" | "majority" } {
+  const answers = a.answers.map((x): AnnotatorAnswer => {
+    const out: AnnotatorAnswer = { answer: x.answer };
+    if (x.answer_confidence !== undefined) out.confidence = x.answer_confidence;
+    if (x.raw_answer !== undefined) out.raw = x.raw_answer;
+    return out;
+  });
+  const fromMultipleChoice = a.multiple_choice_answer !== undefined;
+  const item = {
+    questionId: String(a.question_id),
+    imageId: String(a.image_id),
+    question: q.question,
+    answers,
+    answer: a.multiple_choice_answer ?? majorityAnswer(answers.map((x) => x.answer)),
+    questionType: a.question_type,
+    answerType: a.answer_type,
+  };
+  return { item, answerFrom: fromMultipleChoice ? "multipleChoice" : "majority" };
+}
+
+/** Every question must have an annotation: the first without one is named. */
+function requireAllAnnotated(
+  questionsFile: string,
+  annotationsFile: string,
+  questions: Map<string, QuestionEntry>,
+  annotated: ReadonlySet<string>,
+): void {
+  if (annotated.size === questions.size) return;
+  let first: string | undefined;
+  for (const id of questions.keys()) {
+    if (!annotated.has(id)) {
+      first = id;
+      break;
+    }
+  }
+  const q = questions.get(first!)!;
+  throw new LeverError(
+    `question has no annotation in ${annotationsFile} (${questions.size - annotated.size} questions lack one)`,
+    { file: questionsFile, record: `questions[${q.index}] question_id ${first}`, field: "question_id" },
+  );
 }
 
 /** Official files say which split they are ("train2014"); a mismatch with --split is likely a mistake. */

@@ -9,24 +9,25 @@
  */
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import type { BeamQuery, BeamSearchRecord, BeamSet } from "../data/trajectories.js";
+import type { BeamQuery, BeamSearchRecord, BeamSet, PoolRef } from "../data/trajectories.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
-import { createVlm } from "../icl/backend.js";
 import { mean } from "../metrics/stats.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
-import { openStageRun } from "../store/stage-run.js";
+import type { StageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { maxOf, minOf } from "../util/extent.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { preflight } from "../vlm/types.js";
+import type { Vlm } from "../vlm/types.js";
 import { type BeamSearchSettings, checkSearchSettings, searchAnchor } from "./beams.js";
-import { openStageInputs, poolItems, Similarity } from "./inputs.js";
-import { runItems, type StageHooks, stageOutputFields } from "./stage.js";
-import { type CallCounter, callCounter, type VlmCalls } from "./vlm-calls.js";
+import { openStageInputs, poolItems, type ResolvedPools, Similarity, type StageInputs } from "./inputs.js";
+import { type ItemOutcome, type ItemStageResult, type StageHooks, stageOutputFields } from "./stage.js";
+import type { VlmCalls } from "./vlm-calls.js";
+import { logStageMetrics, openItemRun, openVlmStage, runVlmItems, secondsSince, vlmCalls } from "./vlm-stage.js";
 
 export const BEAMS_STAGE = "beams";
 
@@ -101,14 +102,43 @@ export async function runBeams(
 ): Promise<BeamsResult> {
   const started = performance.now();
   beamArtifactPath(settings.out); // validate the name before any work
-  const {
-    dataset,
-    pools,
-    index: indexRecord,
-    items: anchors,
-    indexById,
-  } = openStageInputs(ws, settings, settings.anchors, "--anchors");
-  const K = pools.set.k;
+  const inputs = openStageInputs(ws, settings, settings.anchors, "--anchors");
+  const search = searchSettings(settings, inputs.pools.set.k);
+  const prior = budgetPrior(ws, settings, inputs.index.name, search);
+  const stage = openVlmStage(ws, vlmSettings, inputs.dataset, settings.seed, hooks);
+  const record = searchRecord(settings, search, stage.vlm.backend.id, inputs.pools.ref);
+  const config = runConfig(settings, inputs, record, prior.embeddings);
+  const run = openItemRun(stage, BEAMS_STAGE, config, settings.seed);
+  const anchor: AnchorSearch = { ...inputs, search, prior: prior.similarity, vlm: stage.vlm.vlm, signal: hooks.signal };
+  const items = await runVlmItems<StoredAnchor>(stage, run, {
+    items: inputs.items,
+    concurrency: settings.concurrency,
+    // Beam search only scores answers: the server must return prompt log-probabilities.
+    scoring: true,
+    work: (query) => searchOne(anchor, query),
+  });
+
+  const result = beamsResult(run, inputs.items.length, items, vlmCalls(stage));
+  logStageMetrics(stage, run, beamsMetrics(result, items.done.size), result.vlm);
+  if (!items.aborted) {
+    if (result.failures.length > 0) run.fail(`${result.failures.length} of ${inputs.items.length} anchors failed`);
+    else {
+      const ref = writeBeamSet(ws, settings.out, beamSet(settings, inputs, record, items.done), {
+        replace: settings.replace,
+      });
+      run.complete([ref]);
+      result.artifact = { ...ref, name: settings.out };
+    }
+  }
+  result.seconds = secondsSince(started);
+  return result;
+}
+
+/** The search settings for pools of K candidates (a budget of K or more is exhaustive: none). */
+function searchSettings(
+  settings: Pick<BeamsSettings, "beamSize" | "shots" | "order" | "budget">,
+  K: number,
+): BeamSearchSettings {
   const search: BeamSearchSettings = {
     beamSize: settings.beamSize,
     shots: settings.shots,
@@ -116,92 +146,114 @@ export async function runBeams(
     budget: settings.budget !== undefined && settings.budget < K ? settings.budget : null,
   };
   checkSearchSettings(search, K);
-  let similarity: Similarity | undefined;
+  return search;
+}
+
+/**
+ * With a budget, the similarity that ranks each anchor's candidates (cosine of the prior embedding)
+ * and the embeddings it reads (sha256 by `dataset/kind`, part of the run's identity); without, neither.
+ */
+function budgetPrior(
+  ws: Workspace,
+  settings: Pick<BeamsSettings, "dataset" | "priorEmbedding">,
+  indexDataset: string,
+  search: BeamSearchSettings,
+): { similarity?: Similarity; embeddings: Record<string, string> } {
   const embeddings: Record<string, string> = {};
-  if (search.budget !== null) {
-    const kind = settings.priorEmbedding;
-    similarity = new Similarity(
-      loadDatasetEmbedding(ws, settings.dataset, kind),
-      loadDatasetEmbedding(ws, indexRecord.name, kind),
-    );
-    for (const name of new Set([settings.dataset, indexRecord.name]))
-      embeddings[`${name}/${kind}`] = ws.getEmbedding(name, kind)!.sha256;
-  }
+  if (search.budget === null) return { embeddings };
+  const kind = settings.priorEmbedding;
+  const similarity = new Similarity(
+    loadDatasetEmbedding(ws, settings.dataset, kind),
+    loadDatasetEmbedding(ws, indexDataset, kind),
+  );
+  for (const name of new Set([settings.dataset, indexDataset]))
+    embeddings[`${name}/${kind}`] = ws.getEmbedding(name, kind)!.sha256;
+  return { similarity, embeddings };
+}
 
-  const counter: CallCounter = callCounter();
-  const vlm = createVlm(ws, vlmSettings, dataset, {
-    seed: settings.seed,
-    wrapBackend: (backend) => counter.wrap(hooks.wrapBackend ? hooks.wrapBackend(backend) : backend),
-  });
-
-  const record: BeamSearchRecord = {
+/** How the beams were made, as the artefact records it (`search`). */
+function searchRecord(
+  settings: BeamsSettings,
+  search: BeamSearchSettings,
+  vlm: string,
+  pools: PoolRef,
+): BeamSearchRecord {
+  return {
     method: "infoscore",
     answer: "multiple_choice_answer",
     beamSize: search.beamSize,
     shots: search.shots,
     budget: search.budget,
     prior: { similarity: "cosine", embedding: settings.priorEmbedding },
-    vlm: vlm.backend.id,
+    vlm,
     anchors: settings.anchors,
     seed: settings.seed,
-    pools: pools.ref,
+    pools,
   };
-  const config = {
+}
+
+/** The run's config: its hash identifies the run, so re-running the same command resumes it. */
+function runConfig(
+  settings: BeamsSettings,
+  inputs: StageInputs,
+  record: BeamSearchRecord,
+  embeddings: Record<string, string>,
+): Record<string, unknown> {
+  return {
     format: "lever.beams-run/1",
-    dataset: { name: dataset.name, items: dataset.itemsHash },
-    index: { name: indexRecord.name, items: indexRecord.itemsHash },
+    dataset: { name: inputs.dataset.name, items: inputs.dataset.itemsHash },
+    index: { name: inputs.index.name, items: inputs.index.itemsHash },
     order: settings.order,
     search: record,
     embeddings,
   };
-  const run = openStageRun(ws, { kind: BEAMS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
-  const { runId } = run;
-  run.begin();
-  const anchorById = new Map(anchors.map((a) => [a.questionId, a]));
-  const signal = hooks.signal;
-  const items = await runItems<StoredAnchor>({
-    ws,
-    run,
-    keys: anchors.map((a) => a.questionId),
-    concurrency: settings.concurrency,
-    signal,
-    progress: hooks.progress,
-    activity: () => counter.activity(),
-    // Beam search only scores answers: the server must return prompt log-probabilities.
-    beforeWork: () => preflight(vlm.vlm, { scoring: true, signal }),
-    work: async (key) => {
-      const query = anchorById.get(key)!;
-      const ids = pools.set.pools[key];
-      const found = await searchAnchor(
-        {
-          query,
-          pool: poolItems(ids, indexById, key),
-          prior: similarity?.toCandidates(key, ids),
-        },
-        search,
-        (requests) => vlm.vlm.scoreAnswer(requests, { signal }),
-      );
-      if (!found.ok) return { ok: false, error: found.error };
-      return {
-        ok: true,
-        value: {
-          beams: found.beams.map((b) => ({ selected: b.selected, score: b.score, shotScores: b.shotScores })),
-          baseLogprob: found.baseLogprob,
-          requests: found.requests,
-        },
-      };
-    },
-  });
+}
 
+/** What searching one anchor reads. */
+interface AnchorSearch {
+  pools: ResolvedPools;
+  indexById: ReadonlyMap<string, VqaItem>;
+  search: BeamSearchSettings;
+  /** Ranks the candidates for the budget (absent: exhaustive). */
+  prior?: Similarity;
+  vlm: Vlm;
+  signal?: AbortSignal;
+}
+
+/** The beam search of one anchor over its pool; a failed VLM request fails the anchor. */
+async function searchOne(context: AnchorSearch, query: VqaItem): Promise<ItemOutcome<StoredAnchor>> {
+  const key = query.questionId;
+  const ids = context.pools.set.pools[key];
+  const found = await searchAnchor(
+    {
+      query,
+      pool: poolItems(ids, context.indexById, key),
+      prior: context.prior?.toCandidates(key, ids),
+    },
+    context.search,
+    (requests) => context.vlm.scoreAnswer(requests, { signal: context.signal }),
+  );
+  if (!found.ok) return { ok: false, error: found.error };
+  return {
+    ok: true,
+    value: {
+      beams: found.beams.map((b) => ({ selected: b.selected, score: b.score, shotScores: b.shotScores })),
+      baseLogprob: found.baseLogprob,
+      requests: found.requests,
+    },
+  };
+}
+
+/** The result of a run whose items are done, failed or interrupted (no artefact yet, seconds 0). */
+function beamsResult(run: StageRun, planned: number, items: ItemStageResult<StoredAnchor>, vlm: VlmCalls): BeamsResult {
   const stored = [...items.done.values()];
   const failures = [...items.failed].map(([anchor, error]) => ({ anchor, error }));
-  const vlmCalls = counter.summary(vlm.vlm);
-  const result: BeamsResult = {
-    runId,
+  return {
+    runId: run.runId,
     resumed: run.opened !== "new",
     artifact: null,
     anchors: {
-      planned: anchors.length,
+      planned,
       skipped: items.skipped,
       searched: items.processed - failures.length,
       failed: failures.length,
@@ -209,56 +261,48 @@ export async function runBeams(
     requestsPerAnchor: summary(stored.map((a) => a.requests)),
     bestScore: summary(stored.map((a) => a.beams[0]?.score ?? Number.NaN)),
     baseLogprob: summary(stored.map((a) => a.baseLogprob)),
-    vlm: vlmCalls,
+    vlm,
     failures,
     aborted: items.aborted,
     seconds: 0,
   };
-  const metric = (name: string, value: number) => ({ runId, stage: BEAMS_STAGE, name, value });
-  ws.logMetrics([
-    metric("anchors.done", items.done.size),
-    metric("anchors.failed", failures.length),
-    metric("requests_per_anchor.mean", result.requestsPerAnchor.mean),
-    metric("best_score.mean", result.bestScore.mean),
-    metric("base_logprob.mean", result.baseLogprob.mean),
-    metric("vlm.calls", vlmCalls.calls),
-    metric("vlm.cache_hits", vlmCalls.cacheHits),
-    metric("vlm.failures", vlmCalls.failures),
-  ]);
-  if (items.aborted) {
-    result.seconds = (performance.now() - started) / 1000;
-    return result;
-  }
-  if (failures.length > 0) {
-    const message = `${failures.length} of ${anchors.length} anchors failed`;
-    run.fail(message);
-    result.seconds = (performance.now() - started) / 1000;
-    return result;
-  }
+}
 
+function beamsMetrics(result: BeamsResult, done: number): [string, number][] {
+  return [
+    ["anchors.done", done],
+    ["anchors.failed", result.failures.length],
+    ["requests_per_anchor.mean", result.requestsPerAnchor.mean],
+    ["best_score.mean", result.bestScore.mean],
+    ["base_logprob.mean", result.baseLogprob.mean],
+  ];
+}
+
+/** The artefact: every anchor's stored beams, in the anchors' (question-id) order. */
+function beamSet(
+  settings: BeamsSettings,
+  inputs: StageInputs,
+  record: BeamSearchRecord,
+  done: ReadonlyMap<string, StoredAnchor>,
+): BeamSet {
   const queries: Record<string, BeamQuery> = {};
-  for (const anchor of anchors) {
-    const a = items.done.get(anchor.questionId)!;
+  for (const anchor of inputs.items) {
+    const a = done.get(anchor.questionId)!;
     queries[anchor.questionId] = {
       beams: a.beams,
-      fewShotNum: search.shots,
-      pool: pools.ref,
+      fewShotNum: record.shots,
+      pool: inputs.pools.ref,
       baseLogprob: a.baseLogprob,
       requests: a.requests,
     };
   }
-  const set: BeamSet = {
+  return {
     format: "lever.beams/1",
     dataset: settings.dataset,
     promptOrder: settings.order,
     queries,
     search: record,
   };
-  const ref = writeBeamSet(ws, settings.out, set, { replace: settings.replace });
-  run.complete([ref]);
-  result.artifact = { ...ref, name: settings.out };
-  result.seconds = (performance.now() - started) / 1000;
-  return result;
 }
 
 function summary(values: readonly number[]): { mean: number; min: number; max: number } {

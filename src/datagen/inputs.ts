@@ -10,6 +10,7 @@ import { formatSubsetSpec, parseSubsetSpec, selectSubset } from "../data/splits.
 import type { PoolRef } from "../data/trajectories.js";
 import { hashFileSync } from "../store/files.js";
 import { poolArtifactPath, readPoolSet } from "../store/sets.js";
+import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 
@@ -54,12 +55,21 @@ export function selectWithPools(
 }
 
 /** What both stages open first: the query dataset, its pool set, the index dataset and the items. */
+export interface StageInputs {
+  dataset: DatasetRecord;
+  pools: ResolvedPools;
+  index: DatasetRecord;
+  /** The chosen items (anchors, queries), in question-id order. */
+  items: VqaItem[];
+  indexById: Map<string, VqaItem>;
+}
+
 export function openStageInputs(
   ws: Workspace,
   settings: { dataset: string; pools: string; seed: number },
   subset: string,
   field: string,
-) {
+): StageInputs {
   const dataset = ws.requireDataset(settings.dataset);
   const pools = resolvePools(ws, settings.pools, settings.dataset);
   const index = ws.requireDataset(pools.set.indexDataset);

@@ -12,18 +12,23 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
-import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import { PROMPT_ORDERS, type PromptOrder, type RolloutQuery, type RolloutSet } from "../data/trajectories.js";
-import { vqaAnswering } from "../icl/answer.js";
-import { createVlm } from "../icl/backend.js";
+import {
+  type PoolRef,
+  PROMPT_ORDERS,
+  type PromptOrder,
+  type RolloutQuery,
+  type RolloutSet,
+} from "../data/trajectories.js";
+import { type AnswerDeps, vqaAnswering } from "../icl/answer.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
 import { type OpenedSelector, openSelector } from "../icl/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
-import { openStageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { noGrad } from "../tensor/tensor.js";
@@ -31,13 +36,12 @@ import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import type { VlmSettings } from "../vlm/settings.js";
-import { preflight } from "../vlm/types.js";
-import { openStageInputs, poolItems, Similarity } from "./inputs.js";
-import type { ProposalSettings } from "./proposals.js";
+import { openStageInputs, poolItems, type ResolvedPools, Similarity, type StageInputs } from "./inputs.js";
 import { type QueryRollouts, type RolloutSettings, rolloutQuery } from "./rollouts.js";
-import { runItems, type StageHooks, stageOutputFields } from "./stage.js";
+import { type ItemOutcome, type StageHooks, stageOutputFields } from "./stage.js";
 import { type RolloutStats, rolloutStats } from "./stats.js";
-import { callCounter, type VlmCalls } from "./vlm-calls.js";
+import type { VlmCalls } from "./vlm-calls.js";
+import { logStageMetrics, openItemRun, openVlmStage, runVlmItems, secondsSince, vlmCalls } from "./vlm-stage.js";
 
 export const ROLLOUTS_STAGE = "rollouts";
 
@@ -139,37 +143,111 @@ export async function runRollouts(
 ): Promise<RolloutsResult> {
   const started = performance.now();
   rolloutArtifactPath(settings.out);
-  const {
-    dataset,
-    pools,
-    index: indexRecord,
-    items: queries,
-    indexById,
-  } = openStageInputs(ws, settings, settings.queries, "--queries");
+  const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
-
-  const matrices = (kind: EmbeddingKind) => ({
-    query: loadDatasetEmbedding(ws, settings.dataset, kind),
-    index: loadDatasetEmbedding(ws, indexRecord.name, kind),
-  });
-  let selector: OpenedSelector | undefined;
-  if (settings.checkpoint !== undefined) {
-    const cache = new Map<EmbeddingKind, ReturnType<typeof matrices>>();
-    const get = (kind: EmbeddingKind) => {
-      let m = cache.get(kind);
-      if (!m) cache.set(kind, (m = matrices(kind)));
-      return m;
-    };
-    selector = openSelector(
-      settings.checkpoint,
-      { embedding: settings.embedding },
-      { query: (kind) => get(kind).query, index: (kind) => get(kind).index },
-    );
-    notes.push(`${selector.label}: embedding ${selector.embedding} (${selector.sources.embedding})`);
-  } else notes.push("no --checkpoint: proposing similarity retrieval and random trajectories only");
+  const matrices = embeddingPairs(ws, settings.dataset, inputs.index.name);
+  const selector = openCheckpoint(settings, matrices, notes);
   const embedding = settings.embedding ?? selector?.embedding ?? "joint";
   const { query: queryMatrix, index: indexMatrix } = matrices(embedding);
   const similarity = new Similarity(queryMatrix, indexMatrix);
+  const rollout = rolloutSettings(settings, selector, inputs.pools.set.k);
+  const stage = openVlmStage(ws, vlmSettings, inputs.dataset, settings.seed, hooks);
+  const generator = generatorRecord(settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
+  const config = runConfig(ws, settings, inputs, embedding, generator);
+  const run = openItemRun(stage, ROLLOUTS_STAGE, config, settings.seed);
+  const earlier = new Set((ws.getStage(run.runId, run.stage)?.artifacts ?? []).map((a) => a.sha256));
+  const context: QueryContext = {
+    ...inputs,
+    selector,
+    similarity,
+    root: new Rng(settings.seed).child("rollouts"),
+    rollout,
+    deps: { vlm: stage.vlm.vlm, ...vqaAnswering(settings.metricVariant), signal: hooks.signal },
+  };
+  const items = await runVlmItems<QueryRollouts>(stage, run, {
+    items: inputs.items,
+    concurrency: settings.concurrency,
+    scoring: settings.gtAnswers !== "none",
+    redo: (value) => value.failed > 0,
+    work: (query) => rolloutOne(context, query),
+  });
+
+  const { groups, topups } = rolloutGroups(inputs, items.done);
+  const stats = rolloutStats(Object.values(groups), topups);
+  const result: RolloutsResult = {
+    runId: run.runId,
+    resumed: run.opened !== "new",
+    artifact: null,
+    queries: { planned: inputs.items.length, skipped: items.skipped, processed: items.processed },
+    stats,
+    vlm: vlmCalls(stage),
+    notes,
+    aborted: items.aborted,
+    seconds: 0,
+  };
+  logStageMetrics(stage, run, rolloutMetrics(stats), result.vlm);
+  if (!items.aborted) {
+    const set: RolloutSet = {
+      format: "lever.rollouts/1",
+      dataset: settings.dataset,
+      promptOrder: rollout.scoring.order,
+      queries: groups,
+      meta: { generator, stats },
+    };
+    const ref = writeRollouts(ws, settings, set, earlier);
+    run.complete([ref], stats.failed.trajectories > 0 ? failedMessage(stats) : undefined);
+    result.artifact = { ...ref, name: settings.out };
+  }
+  result.seconds = secondsSince(started);
+  return result;
+}
+
+type EmbeddingPair = { query: EmbeddingMatrix; index: EmbeddingMatrix };
+
+/** The query and index datasets' embedding matrices of a kind, each kind loaded once. */
+function embeddingPairs(
+  ws: Workspace,
+  queryDataset: string,
+  indexDataset: string,
+): (kind: EmbeddingKind) => EmbeddingPair {
+  const cache = new Map<EmbeddingKind, EmbeddingPair>();
+  return (kind) => {
+    let pair = cache.get(kind);
+    if (pair === undefined) {
+      pair = {
+        query: loadDatasetEmbedding(ws, queryDataset, kind),
+        index: loadDatasetEmbedding(ws, indexDataset, kind),
+      };
+      cache.set(kind, pair);
+    }
+    return pair;
+  };
+}
+
+/** The --checkpoint selector (reading the embedding it names), or undefined without one; says which in `notes`. */
+function openCheckpoint(
+  settings: Pick<RolloutsSettings, "checkpoint" | "embedding">,
+  matrices: (kind: EmbeddingKind) => EmbeddingPair,
+  notes: string[],
+): OpenedSelector | undefined {
+  if (settings.checkpoint === undefined) {
+    notes.push("no --checkpoint: proposing similarity retrieval and random trajectories only");
+    return undefined;
+  }
+  const selector = openSelector(
+    settings.checkpoint,
+    { embedding: settings.embedding },
+    { query: (kind) => matrices(kind).query, index: (kind) => matrices(kind).index },
+  );
+  notes.push(`${selector.label}: embedding ${selector.embedding} (${selector.sources.embedding})`);
+  return selector;
+}
+
+/**
+ * What is proposed, scored and topped up per query: the prompt order and shots from the flags, else
+ * the checkpoint's, else nearest and 2; the checkpoint's own proposers only with a checkpoint.
+ */
+function rolloutSettings(settings: RolloutsSettings, selector: OpenedSelector | undefined, K: number): RolloutSettings {
   const storedOrder = selector?.checkpoint.provenance.notes.promptOrder;
   if (storedOrder !== undefined && !(PROMPT_ORDERS as readonly string[]).includes(storedOrder))
     throw new LeverError(`unknown prompt order "${storedOrder}"`, {
@@ -178,114 +256,131 @@ export async function runRollouts(
     });
   const order: PromptOrder = settings.order ?? (storedOrder as PromptOrder | undefined) ?? "nearest";
   const shots = settings.shots ?? selector?.checkpoint.shots ?? 2;
-  if (shots > pools.set.k)
-    throw new LeverError(`${shots} shots cannot be chosen from pools of K = ${pools.set.k}`, { field: "--shots" });
-  const proposals: ProposalSettings = {
-    shots,
-    greedy: selector !== undefined && settings.greedy,
-    beamWidth: selector !== undefined ? settings.beamWidth : 0,
-    temperatures: selector !== undefined ? settings.temperatures : [],
-    samples: selector !== undefined ? settings.samples : 0,
-    retrieval: settings.retrieval,
-    retrievalReversed: settings.retrievalReversed,
-    random: settings.random,
-  };
-  const rollout: RolloutSettings = {
-    proposals,
+  if (shots > K) throw new LeverError(`${shots} shots cannot be chosen from pools of K = ${K}`, { field: "--shots" });
+  const fromCheckpoint = selector !== undefined;
+  return {
+    proposals: {
+      shots,
+      greedy: fromCheckpoint && settings.greedy,
+      beamWidth: fromCheckpoint ? settings.beamWidth : 0,
+      temperatures: fromCheckpoint ? settings.temperatures : [],
+      samples: fromCheckpoint ? settings.samples : 0,
+      retrieval: settings.retrieval,
+      retrievalReversed: settings.retrievalReversed,
+      random: settings.random,
+    },
     scoring: { gtAnswers: settings.gtAnswers, correctThreshold: settings.correctThreshold, order },
     topup: { min: settings.topupMin, budget: settings.topupBudget, temperature: settings.topupTemperature },
   };
+}
 
-  const counter = callCounter();
-  const vlm = createVlm(ws, vlmSettings, dataset, {
-    seed: settings.seed,
-    wrapBackend: (backend) => counter.wrap(hooks.wrapBackend ? hooks.wrapBackend(backend) : backend),
-  });
-
+/** How the rollouts were made, as the artefact records it (`meta.generator`); the checkpoint by file and sha256. */
+function generatorRecord(
+  settings: RolloutsSettings,
+  pools: PoolRef,
+  embedding: EmbeddingKind,
+  rollout: RolloutSettings,
+  vlm: string,
+) {
   const checkpoint =
     settings.checkpoint !== undefined
       ? { file: settings.checkpoint, sha256: hashFileSync(settings.checkpoint).sha256 }
       : null;
-  const generator = {
+  return {
     method: "lever rollouts",
     queries: settings.queries,
     seed: settings.seed,
-    pools: pools.ref,
+    pools,
     checkpoint,
     embedding,
-    order,
-    proposals,
+    order: rollout.scoring.order,
+    proposals: rollout.proposals,
     topup: rollout.topup,
     scoring: {
       gtAnswers: settings.gtAnswers,
       correctThreshold: settings.correctThreshold,
       metric: settings.metricVariant,
     },
-    vlm: vlm.backend.id,
+    vlm,
   };
-  const config = {
+}
+
+/**
+ * The run's config: its hash identifies the run, so re-running the same command resumes it. The
+ * checkpoint enters by content only (not by path).
+ */
+function runConfig(
+  ws: Workspace,
+  settings: RolloutsSettings,
+  inputs: StageInputs,
+  embedding: EmbeddingKind,
+  generator: ReturnType<typeof generatorRecord>,
+): Record<string, unknown> {
+  return {
     format: "lever.rollouts-run/1",
-    dataset: { name: dataset.name, items: dataset.itemsHash },
-    index: { name: indexRecord.name, items: indexRecord.itemsHash },
+    dataset: { name: inputs.dataset.name, items: inputs.dataset.itemsHash },
+    index: { name: inputs.index.name, items: inputs.index.itemsHash },
     embeddings: Object.fromEntries(
-      [...new Set([settings.dataset, indexRecord.name])].map((name) => [
+      [...new Set([settings.dataset, inputs.index.name])].map((name) => [
         `${name}/${embedding}`,
         ws.getEmbedding(name, embedding)!.sha256,
       ]),
     ),
-    generator: { ...generator, checkpoint: checkpoint?.sha256 ?? null },
+    generator: { ...generator, checkpoint: generator.checkpoint?.sha256 ?? null },
   };
-  const run = openStageRun(ws, { kind: ROLLOUTS_STAGE, config, seed: settings.seed, work: "items", note: hooks.note });
-  const { runId } = run;
-  const earlier = new Set((ws.getStage(runId, ROLLOUTS_STAGE)?.artifacts ?? []).map((a) => a.sha256));
-  run.begin();
-  const queryById = new Map(queries.map((q) => [q.questionId, q]));
-  const answering = vqaAnswering(settings.metricVariant);
-  const signal = hooks.signal;
-  const root = new Rng(settings.seed).child("rollouts");
-  const items = await runItems<QueryRollouts>({
-    ws,
-    run,
-    keys: queries.map((q) => q.questionId),
-    concurrency: settings.concurrency,
-    signal,
-    progress: hooks.progress,
-    activity: () => counter.activity(),
-    redo: (value) => value.failed > 0,
-    beforeWork: () => preflight(vlm.vlm, { scoring: settings.gtAnswers !== "none", signal }),
-    work: async (key) => {
-      const query = queryById.get(key)!;
-      const ids = pools.set.pools[key];
-      const policy =
-        selector !== undefined
-          ? { model: selector.model, enc: noGrad(() => selector.model.encode(selector.input([query], [ids]))) }
-          : undefined;
-      const value = await rolloutQuery(
-        {
-          query,
-          pool: poolItems(ids, indexById, key),
-          similarity: similarity.toCandidates(key, ids),
-          rng: root.child(key),
-          policy,
-        },
-        rollout,
-        indexById,
-        { vlm: vlm.vlm, ...answering, signal },
-      );
-      // A query cut short by the signal holds "aborted" failures that say nothing about the VLM.
-      if (signal?.aborted && value.failed > 0) return { ok: false, error: "aborted" };
-      return { ok: true, value };
-    },
-  });
+}
 
+/** What rolling out one query reads. */
+interface QueryContext {
+  pools: ResolvedPools;
+  indexById: ReadonlyMap<string, VqaItem>;
+  selector: OpenedSelector | undefined;
+  similarity: Similarity;
+  /** The stage's random stream; each query draws from its own child. */
+  root: Rng;
+  rollout: RolloutSettings;
+  deps: AnswerDeps;
+}
+
+/** Proposes and scores one query's trajectories (the checkpoint encodes its pool once). */
+async function rolloutOne(context: QueryContext, query: VqaItem): Promise<ItemOutcome<QueryRollouts>> {
+  const { selector, deps } = context;
+  const key = query.questionId;
+  const ids = context.pools.set.pools[key];
+  const policy =
+    selector !== undefined
+      ? { model: selector.model, enc: noGrad(() => selector.model.encode(selector.input([query], [ids]))) }
+      : undefined;
+  const value = await rolloutQuery(
+    {
+      query,
+      pool: poolItems(ids, context.indexById, key),
+      similarity: context.similarity.toCandidates(key, ids),
+      rng: context.root.child(key),
+      policy,
+    },
+    context.rollout,
+    context.indexById,
+    deps,
+  );
+  // A query cut short by the signal holds "aborted" failures that say nothing about the VLM.
+  if (deps.signal?.aborted && value.failed > 0) return { ok: false, error: "aborted" };
+  return { ok: true, value };
+}
+
+/** The artefact's groups of the stored queries, in question-id order, and their top-up records. */
+function rolloutGroups(
+  inputs: StageInputs,
+  done: ReadonlyMap<string, QueryRollouts>,
+): { groups: Record<string, RolloutQuery>; topups: QueryRollouts["topup"][] } {
   const groups: Record<string, RolloutQuery> = {};
   const topups: QueryRollouts["topup"][] = [];
-  for (const query of queries) {
-    const stored = items.done.get(query.questionId);
+  for (const query of inputs.items) {
+    const stored = done.get(query.questionId);
     if (stored === undefined) continue;
     topups.push(stored.topup);
     groups[query.questionId] = {
-      pool: pools.set.pools[query.questionId],
+      pool: inputs.pools.set.pools[query.questionId],
       trajectories: stored.trajectories,
       info: {
         question_id: query.questionId,
@@ -293,56 +388,35 @@ export async function runRollouts(
         multiple_choice_answer: query.answer,
         gt_answers_raw: query.answers.map((a) => a.answer),
       },
-      extra: { lever_pool: pools.ref, ...(stored.topup !== null ? { lever_topup: stored.topup } : {}) },
+      extra: { lever_pool: inputs.pools.ref, ...(stored.topup !== null ? { lever_topup: stored.topup } : {}) },
     };
   }
-  const stats = rolloutStats(Object.values(groups), topups);
-  const vlmCalls = counter.summary(vlm.vlm);
-  const result: RolloutsResult = {
-    runId,
-    resumed: run.opened !== "new",
-    artifact: null,
-    queries: { planned: queries.length, skipped: items.skipped, processed: items.processed },
-    stats,
-    vlm: vlmCalls,
-    notes,
-    aborted: items.aborted,
-    seconds: 0,
-  };
-  const metric = (name: string, value: number) => ({ runId, stage: ROLLOUTS_STAGE, name, value });
-  ws.logMetrics([
-    metric("queries", stats.queries),
-    metric("trajectories", stats.trajectories),
-    metric("trajectories_per_query.min", stats.perQuery.min),
-    metric("trajectories_per_query.mean", stats.perQuery.mean),
-    metric("trajectories_per_query.max", stats.perQuery.max),
-    metric("all_equal_share", stats.allEqualShare),
-    metric("positive_fraction", stats.positiveFraction),
-    metric("failed_trajectories", stats.failed.trajectories),
-    ...Object.entries(stats.accuracyHistogram).map(([acc, n]) => metric(`accuracy_histogram.${acc}`, n)),
-    ...(stats.topup !== null ? [metric("topup.balanced", stats.topup.balanced)] : []),
-    metric("vlm.calls", vlmCalls.calls),
-    metric("vlm.cache_hits", vlmCalls.cacheHits),
-    metric("vlm.failures", vlmCalls.failures),
-  ]);
-  if (items.aborted) {
-    result.seconds = (performance.now() - started) / 1000;
-    return result;
-  }
-  const set: RolloutSet = {
-    format: "lever.rollouts/1",
-    dataset: settings.dataset,
-    promptOrder: order,
-    queries: groups,
-    meta: { generator, stats },
-  };
+  return { groups, topups };
+}
+
+function rolloutMetrics(stats: RolloutStats): [string, number][] {
+  return [
+    ["queries", stats.queries],
+    ["trajectories", stats.trajectories],
+    ["trajectories_per_query.min", stats.perQuery.min],
+    ["trajectories_per_query.mean", stats.perQuery.mean],
+    ["trajectories_per_query.max", stats.perQuery.max],
+    ["all_equal_share", stats.allEqualShare],
+    ["positive_fraction", stats.positiveFraction],
+    ["failed_trajectories", stats.failed.trajectories],
+    ...Object.entries(stats.accuracyHistogram).map(([acc, n]): [string, number] => [`accuracy_histogram.${acc}`, n]),
+    ...(stats.topup !== null ? [["topup.balanced", stats.topup.balanced] as [string, number]] : []),
+  ];
+}
+
+/**
+ * Writes the artefact. An artefact this run wrote before is replaced without --replace: a rerun
+ * retrying failed queries rewrites its own output.
+ */
+function writeRollouts(ws: Workspace, settings: RolloutsSettings, set: RolloutSet, earlier: ReadonlySet<string>) {
   const path = ws.artifactPath(rolloutArtifactPath(settings.out));
   const ownEarlier = existsSync(path) && earlier.has(sha256(readFileSync(path)));
-  const ref = writeRolloutSet(ws, settings.out, set, { replace: settings.replace || ownEarlier });
-  run.complete([ref], stats.failed.trajectories > 0 ? failedMessage(stats) : undefined);
-  result.artifact = { ...ref, name: settings.out };
-  result.seconds = (performance.now() - started) / 1000;
-  return result;
+  return writeRolloutSet(ws, settings.out, set, { replace: settings.replace || ownEarlier });
 }
 
 function failedMessage(stats: RolloutStats): string {

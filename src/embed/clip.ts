@@ -122,13 +122,52 @@ interface Runner {
 export async function loadClip(dir: string, towers: readonly Tower[], options: LoadOptions = {}): Promise<ClipTowers> {
   const root = resolve(dir);
   modelFiles(root, towers);
+  const loaded: LoadedTowers = { hf: await offlineLibrary(), root, runners: {}, dims: {} };
+  const api = towersApi(loaded);
+  const modelOptions = sessionOptions(options);
+  try {
+    for (const tower of towers) await loadTower(loaded, tower, modelOptions);
+    // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
+    if (towers.includes("image")) {
+      const grey = { data: Buffer.alloc(64 * 64 * 3, 128), width: 64, height: 64 };
+      await runTower(loaded, "image", { pixel_values: await loaded.toPixels!([grey]) }, 1);
+    }
+    if (towers.includes("text")) await api.embedTexts(["a photo"]);
+  } catch (error) {
+    await api.dispose(); // a tower loaded before the failure holds native memory
+    throw error;
+  }
+  return api;
+}
+
+/** What loading fills in: per tower its session runner and measured width, and its preprocessing. */
+interface LoadedTowers {
+  hf: Library;
+  /** The model folder, absolute. */
+  root: string;
+  runners: Partial<Record<Tower, Runner>>;
+  dims: Partial<Record<Tower, number>>;
+  /** Image tower: reads, decodes and resizes one file; turns resized images into pixel_values. */
+  decode?: (path: string) => Promise<Decoded>;
+  toPixels?: (images: RgbImage[]) => Promise<unknown>;
+  /** Text tower: input_ids and attention_mask of a batch. */
+  tokenize?: (texts: readonly string[]) => Record<string, unknown>;
+}
+
+/** The library, switched to local files only (no download, no file cache) and quiet. */
+async function offlineLibrary(): Promise<Library> {
   const hf: Library = await import("@huggingface/transformers");
   hf.env.allowRemoteModels = false;
   hf.env.allowLocalModels = true;
   hf.env.useFSCache = false;
   hf.env.useBrowserCache = false;
   hf.env.logLevel = hf.LogLevel.ERROR;
-  const modelOptions = {
+  return hf;
+}
+
+/** The library's model options: local fp32 files on the CPU, onnxruntime's threads as asked. */
+function sessionOptions(options: LoadOptions) {
+  return {
     local_files_only: true,
     dtype: "fp32" as const,
     device: "cpu" as const,
@@ -140,75 +179,92 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
       extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } },
     },
   };
+}
 
-  const runners: Partial<Record<Tower, Runner>> = {};
-  const dims: Partial<Record<Tower, number>> = {};
-  let toPixels: ((images: RgbImage[]) => Promise<unknown>) | undefined;
-  let decode: ((path: string) => Promise<Decoded>) | undefined;
-  let tokenize: ((texts: readonly string[]) => Record<string, unknown>) | undefined;
+/** Loads one tower's session (checking its input and output names) and its image processor or tokenizer. */
+async function loadTower(
+  loaded: LoadedTowers,
+  tower: Tower,
+  modelOptions: ReturnType<typeof sessionOptions>,
+): Promise<void> {
+  const { hf, root } = loaded;
+  const io = TOWER_IO[tower];
+  const file = join(root, io.file);
+  const load = tower === "image" ? hf.CLIPVisionModelWithProjection : hf.CLIPTextModelWithProjection;
+  const runner = (await libraryCall(() => load.from_pretrained(root, modelOptions), file)) as unknown as Runner;
+  loaded.runners[tower] = runner;
+  const session = runner.sessions.model;
+  if (!session.outputNames.includes(io.output) || !session.inputNames.includes(io.input))
+    throw new LeverError(
+      `the model has inputs [${session.inputNames.join(", ")}] and outputs [${session.outputNames.join(", ")}]; expected input "${io.input}" and output "${io.output}" (export it as ${io.exportAs}, see docs/embeddings.md)`,
+      { file },
+    );
+  if (tower === "image") await loadImageProcessor(loaded);
+  else await loadTokenizer(loaded);
+}
 
-  const loadTowers = async () => {
-    for (const tower of towers) {
-      const io = TOWER_IO[tower];
-      const file = join(root, io.file);
-      const load = tower === "image" ? hf.CLIPVisionModelWithProjection : hf.CLIPTextModelWithProjection;
-      const runner = (await libraryCall(() => load.from_pretrained(root, modelOptions), file)) as unknown as Runner;
-      runners[tower] = runner;
-      const session = runner.sessions.model;
-      if (!session.outputNames.includes(io.output) || !session.inputNames.includes(io.input))
-        throw new LeverError(
-          `the model has inputs [${session.inputNames.join(", ")}] and outputs [${session.outputNames.join(", ")}]; expected input "${io.input}" and output "${io.output}" (export it as ${io.exportAs}, see docs/embeddings.md)`,
-          { file },
-        );
-      if (tower === "image") {
-        // Resize as the Python processor does (src/embed/resize.ts); centre crop, rescale and
-        // normalisation by the library's CLIP image processor with the folder's settings.
-        const configFile = join(root, "preprocessor_config.json");
-        const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
-        const sharp = (await import("sharp")).default;
-        const resize = resizerFor(sharp, config, configFile);
-        const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
-        decode = (path) => decodeImage(sharp, path, resize);
-        toPixels = async (images) => {
-          const raw = images.map(
-            ({ data, width, height }) =>
-              new hf.RawImage(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width, height, 3),
-          );
-          return (await libraryCall(() => processor(raw), configFile)).pixel_values;
-        };
-      } else {
-        const tok = await libraryCall(
-          () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
-          join(root, "tokenizer.json"),
-        );
-        tokenize = (texts) => {
-          const encoded = tok([...texts], { padding: false, truncation: false, return_tensor: false });
-          return textInputs(hf, encoded.input_ids as number[][], tok.model_max_length, tok.pad_token_id ?? 0);
-        };
-      }
-    }
+/**
+ * Resize as the Python processor does (src/embed/resize.ts); centre crop, rescale and
+ * normalisation by the library's CLIP image processor with the folder's settings.
+ */
+async function loadImageProcessor(loaded: LoadedTowers): Promise<void> {
+  const { hf, root } = loaded;
+  const configFile = join(root, "preprocessor_config.json");
+  const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
+  const sharp = (await import("sharp")).default;
+  const resize = resizerFor(sharp, config, configFile);
+  const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
+  loaded.decode = (path) => decodeImage(sharp, path, resize);
+  loaded.toPixels = async (images) => {
+    const raw = images.map(
+      ({ data, width, height }) =>
+        new hf.RawImage(new Uint8ClampedArray(data.buffer, data.byteOffset, data.length), width, height, 3),
+    );
+    return (await libraryCall(() => processor(raw), configFile)).pixel_values;
   };
+}
 
-  const run = async (tower: Tower, inputs: Record<string, unknown>, rows: number): Promise<Float32Array> => {
-    const io = TOWER_IO[tower];
-    const file = join(root, io.file);
-    const outputs = await libraryCall(() => runners[tower]!(inputs), file);
-    const out = outputs[io.output];
-    if (out.dims.length !== 2 || out.dims[0] !== rows || !(out.data instanceof Float32Array))
-      throw new LeverError(
-        `output "${io.output}" has shape [${out.dims.join(", ")}]; expected float32 [${rows}, dim]`,
-        { file },
-      );
-    if (dims[tower] !== undefined && dims[tower] !== out.dims[1])
-      throw new LeverError(`output "${io.output}" changed width from ${dims[tower]} to ${out.dims[1]}`, { file });
-    dims[tower] = out.dims[1];
-    return out.data;
+/** The folder's tokenizer, cutting long questions as textInputs says. */
+async function loadTokenizer(loaded: LoadedTowers): Promise<void> {
+  const { hf, root } = loaded;
+  const tok = await libraryCall(
+    () => hf.AutoTokenizer.from_pretrained(root, { local_files_only: true }),
+    join(root, "tokenizer.json"),
+  );
+  loaded.tokenize = (texts) => {
+    const encoded = tok([...texts], { padding: false, truncation: false, return_tensor: false });
+    return textInputs(hf, encoded.input_ids as number[][], tok.model_max_length, tok.pad_token_id ?? 0);
   };
+}
 
-  const towersApi: ClipTowers = {
-    dims,
+/** Runs a tower on a batch of `rows` inputs: its output rows, checked for shape and a width that never changes. */
+async function runTower(
+  loaded: LoadedTowers,
+  tower: Tower,
+  inputs: Record<string, unknown>,
+  rows: number,
+): Promise<Float32Array> {
+  const { dims } = loaded;
+  const io = TOWER_IO[tower];
+  const file = join(loaded.root, io.file);
+  const outputs = await libraryCall(() => loaded.runners[tower]!(inputs), file);
+  const out = outputs[io.output];
+  if (out.dims.length !== 2 || out.dims[0] !== rows || !(out.data instanceof Float32Array))
+    throw new LeverError(`output "${io.output}" has shape [${out.dims.join(", ")}]; expected float32 [${rows}, dim]`, {
+      file,
+    });
+  if (dims[tower] !== undefined && dims[tower] !== out.dims[1])
+    throw new LeverError(`output "${io.output}" changed width from ${dims[tower]} to ${out.dims[1]}`, { file });
+  dims[tower] = out.dims[1];
+  return out.data;
+}
+
+/** The ClipTowers of what is (being) loaded. */
+function towersApi(loaded: LoadedTowers): ClipTowers {
+  return {
+    dims: loaded.dims,
     async prepareImages(paths) {
-      const decoded = await Promise.all(paths.map((path) => decode!(path)));
+      const decoded = await Promise.all(paths.map((path) => loaded.decode!(path)));
       const ok: number[] = [];
       const images: RgbImage[] = [];
       const failed: PreparedImages["failed"] = [];
@@ -219,33 +275,20 @@ export async function loadClip(dir: string, towers: readonly Tower[], options: L
         } else failed.push({ index, path: paths[index], ...result });
       });
       if (images.length === 0) return { ok, failed };
-      return { ok, failed, pixels: await toPixels!(images) };
+      return { ok, failed, pixels: await loaded.toPixels!(images) };
     },
     async embedImages(prepared) {
       if (prepared.ok.length === 0) return new Float32Array(0);
-      return run("image", { pixel_values: prepared.pixels }, prepared.ok.length);
+      return runTower(loaded, "image", { pixel_values: prepared.pixels }, prepared.ok.length);
     },
     async embedTexts(texts) {
       if (texts.length === 0) return new Float32Array(0);
-      return run("text", tokenize!(texts), texts.length);
+      return runTower(loaded, "text", loaded.tokenize!(texts), texts.length);
     },
     async dispose() {
-      for (const runner of Object.values(runners)) await runner?.dispose();
+      for (const runner of Object.values(loaded.runners)) await runner?.dispose();
     },
   };
-  try {
-    await loadTowers();
-    // One probe per tower fixes the embedding width (and shows a broken export) before any real work.
-    if (towers.includes("image")) {
-      const grey = { data: Buffer.alloc(64 * 64 * 3, 128), width: 64, height: 64 };
-      await run("image", { pixel_values: await toPixels!([grey]) }, 1);
-    }
-    if (towers.includes("text")) await towersApi.embedTexts(["a photo"]);
-  } catch (error) {
-    await towersApi.dispose(); // a tower loaded before the failure holds native memory
-    throw error;
-  }
-  return towersApi;
 }
 
 /**

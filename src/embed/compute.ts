@@ -112,6 +112,64 @@ interface Plan {
 
 export async function computeEmbedding(ws: Workspace, options: ComputeOptions): Promise<ComputeResult> {
   const started = performance.now();
+  const job = openJob(ws, options);
+  const { embedSeconds, computed } = await embedRemaining(job, options.threads);
+  const { stored, matrix } = storeMatrix(ws, job, options.replace);
+  const summary = (tower: Tower): TowerSummary | undefined =>
+    job.towers.includes(tower)
+      ? {
+          units: job.units[tower].length,
+          computed: job.units[tower].length - job.resumed[tower],
+          resumed: job.resumed[tower],
+        }
+      : undefined;
+  return {
+    dataset: job.dataset,
+    kind: job.kind,
+    rows: stored.rows,
+    dim: stored.dim,
+    norms: stored.norms,
+    missingFromMatrix: stored.missingFromMatrix,
+    datasetItems: stored.datasetItems,
+    path: stored.path,
+    idsPath: stored.idsPath,
+    sha256: stored.sha256,
+    model: job.modelDir,
+    images: summary("image"),
+    texts: summary("text"),
+    skipped: matrix.skipped,
+    itemsWithoutRow: job.plan.questionIds.length - matrix.ids.length,
+    discardedPartial: job.partial.discarded,
+    embedSeconds,
+    seconds: (performance.now() - started) / 1000,
+    unitsPerSecond: embedSeconds > 0 ? computed / embedSeconds : 0,
+  };
+}
+
+/** One `lever embed compute`: what it embeds, with which model, and the partial store it resumes. */
+interface ComputeJob {
+  dataset: string;
+  kind: EmbeddingKind;
+  batch: number;
+  skipMissing: boolean;
+  progress: Progress;
+  towers: Tower[];
+  plan: Plan;
+  /** Units (image paths, texts) per tower. */
+  units: Record<Tower, readonly string[]>;
+  /** The model folder, absolute, and the sha256 of each file the towers read (by relative path). */
+  modelDir: string;
+  modelHashes: Record<string, string>;
+  partial: PartialStore;
+  /** Units per tower found computed by an interrupted run. */
+  resumed: Record<Tower, number>;
+}
+
+/**
+ * Checks the options, plans the units, hashes the model files, refuses an embedding made another way
+ * (before any compute) and opens the partial store of this job.
+ */
+function openJob(ws: Workspace, options: ComputeOptions): ComputeJob {
   const { dataset, kind } = options;
   if (!EMBEDDING_KINDS.includes(kind))
     throw new LeverError(`kind must be one of ${EMBEDDING_KINDS.join(", ")}, got "${kind}"`, { field: "--kind" });
@@ -119,7 +177,6 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
   if (!Number.isSafeInteger(batch) || batch < 1)
     throw new LeverError(`must be a positive integer, got ${batch}`, { field: "--batch" });
   const skipMissing = options.skipMissing === true;
-  const progress = options.progress ?? silentProgress;
   const record = ws.requireDataset(dataset);
   const towers: Tower[] = kind === "joint" ? ["image", "text"] : [kind];
   const plan = planUnits(ws.loadItems(dataset), dataset, towers.includes("image"));
@@ -128,16 +185,7 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
   const modelDir = resolve(options.model);
   const files = modelFiles(modelDir, towers);
   const modelHashes = Object.fromEntries(files.map((file) => [relative(modelDir, file), hashFileSync(file).sha256]));
-  // Refuse up front (not after an hour of compute) to replace an embedding made another way.
-  const registered = ws.getEmbedding(dataset, kind);
-  const sameModel =
-    JSON.stringify((registered?.details?.computedBy as { files?: unknown } | undefined)?.files) ===
-    JSON.stringify(modelHashes);
-  if (registered !== undefined && !sameModel && options.replace !== true)
-    throw new LeverError(
-      `dataset "${dataset}" already has a ${kind} embedding made another way; pass --replace to compute it again with this model`,
-      { field: "--replace" },
-    );
+  refuseOtherEmbedding(ws, dataset, kind, modelHashes, options.replace === true);
   const units: Record<Tower, readonly string[]> = { image: plan.imagePaths, text: plan.texts };
   const identity: PartialIdentity = {
     format: PARTIAL_FORMAT,
@@ -151,31 +199,67 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
     skipMissing,
   };
   const partial = PartialStore.open(ws.artifactPath(`embeddings/${dataset}/.partial-${kind}`), identity);
-  const resumedUnits = Object.fromEntries(towers.map((tower) => [tower, partial.done(tower)])) as Record<Tower, number>;
+  const resumed = Object.fromEntries(towers.map((tower) => [tower, partial.done(tower)])) as Record<Tower, number>;
+  const progress = options.progress ?? silentProgress;
+  return { dataset, kind, batch, skipMissing, progress, towers, plan, units, modelDir, modelHashes, partial, resumed };
+}
 
-  let embedSeconds = 0;
+/** Refuses up front (not after an hour of compute) to replace an embedding made another way. */
+function refuseOtherEmbedding(
+  ws: Workspace,
+  dataset: string,
+  kind: EmbeddingKind,
+  modelHashes: Record<string, string>,
+  replace: boolean,
+): void {
+  const registered = ws.getEmbedding(dataset, kind);
+  const sameModel =
+    JSON.stringify((registered?.details?.computedBy as { files?: unknown } | undefined)?.files) ===
+    JSON.stringify(modelHashes);
+  if (registered !== undefined && !sameModel && !replace)
+    throw new LeverError(
+      `dataset "${dataset}" already has a ${kind} embedding made another way; pass --replace to compute it again with this model`,
+      { field: "--replace" },
+    );
+}
+
+/** Loads the model and embeds every unit not yet stored, batch by batch (nothing to do: no model load). */
+async function embedRemaining(
+  job: ComputeJob,
+  threads: number | undefined,
+): Promise<{ embedSeconds: number; computed: number }> {
+  const { towers, units, resumed, partial, batch, progress } = job;
+  if (!towers.some((tower) => resumed[tower] < units[tower].length)) return { embedSeconds: 0, computed: 0 };
   let computed = 0;
-  const remaining = towers.some((tower) => resumedUnits[tower] < units[tower].length);
-  if (remaining) {
-    const clip = await loadClip(modelDir, towers, { threads: options.threads });
-    const embedStarted = performance.now();
-    try {
-      const total = towers.reduce((sum, tower) => sum + units[tower].length, 0);
-      progress.start(
-        total,
-        towers.reduce((sum, tower) => sum + resumedUnits[tower], 0),
-      );
-      if (towers.includes("image"))
-        computed += await embedImageBatches(clip, partial, plan.imagePaths, batch, skipMissing, progress);
-      if (towers.includes("text")) computed += await embedTextBatches(clip, partial, plan.texts, batch, progress);
-      progress.finish();
-    } finally {
-      await clip.dispose();
-    }
-    embedSeconds = (performance.now() - embedStarted) / 1000;
+  const clip = await loadClip(job.modelDir, towers, { threads });
+  const embedStarted = performance.now();
+  try {
+    const total = towers.reduce((sum, tower) => sum + units[tower].length, 0);
+    progress.start(
+      total,
+      towers.reduce((sum, tower) => sum + resumed[tower], 0),
+    );
+    if (towers.includes("image"))
+      computed += await embedImageBatches(clip, partial, job.plan.imagePaths, batch, job.skipMissing, progress);
+    if (towers.includes("text")) computed += await embedTextBatches(clip, partial, job.plan.texts, batch, progress);
+    progress.finish();
+  } finally {
+    await clip.dispose();
   }
+  return { embedSeconds: (performance.now() - embedStarted) / 1000, computed };
+}
 
-  const matrix = assemble(plan, partial, kind, towers);
+/**
+ * Assembles the matrix from the partial store, stores it exactly as `lever embed import` does (with
+ * the model in its record) and removes the partial store.
+ */
+function storeMatrix(
+  ws: Workspace,
+  job: ComputeJob,
+  replace: boolean | undefined,
+): { stored: ImportEmbeddingResult; matrix: ReturnType<typeof assemble> } {
+  const { plan, partial, kind } = job;
+  const matrix = assemble(plan, partial, kind, job.towers);
   if (matrix.ids.length === 0)
     throw new LeverError("no image could be read, so there is no row to store", { file: plan.imagePaths[0] });
   const file = join(partial.dir, `${kind}.npy`);
@@ -185,47 +269,18 @@ export async function computeEmbedding(ws: Workspace, options: ComputeOptions): 
   const stored = importEmbedding(ws, {
     file,
     idsFile,
-    dataset,
+    dataset: job.dataset,
     kind,
-    replace: options.replace,
+    replace,
     computedBy: {
       command: "lever embed compute",
-      model: basename(modelDir),
-      files: modelHashes,
+      model: basename(job.modelDir),
+      files: job.modelHashes,
       skipped: matrix.skipped.length,
     },
   });
   partial.remove();
-
-  const summary = (tower: Tower): TowerSummary | undefined =>
-    towers.includes(tower)
-      ? {
-          units: units[tower].length,
-          computed: units[tower].length - resumedUnits[tower],
-          resumed: resumedUnits[tower],
-        }
-      : undefined;
-  return {
-    dataset,
-    kind,
-    rows: stored.rows,
-    dim: stored.dim,
-    norms: stored.norms,
-    missingFromMatrix: stored.missingFromMatrix,
-    datasetItems: stored.datasetItems,
-    path: stored.path,
-    idsPath: stored.idsPath,
-    sha256: stored.sha256,
-    model: modelDir,
-    images: summary("image"),
-    texts: summary("text"),
-    skipped: matrix.skipped,
-    itemsWithoutRow: plan.questionIds.length - matrix.ids.length,
-    discardedPartial: partial.discarded,
-    embedSeconds,
-    seconds: (performance.now() - started) / 1000,
-    unitsPerSecond: embedSeconds > 0 ? computed / embedSeconds : 0,
-  };
+  return { stored, matrix };
 }
 
 /** Distinct image paths and question texts, in the order items first use them. */

@@ -7,7 +7,7 @@
  */
 import type { VqaItem } from "../data/item.js";
 import { type Answer, type AnswerDeps, answerPrompts, buildPrompt } from "../icl/answer.js";
-import { linkedSignal } from "../util/abort.js";
+import { type LinkedSignal, linkedSignal } from "../util/abort.js";
 import { Coalescer } from "../util/coalesce.js";
 import { LeverError } from "../util/errors.js";
 import { type Progress, silentProgress } from "../util/progress.js";
@@ -69,14 +69,65 @@ interface WorkUnit {
  */
 export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<RunStats> {
   const started = performance.now();
-  const batchSize = deps.batchSize ?? 64;
   const concurrency = Math.max(1, deps.concurrency ?? 4);
   const progress = deps.progress ?? silentProgress;
-  const indexById = new Map(plan.index.map((item) => [item.questionId, item]));
-  const stored = new Map(
-    deps.store.list(plan.runId).map((row) => [predictionKey(row.retriever, row.shot, row.questionId), row]),
-  );
+  const { units, planned, skipped } = workUnits(plan, deps.store, deps.batchSize ?? 64);
+  if (units.length > 0) await deps.beforeWork?.();
 
+  const stats: RunStats = {
+    planned,
+    skipped,
+    evaluated: 0,
+    failures: 0,
+    failuresByReason: {},
+    failuresByCell: {},
+    prompts: 0,
+    aborted: false,
+    seconds: 0,
+  };
+  // One listener on the caller's signal; each batch in flight listens on this one.
+  const scope = linkedSignal(deps.signal, concurrency + 1);
+  const sink = new PredictionSink(plan.runId, deps.store, progress, scope.signal, stats);
+  const indexById = new Map(plan.index.map((item) => [item.questionId, item]));
+  const unitDeps: RunnerDeps = { ...deps, signal: scope.signal };
+  progress.start(planned, skipped);
+  try {
+    await inParallel(units, concurrency, scope, sink, async (unit) => {
+      await evaluateUnit(unit, plan, indexById, unitDeps, (row, failure) => sink.accept(row, failure));
+      stats.prompts += unit.queries.length;
+    });
+  } finally {
+    scope.dispose();
+    try {
+      sink.flush();
+    } finally {
+      progress.finish();
+    }
+  }
+  stats.failuresByReason = failureSummary(sink.reasons).byReason;
+  stats.failuresByCell = sink.failuresByCell();
+  stats.aborted = stats.skipped + stats.evaluated < planned;
+  stats.seconds = (performance.now() - started) / 1000;
+  if (sink.halted !== null)
+    throw new LeverError(
+      `stopped: ${sink.halted.message}. ${stats.skipped + stats.evaluated} of ${planned} predictions are stored; ` +
+        "rerun the same command to resume",
+    );
+  return stats;
+}
+
+/**
+ * The plan's (retriever, shot) cells cut into batches of at most `batchSize` queries, leaving out
+ * predictions stored as successes; `planned` counts every triple, `skipped` the stored successes.
+ */
+function workUnits(
+  plan: EvalPlan,
+  store: PredictionStore,
+  batchSize: number,
+): { units: WorkUnit[]; planned: number; skipped: number } {
+  const stored = new Map(
+    store.list(plan.runId).map((row) => [predictionKey(row.retriever, row.shot, row.questionId), row]),
+  );
   const units: WorkUnit[] = [];
   let planned = 0;
   let skipped = 0;
@@ -93,86 +144,91 @@ export async function runEvaluation(plan: EvalPlan, deps: RunnerDeps): Promise<R
         units.push({ retriever, shot, queries: todo.slice(i, i + batchSize) });
     }
   }
+  return { units, planned, skipped };
+}
 
-  if (units.length > 0) await deps.beforeWork?.();
+/**
+ * Where predictions go as they arrive: stored (arrivals of one event-loop turn in one write) and
+ * counted in the stats, except failures that say nothing about the prompt — a circuit-open failure
+ * (kept as `halted`: sending stopped) and failures after the abort (the rerun retries them).
+ */
+class PredictionSink {
+  readonly reasons = new Map<VlmFailureReason, number>();
+  /** The circuit-open failure that stopped sending, if any. */
+  halted: VlmFailure | null = null;
+  private readonly cells = new Map<string, number>();
+  private readonly writer: Coalescer<EvalPrediction>;
 
-  const stats: RunStats = {
-    planned,
-    skipped,
-    evaluated: 0,
-    failures: 0,
-    failuresByReason: {},
-    failuresByCell: {},
-    prompts: 0,
-    aborted: false,
-    seconds: 0,
-  };
-  const reasons = new Map<VlmFailureReason, number>();
-  const cells = new Map<string, number>();
-  // One listener on the caller's signal; each batch in flight listens on this one.
-  const scope = linkedSignal(deps.signal, concurrency + 1);
-  const unitDeps: RunnerDeps = { ...deps, signal: scope.signal };
-  const writer = new Coalescer<EvalPrediction>((rows) => {
-    deps.store.put(plan.runId, rows);
-    progress.advance(rows.length);
-  });
-  let halted: VlmFailure | null = null;
-  /** Stores one prediction as it arrives, except failures that say nothing about the prompt. */
-  const accept = (row: EvalPrediction, failure: VlmFailure | null) => {
+  constructor(
+    runId: string,
+    store: PredictionStore,
+    progress: Progress,
+    private readonly signal: AbortSignal,
+    private readonly stats: RunStats,
+  ) {
+    this.writer = new Coalescer<EvalPrediction>((rows) => {
+      store.put(runId, rows);
+      progress.advance(rows.length);
+    });
+  }
+
+  accept(row: EvalPrediction, failure: VlmFailure | null): void {
     if (failure !== null) {
       if (failure.reason === "circuit-open") {
-        halted ??= failure;
+        this.halted ??= failure;
         return;
       }
-      if (scope.signal.aborted) return; // possibly caused by the abort; the rerun retries it
-      countFailure(reasons, failure);
+      if (this.signal.aborted) return; // possibly caused by the abort; the rerun retries it
+      countFailure(this.reasons, failure);
       const cell = `${row.retriever}@${row.shot}`;
-      cells.set(cell, (cells.get(cell) ?? 0) + 1);
-      stats.failures++;
+      this.cells.set(cell, (this.cells.get(cell) ?? 0) + 1);
+      this.stats.failures++;
     }
-    stats.evaluated++;
-    writer.add(row);
-  };
+    this.stats.evaluated++;
+    this.writer.add(row);
+  }
 
-  progress.start(planned, skipped);
+  /** Writes what is pending now. */
+  flush(): void {
+    this.writer.flush();
+  }
+
+  /** Failures by cell ("retriever@shot"), in cell order. */
+  failuresByCell(): Record<string, number> {
+    return Object.fromEntries([...this.cells].sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+}
+
+/**
+ * Evaluates the units, `concurrency` at a time, until all are done, the scope is aborted or the
+ * sink halted. A throw (an invariant violation) stops the other workers, aborts the batches in
+ * flight and is rethrown.
+ */
+async function inParallel(
+  units: readonly WorkUnit[],
+  concurrency: number,
+  scope: LinkedSignal,
+  sink: PredictionSink,
+  evaluate: (unit: WorkUnit) => Promise<void>,
+): Promise<void> {
   let next = 0;
-  let broken = false; // an invariant violation in one worker stops the others
+  let broken = false;
   const worker = async () => {
-    while (next < units.length && !scope.signal.aborted && !broken && halted === null) {
+    while (next < units.length && !scope.signal.aborted && !broken && sink.halted === null) {
       const unit = units[next++];
       try {
-        await evaluateUnit(unit, plan, indexById, unitDeps, accept);
+        await evaluate(unit);
       } catch (error) {
         broken = true;
         scope.abort(error);
         throw error;
       }
-      stats.prompts += unit.queries.length;
       // A fast in-process VLM (the simulator) resolves through microtasks only; yield to the event
       // loop so signals (Ctrl-C → abort), timers and pending writes are handled between batches.
       await new Promise((resolve) => setImmediate(resolve));
     }
   };
-  try {
-    await Promise.all(Array.from({ length: concurrency }, worker));
-  } finally {
-    scope.dispose();
-    try {
-      writer.flush();
-    } finally {
-      progress.finish();
-    }
-  }
-  stats.failuresByReason = failureSummary(reasons).byReason;
-  stats.failuresByCell = Object.fromEntries([...cells].sort(([a], [b]) => (a < b ? -1 : 1)));
-  stats.aborted = stats.skipped + stats.evaluated < planned;
-  stats.seconds = (performance.now() - started) / 1000;
-  if (halted !== null)
-    throw new LeverError(
-      `stopped: ${(halted as VlmFailure).message}. ${stats.skipped + stats.evaluated} of ${planned} predictions are stored; ` +
-        "rerun the same command to resume",
-    );
-  return stats;
+  await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
 async function evaluateUnit(

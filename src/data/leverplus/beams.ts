@@ -79,82 +79,12 @@ export function importBeams(
   const promptOrder = promptOrderOfConstruct(constructOrder);
   if (json === null || typeof json !== "object" || Array.isArray(json))
     throw new LeverError("beam data must be a JSON object keyed by anchor idx", { file });
-  const warnings: string[] = [];
-  let shots: number | undefined;
+  const context: BeamImport = { file, index, constructOrder, promptOrder, warnings: [], shots: undefined };
   const queries: BeamSet["queries"] = {};
-
   for (const [key, raw] of Object.entries(json as Record<string, unknown>)) {
     const anchor = parseRowKey(key, file);
     const queryId = idOfRow(index, anchor, { file, record: key, field: "(key)" });
-    const record = parseOrThrow(RawBeamRecordSchema, raw, { file, record: key });
-    const at = (field: string) => ({ file, record: key, field });
-    const n = record.id_list.length;
-    if (record.score_list.length !== n)
-      throw new LeverError(`has ${record.score_list.length} scores for ${n} beams in id_list`, at("score_list"));
-    if (record.shot_scores !== undefined && record.shot_scores.length !== n)
-      throw new LeverError(`has ${record.shot_scores.length} entries for ${n} beams in id_list`, at("shot_scores"));
-    if (record.beams !== undefined && record.beams.length !== n)
-      throw new LeverError(`has ${record.beams.length} entries for ${n} beams in id_list`, at("beams"));
-
-    const beams: Beam[] = [];
-    for (let b = 0; b < n; b++) {
-      const sequence = record.id_list[b];
-      const last = sequence[sequence.length - 1];
-      if (last !== anchor)
-        throw new LeverError(
-          `ends with ${last}, but the last entry must be the anchor ${anchor}`,
-          at(`id_list[${b}][${sequence.length - 1}]`),
-        );
-      const promptRows = sequence.slice(0, -1);
-      shots ??= promptRows.length;
-      if (promptRows.length !== shots)
-        throw new LeverError(
-          `has ${promptRows.length} ICDs but earlier beams have ${shots} (wrong shot length)`,
-          at(`id_list[${b}]`),
-        );
-      const promptIds = promptRows.map((r, i) => idOfRow(index, r, at(`id_list[${b}][${i}]`)));
-      const duplicate = findDuplicate(promptRows);
-      if (duplicate !== undefined)
-        throw new LeverError(`ICD ${promptRows[duplicate[1]]} appears twice`, at(`id_list[${b}][${duplicate[1]}]`));
-      if (promptRows.includes(anchor))
-        warnings.push(`${file}, record "${key}": beam ${b} uses the anchor as its own ICD`);
-      const selected = fromPromptOrder(promptIds, promptOrder);
-      const selectedRows = fromPromptOrder(promptRows, promptOrder);
-
-      let shotScores = record.shot_scores?.[b];
-      if (shotScores !== undefined && shotScores.length !== shots)
-        throw new LeverError(`has ${shotScores.length} scores for ${shots} ICDs`, at(`shot_scores[${b}]`));
-      const block = record.beams?.[b];
-      if (block !== undefined) {
-        const blockRows = block.shots.map((s) => s.id);
-        if (blockRows.join() !== selectedRows.join())
-          throw new LeverError(
-            `lists ICDs [${blockRows.join(", ")}] in selection order, but id_list[${b}] read with construct_order "${constructOrder}" gives [${selectedRows.join(", ")}]` +
-              (blockRows.join() === [...selectedRows].reverse().join()
-                ? ` (is construct_order "${constructOrder === "left" ? "right" : "left"}"?)`
-                : ""),
-            at(`beams[${b}].shots`),
-          );
-        if (block.full_sequence.join() !== sequence.join())
-          throw new LeverError(`differs from id_list[${b}]`, at(`beams[${b}].full_sequence`));
-        if (block.final_score !== record.score_list[b])
-          throw new LeverError(
-            `${block.final_score} differs from score_list[${b}] = ${record.score_list[b]}`,
-            at(`beams[${b}].final_score`),
-          );
-        const blockScores = block.shots.map((s) => s.score);
-        if (shotScores !== undefined && blockScores.join() !== shotScores.join())
-          throw new LeverError(`scores differ from shot_scores[${b}]`, at(`beams[${b}].shots`));
-        shotScores ??= blockScores;
-      }
-      beams.push({ selected, score: record.score_list[b], ...(shotScores !== undefined ? { shotScores } : {}) });
-    }
-    const extra = Object.fromEntries(Object.entries(record).filter(([k]) => !KNOWN_KEYS.has(k)));
-    queries[queryId] = {
-      beams,
-      ...(record.few_shot_num !== undefined ? { fewShotNum: record.few_shot_num } : {}),
-      ...(Object.keys(extra).length > 0 ? { extra } : {}),
-    };
+    queries[queryId] = importRecord(context, key, anchor, raw);
   }
   const set: BeamSet = {
     format: "lever.beams/1",
@@ -168,7 +98,117 @@ export function importBeams(
       settings: { constructOrder },
     },
   };
-  return { set: BeamSetSchema.parse(set), warnings };
+  return { set: BeamSetSchema.parse(set), warnings: context.warnings };
+}
+
+/** What importing reads and gathers across records: every beam of the file has `shots` ICDs. */
+interface BeamImport {
+  file: string;
+  index: DatasetIndex;
+  constructOrder: ConstructOrder;
+  promptOrder: PromptOrder;
+  warnings: string[];
+  /** The ICDs per beam, set by the file's first beam. */
+  shots: number | undefined;
+}
+
+type RawBeamRecord = z.output<typeof RawBeamRecordSchema>;
+
+/** One anchor's record: its beams in file order, few_shot_num and unknown keys (kept as `extra`). */
+function importRecord(context: BeamImport, key: string, anchor: number, raw: unknown): BeamSet["queries"][string] {
+  const { file } = context;
+  const record = parseOrThrow(RawBeamRecordSchema, raw, { file, record: key });
+  const at = (field: string) => ({ file, record: key, field });
+  const n = record.id_list.length;
+  if (record.score_list.length !== n)
+    throw new LeverError(`has ${record.score_list.length} scores for ${n} beams in id_list`, at("score_list"));
+  if (record.shot_scores !== undefined && record.shot_scores.length !== n)
+    throw new LeverError(`has ${record.shot_scores.length} entries for ${n} beams in id_list`, at("shot_scores"));
+  if (record.beams !== undefined && record.beams.length !== n)
+    throw new LeverError(`has ${record.beams.length} entries for ${n} beams in id_list`, at("beams"));
+  const beams: Beam[] = [];
+  for (let b = 0; b < n; b++) beams.push(importBeam(context, record, b, key, anchor));
+  const extra = Object.fromEntries(Object.entries(record).filter(([k]) => !KNOWN_KEYS.has(k)));
+  return {
+    beams,
+    ...(record.few_shot_num !== undefined ? { fewShotNum: record.few_shot_num } : {}),
+    ...(Object.keys(extra).length > 0 ? { extra } : {}),
+  };
+}
+
+/**
+ * Beam `b` of a record: id_list[b] ends with the anchor and holds the file's number of distinct ICDs,
+ * read into selection order; its shot scores from shot_scores[b], else from the `beams` block, which
+ * must agree with id_list, score_list and shot_scores.
+ */
+function importBeam(context: BeamImport, record: RawBeamRecord, b: number, key: string, anchor: number): Beam {
+  const { file, index, promptOrder } = context;
+  const at = (field: string) => ({ file, record: key, field });
+  const sequence = record.id_list[b];
+  const last = sequence[sequence.length - 1];
+  if (last !== anchor)
+    throw new LeverError(
+      `ends with ${last}, but the last entry must be the anchor ${anchor}`,
+      at(`id_list[${b}][${sequence.length - 1}]`),
+    );
+  const promptRows = sequence.slice(0, -1);
+  context.shots ??= promptRows.length;
+  const shots = context.shots;
+  if (promptRows.length !== shots)
+    throw new LeverError(
+      `has ${promptRows.length} ICDs but earlier beams have ${shots} (wrong shot length)`,
+      at(`id_list[${b}]`),
+    );
+  const promptIds = promptRows.map((r, i) => idOfRow(index, r, at(`id_list[${b}][${i}]`)));
+  const duplicate = findDuplicate(promptRows);
+  if (duplicate !== undefined)
+    throw new LeverError(`ICD ${promptRows[duplicate[1]]} appears twice`, at(`id_list[${b}][${duplicate[1]}]`));
+  if (promptRows.includes(anchor))
+    context.warnings.push(`${file}, record "${key}": beam ${b} uses the anchor as its own ICD`);
+  const selected = fromPromptOrder(promptIds, promptOrder);
+  const selectedRows = fromPromptOrder(promptRows, promptOrder);
+
+  let shotScores = record.shot_scores?.[b];
+  if (shotScores !== undefined && shotScores.length !== shots)
+    throw new LeverError(`has ${shotScores.length} scores for ${shots} ICDs`, at(`shot_scores[${b}]`));
+  const block = record.beams?.[b];
+  if (block !== undefined) {
+    checkBlock(context, record, b, selectedRows, at);
+    shotScores ??= block.shots.map((s) => s.score);
+  }
+  return { selected, score: record.score_list[b], ...(shotScores !== undefined ? { shotScores } : {}) };
+}
+
+/** The `beams[b]` block repeats id_list[b] (in selection order), score_list[b] and shot_scores[b]: they must agree. */
+function checkBlock(
+  context: BeamImport,
+  record: RawBeamRecord,
+  b: number,
+  selectedRows: readonly number[],
+  at: (field: string) => { file: string; record: string; field: string },
+): void {
+  const { constructOrder } = context;
+  const block = record.beams![b];
+  const blockRows = block.shots.map((s) => s.id);
+  if (blockRows.join() !== selectedRows.join())
+    throw new LeverError(
+      `lists ICDs [${blockRows.join(", ")}] in selection order, but id_list[${b}] read with construct_order "${constructOrder}" gives [${selectedRows.join(", ")}]` +
+        (blockRows.join() === [...selectedRows].reverse().join()
+          ? ` (is construct_order "${constructOrder === "left" ? "right" : "left"}"?)`
+          : ""),
+      at(`beams[${b}].shots`),
+    );
+  if (block.full_sequence.join() !== record.id_list[b].join())
+    throw new LeverError(`differs from id_list[${b}]`, at(`beams[${b}].full_sequence`));
+  if (block.final_score !== record.score_list[b])
+    throw new LeverError(
+      `${block.final_score} differs from score_list[${b}] = ${record.score_list[b]}`,
+      at(`beams[${b}].final_score`),
+    );
+  const blockScores = block.shots.map((s) => s.score);
+  const shotScores = record.shot_scores?.[b];
+  if (shotScores !== undefined && blockScores.join() !== shotScores.join())
+    throw new LeverError(`scores differ from shot_scores[${b}]`, at(`beams[${b}].shots`));
 }
 
 /**
