@@ -24,7 +24,7 @@ import {
 } from "../data/trajectories.js";
 import { type AnswerDeps, vqaAnswering } from "../icl/answer.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
-import { type OpenedSelector, openSelector } from "../icl/selector.js";
+import { type OpenedSelector, openSelector, type SelectorEmbeddings } from "../icl/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
@@ -146,7 +146,10 @@ export async function runRollouts(
   const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
   const matrices = embeddingPairs(ws, settings.dataset, inputs.index.name);
-  const selector = openCheckpoint(settings, matrices, notes);
+  const selector = openCheckpoint(settings, matrices, notes, () => ({
+    dataset: inputs.index.name,
+    items: [...inputs.indexById.values()],
+  }));
   const embedding = settings.embedding ?? selector?.embedding ?? "joint";
   const { query: queryMatrix, index: indexMatrix } = matrices(embedding);
   const similarity = new Similarity(queryMatrix, indexMatrix);
@@ -229,6 +232,7 @@ function openCheckpoint(
   settings: Pick<RolloutsSettings, "checkpoint" | "embedding">,
   matrices: (kind: EmbeddingKind) => EmbeddingPair,
   notes: string[],
+  indexItems: SelectorEmbeddings["indexItems"],
 ): OpenedSelector | undefined {
   if (settings.checkpoint === undefined) {
     notes.push("no --checkpoint: proposing similarity retrieval and random trajectories only");
@@ -237,7 +241,7 @@ function openCheckpoint(
   const selector = openSelector(
     settings.checkpoint,
     { embedding: settings.embedding },
-    { query: (kind) => matrices(kind).query, index: (kind) => matrices(kind).index },
+    { query: (kind) => matrices(kind).query, index: (kind) => matrices(kind).index, indexItems },
   );
   notes.push(`${selector.label}: embedding ${selector.embedding} (${selector.sources.embedding})`);
   return selector;

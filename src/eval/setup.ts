@@ -180,6 +180,7 @@ export async function prepareEvaluation(
             {
               query: (kind) => embeddings.get(options.dataset, kind),
               index: (kind) => embeddings.get(options.index, kind),
+              indexItems: () => ({ dataset: options.index, items: index }),
             },
           );
           const { sources } = selector;

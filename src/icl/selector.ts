@@ -9,12 +9,14 @@ import { readFileSync } from "node:fs";
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
-import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
+import { type Checkpoint, checkIndexFits, loadCheckpoint } from "../selector/checkpoint.js";
 import { predict } from "../selector/decode.js";
-import { selectorInputOf, selectorSources } from "../selector/inputs.js";
+import { readsCandidateData } from "../selector/config.js";
+import { type CandidateData, selectorInputOf, selectorSources } from "../selector/inputs.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
+import { candidateData } from "./candidates.js";
 
 /** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */
 export const SELECTOR_DEFAULTS: { poolSampler: SamplerName; k: number; embedding: EmbeddingKind } = {
@@ -34,6 +36,8 @@ export interface SelectorEmbeddings {
   /** Embedding matrix of the query dataset / index dataset of the given kind. */
   query(kind: EmbeddingKind): EmbeddingMatrix;
   index(kind: EmbeddingKind): EmbeddingMatrix;
+  /** The index dataset's name and items, for a selector that reads its candidates' answers or identities. */
+  indexItems?(): { dataset: string; items: readonly VqaItem[] };
 }
 
 /** A loaded pointer selector, ready to choose from each query's own pool. */
@@ -128,7 +132,10 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
           field: "config.d",
         },
       );
-  const inputs = selectorSources(queryMatrix, indexMatrix);
+  const candidates = readsCandidateData(checkpoint.config)
+    ? candidatesFor(checkpoint, indexMatrix, embeddings, path)
+    : undefined;
+  const inputs = selectorSources(queryMatrix, indexMatrix, candidates);
   const label = `selector:${path}@${sha256(bytes).slice(0, 12)}`;
 
   return {
@@ -145,4 +152,22 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
         queries.map((query, q) => ({ queryId: query.questionId, poolIds: pools[q] })),
       ),
   };
+}
+
+/** The index's candidate data for a selector that reads it; a checkpoint with identities must be of this index. */
+function candidatesFor(
+  checkpoint: Checkpoint,
+  indexMatrix: EmbeddingMatrix,
+  embeddings: SelectorEmbeddings,
+  path: string,
+): CandidateData {
+  if (embeddings.indexItems === undefined)
+    throw new LeverError(
+      "this selector reads its candidates' answers or identities, which need the index dataset's annotations; use it where a workspace dataset is the index (lever eval, lever datagen rollouts)",
+      { file: path, field: "config" },
+    );
+  const { dataset, items } = embeddings.indexItems();
+  const data = candidateData(dataset, indexMatrix, items);
+  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, data.index, path);
+  return data;
 }

@@ -1,5 +1,8 @@
 import { z } from "zod";
 
+export const CANDIDATE_FEATURES = ["vote", "agreement"] as const;
+export type CandidateFeature = (typeof CANDIDATE_FEATURES)[number];
+
 /**
  * Configuration of the Lever-Plus pointer selector (docs/selector.md, docs/provenance.md#selector). One
  * model with options instead of one class per variant:

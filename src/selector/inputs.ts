@@ -11,16 +11,23 @@
  *    stored and projected once, so memory stays bounded by queries × K rows however large the index)
  *    and each pool's slots in it, padded with −1 to the largest pool.
  *
- * A new per-candidate feature (say the share of the pool that answers like the candidate, or a
- * per-item identity) is added here and in the model only: its data as a field of `SelectorSources`,
- * its per-pool value computed in `resolvePool` (a field of `ResolvedPool`), its packing in
- * `selectorInput`, its use in `PointerSelector.encode`. Stages build the sources with
+ * What the selector may see about a candidate beyond its embedding — its answer features and its
+ * identity (docs/selector.md, "Candidate features, identity, pool attention") — comes from the
+ * optional `CandidateData` of the sources (built from the index dataset by src/icl/candidates.ts):
+ * `resolvePool` computes each pool's features once, from the candidates' cosines to the query, and
+ * `selectorInput` packs them with the identity rows. Only the candidates' (index items') data is
+ * read, never the query's own annotations. A new per-candidate feature is added in
+ * src/icl/candidates.ts, CANDIDATE_FEATURES and the model; stages build the sources with
  * `selectorSources`, resolve pools with `resolvePool` and pass both through unchanged.
  */
 import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
+import { CANDIDATE_FEATURES } from "./config.js";
 import type { SelectorInput } from "./model.js";
+
+/** Features per candidate in every packed input (CANDIDATE_FEATURES order; the model picks its columns). */
+export const FEATURE_COUNT = CANDIDATE_FEATURES.length;
 
 /** Row-major float32 embeddings with the row of each question id. */
 export interface EmbeddingTable {
@@ -35,6 +42,25 @@ export interface SelectorSources {
   query: EmbeddingTable;
   /** Embeddings of the index dataset (the candidates). */
   index: EmbeddingTable;
+  /** The index items' answers and identities, when the selector reads them. */
+  candidates?: CandidateData;
+}
+
+/** The index dataset an identity table was built from: its name, item count and a hash of its ids. */
+export interface IndexIdentity {
+  dataset: string;
+  items: number;
+  hash: string;
+}
+
+/** What the selector can be shown about index items besides their embeddings (src/icl/candidates.ts). */
+export interface CandidateData {
+  /** Features [K·FEATURE_COUNT] of a pool's candidates (index-table rows) given their cosines to the query. */
+  features(candRows: Int32Array, cosines: Float64Array, at: { queryId: string }): Float32Array;
+  /** Identity-table row of each index-table row (−1: none). */
+  identity: Int32Array;
+  /** The index the identity rows belong to. */
+  index: IndexIdentity;
 }
 
 /** One query and its pool, looked up in the sources: what every selector batch is built from. */
@@ -46,6 +72,8 @@ export interface ResolvedPool {
   queryRow: number;
   /** Row of each candidate in the index table, in pool order. */
   candRows: Int32Array;
+  /** Candidate features [K·FEATURE_COUNT] (only with candidate data). */
+  features?: Float32Array;
 }
 
 /** Where a missing row is reported: the file that names the query, the file and field that list its pool. */
@@ -62,10 +90,20 @@ export function embeddingTable(matrix: EmbeddingMatrix): EmbeddingTable {
 }
 
 /** The sources of a query and an index embedding matrix (one table when they are the same matrix). */
-export function selectorSources(query: EmbeddingMatrix, index: EmbeddingMatrix): SelectorSources {
+export function selectorSources(
+  query: EmbeddingMatrix,
+  index: EmbeddingMatrix,
+  candidates?: CandidateData,
+): SelectorSources {
   if (query.dim !== index.dim) throw new LeverError(`query embeddings have dim ${query.dim}, candidates ${index.dim}`);
   const indexTable = embeddingTable(index);
-  return { query: query === index ? indexTable : embeddingTable(query), index: indexTable };
+  if (candidates !== undefined && candidates.identity.length !== index.ids.length)
+    throw new LeverError(
+      `candidate data covers ${candidates.identity.length} index rows, the index embeddings have ${index.ids.length}`,
+    );
+  const sources: SelectorSources = { query: query === index ? indexTable : embeddingTable(query), index: indexTable };
+  if (candidates !== undefined) sources.candidates = candidates;
+  return sources;
 }
 
 /** A query and its pool of candidate question ids, looked up in the sources. */
@@ -88,7 +126,28 @@ export function resolvePool(
       });
     return row;
   });
-  return { queryId, poolIds, queryRow, candRows };
+  const resolved: ResolvedPool = { queryId, poolIds, queryRow, candRows };
+  if (sources.candidates !== undefined)
+    resolved.features = sources.candidates.features(candRows, poolCosines(sources, queryRow, candRows), { queryId });
+  return resolved;
+}
+
+/** cos(query, candidate) of each candidate over the input embeddings, in float64 (0 for a zero row). */
+export function poolCosines(sources: SelectorSources, queryRow: number, candRows: Int32Array): Float64Array {
+  const d = sources.query.dim;
+  const q = sources.query.data.subarray(queryRow * d, (queryRow + 1) * d);
+  let qq = 0;
+  for (let i = 0; i < d; i++) qq += q[i] * q[i];
+  return Float64Array.from(candRows, (row) => {
+    const c = sources.index.data.subarray(row * d, (row + 1) * d);
+    let dot = 0;
+    let cc = 0;
+    for (let i = 0; i < d; i++) {
+      dot += q[i] * c[i];
+      cc += c[i] * c[i];
+    }
+    return qq > 0 && cc > 0 ? dot / Math.sqrt(qq * cc) : 0;
+  });
 }
 
 function alloc(dtype: DType, n: number): Data {
@@ -123,7 +182,29 @@ export function selectorInput(
   }
   const table = alloc(dtype, compact.size * d);
   for (const [row, c] of compact) table.set(sources.index.data.subarray(row * d, (row + 1) * d), c * d);
-  return { queries, table, slots, K };
+  const input: SelectorInput = { queries, table, slots, K };
+  if (sources.candidates !== undefined) packCandidateData(input, pools, sources.candidates, dtype);
+  return input;
+}
+
+/** Features [B·K·FEATURE_COUNT] (0 on padding) and identity rows [B·K] (−1 on padding) of a batch. */
+function packCandidateData(
+  input: SelectorInput,
+  pools: readonly ResolvedPool[],
+  candidates: CandidateData,
+  dtype: DType,
+): void {
+  const { K } = input;
+  const F = FEATURE_COUNT;
+  const features = alloc(dtype, pools.length * K * F);
+  const items = new Int32Array(pools.length * K).fill(-1);
+  pools.forEach((p, b) => {
+    if (p.features === undefined) throw new Error(`selectorInput: pool of "${p.queryId}" was resolved without features`);
+    features.set(p.features, b * K * F);
+    for (let k = 0; k < p.candRows.length; k++) items[b * K + k] = candidates.identity[p.candRows[k]];
+  });
+  input.features = features;
+  input.items = items;
 }
 
 /** `resolvePool` of every (query, pool) and their `selectorInput`: a batch straight from question ids. */

@@ -55,6 +55,8 @@ export interface SelectorInput {
   table: Data | TableEncoding;
   slots: Int32Array;
   K: number;
+  features?: Data;
+  items?: Int32Array;
 }
 
 /** Per-query work, shared by all rows (trajectories) of a query. */

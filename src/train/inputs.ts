@@ -5,15 +5,25 @@
  * or rollout set, pool set), the index and query embeddings, the checkpoints it starts from. The
  * files are recorded as the run's inputs (so none is replaced under it); their hashes, `dataHashes`,
  * are part of the run's identity and checked again when it resumes.
+ *
+ * When the model trained (or a checkpoint read) sees its candidates' answers or identities
+ * (docs/selector.md, "Candidate features, identity, pool attention"), the sources also carry the
+ * index dataset's candidate data (src/icl/candidates.ts), and a hash of the index's annotations joins
+ * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
  */
 import { resolve } from "node:path";
 import type { PoolSet } from "../data/pool-set.js";
-import { type SelectorSources, selectorSources } from "../selector/inputs.js";
+import { candidateData } from "../icl/candidates.js";
+import { loadCheckpoint } from "../selector/checkpoint.js";
+import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
+import type { z } from "zod";
+import { type IndexIdentity, type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ResolvedSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
 
 export interface TrainingInputRefs {
   /** The stage's data files by name (e.g. beams, pools), in the order they are recorded. */
@@ -26,10 +36,14 @@ export interface TrainingInputRefs {
   embedding: string;
   /** Checkpoints read by name (init, reference), recorded after the embeddings. */
   checkpoints: Record<string, string | undefined>;
+  /** The architecture a fresh init would have (used when no `init` checkpoint is given). */
+  model?: z.output<typeof ModelOptionsSchema>;
 }
 
 export interface TrainingInputs {
   sources: SelectorSources;
+  /** The identity table of the index, when the sources carry candidate data. */
+  index?: IndexIdentity;
   dataHashes: Record<string, string>;
   /** Every file the run reads, recorded with the run. */
   files: ArtifactRef[];
@@ -58,5 +72,21 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
     ...Object.fromEntries(checkpoints.map(([name, path]) => [name, file(path)])),
   };
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
-  return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
+  if (!readsCandidates(refs)) return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
+  const items = ws.loadItems(indexDataset);
+  const candidates = candidateData(indexDataset, index, items);
+  dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
+  return {
+    sources: selectorSources(query, index, candidates),
+    index: candidates.index,
+    dataHashes,
+    files: Object.values(files),
+  };
+}
+
+/** Whether the model trained, or any checkpoint the run reads, sees candidate answers or identities. */
+function readsCandidates(refs: TrainingInputRefs): boolean {
+  const { init, ...others } = refs.checkpoints;
+  const configs = [init !== undefined ? loadCheckpoint(init).config : refs.model, ...Object.values(others)];
+  return configs.some((c) => c !== undefined && readsCandidateData(typeof c === "string" ? loadCheckpoint(c).config : c));
 }

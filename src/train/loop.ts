@@ -17,6 +17,7 @@
  */
 import { z } from "zod";
 import type { PointerSelector } from "../selector/model.js";
+import { PARAM_GROUPS } from "../selector/params.js";
 import { AdamW, clipGradNorm } from "../tensor/optim.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
@@ -33,6 +34,8 @@ export interface OptimDefaults {
   weightDecay: number;
   schedule: { kind: "cosine" | "constant"; warmupRatio: number; minLrRatio: number };
   metric: string;
+  /** Per-group learning-rate multipliers (default none). */
+  groupLr?: Record<string, number>;
 }
 
 /** Metrics where smaller is better; `mode: auto` infers the direction from the name. */
@@ -60,6 +63,12 @@ export function optimSchema(d: OptimDefaults) {
       eps: z.number().positive().default(1e-8).describe("AdamW epsilon"),
       schedule: schedule.default(schedule.parse({})),
       clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
+      groupLr: z
+        .record(z.string(), z.number().positive())
+        .default(d.groupLr ?? {})
+        .describe(
+          "learning-rate multiplier per parameter group, e.g. {features: 100}: the small new score weights (features, identity_bias, prior) move as far in a run as the matrices (groups: lever selector inspect)",
+        ),
       frozen: z.array(z.string()).default([]).meta({
         flag: "freeze",
         description:
@@ -176,6 +185,7 @@ export async function train<G>(
     optimizer,
     trainable: model.specs.filter((s) => !optim.frozen.includes(s.group)).map((s) => model.params.get(s.name)!),
     optim,
+    groupScales: [...new Set(model.specs.map((s) => s.group))].map((g) => optim.groupLr[g] ?? 1),
     hooks,
     batches: Math.ceil(groups.length / optim.batchQueries),
     totalSteps: optim.epochs * Math.ceil(groups.length / optim.batchQueries),
@@ -239,6 +249,11 @@ function selectorOptimizer(model: PointerSelector, optim: OptimConfig): AdamW {
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
+  const strange = Object.keys(optim.groupLr).filter((g) => !(PARAM_GROUPS as readonly string[]).includes(g));
+  if (strange.length > 0)
+    throw new LeverError(`unknown parameter group(s): ${strange.join(", ")} (groups: ${PARAM_GROUPS.join(", ")})`, {
+      field: "groupLr",
+    });
   const groupNames = [...new Set(model.specs.map((s) => s.group))];
   return new AdamW(
     groupNames.map((name) => ({
@@ -278,6 +293,8 @@ interface StepRunner<G> {
   /** The parameters that are not frozen (their gradients are clipped). */
   trainable: Tensor[];
   optim: OptimConfig;
+  /** Learning-rate multiplier of each optimiser group (optim.groupLr, 1 when not named). */
+  groupScales: number[];
   hooks: TrainHooks;
   batches: number;
   totalSteps: number;
@@ -300,8 +317,8 @@ async function runEpoch<G>(
   let trained = 0; // batches that made an update (skipped ones have no loss)
   for (const [b, batchGroups] of batchList.entries()) {
     const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
-    optimizer.groups.forEach((_, gi) => {
-      optimizer.setLr(gi, lr);
+    r.groupScales.forEach((scale, gi) => {
+      optimizer.setLr(gi, lr * scale);
     });
     const ctx: StepContext = { epoch, step, totalSteps, rng };
     const trainable = objective.prepare ? await objective.prepare(batchGroups, ctx) : batchGroups;

@@ -13,7 +13,8 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
-import { checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
+import { checkIndexFits, checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
+import type { IndexIdentity } from "../selector/inputs.js";
 import { PointerSelector } from "../selector/model.js";
 import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
@@ -119,8 +120,8 @@ interface ResolvedRlInputs extends TrainingInputs {
   promptOrder: PromptOrder;
 }
 
-function resolveInputs(ws: Workspace, inputs: RlInputs, online: OnlineConfig | null): ResolvedRlInputs {
-  const { data, queryDataset, promptOrder } = resolveData(ws, inputs, online);
+function resolveInputs(ws: Workspace, inputs: RlInputs, settings: RlStageSettings): ResolvedRlInputs {
+  const { data, queryDataset, promptOrder } = resolveData(ws, inputs, onlineOf(settings));
   const resolved = trainingInputs(ws, {
     data: {
       ...(data.rollouts !== null ? { rollouts: data.rollouts.file } : {}),
@@ -131,6 +132,7 @@ function resolveInputs(ws: Workspace, inputs: RlInputs, online: OnlineConfig | n
     indexDataset: inputs.dataset,
     embedding: inputs.embedding,
     checkpoints: { init: inputs.init, reference: inputs.reference },
+    model: settings.config.model,
   });
   return { ...resolved, data, queryDataset, promptOrder };
 }
@@ -211,7 +213,7 @@ const StoredSchema = z.object({
 export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStageOptions<S>): Promise<RlStageResult> {
   const settings = resolveSettings<S>(opts);
   const { config } = settings;
-  const inputs = resolveInputs(ws, opts.inputs, onlineOf(settings));
+  const inputs = resolveInputs(ws, opts.inputs, settings);
   const stored = storedConfig(settings, opts.inputs, inputs.dataHashes, opts.vlm);
   const opened = openStageRun(ws, {
     kind: opts.stage,
@@ -243,7 +245,7 @@ export async function resumeRlStage(
   if (ws.getStage(runId, stage)?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
   const settings = parseRlSettings(stage, parsed.data.config, { record: runId, fieldPrefix: "config" });
-  const inputs = resolveInputs(ws, parsed.data.inputs, onlineOf(settings));
+  const inputs = resolveInputs(ws, parsed.data.inputs, settings);
   checkInputsUnchanged(runId, parsed.data.dataHashes, inputs.dataHashes);
   const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
   return execute(ws, { id: runId, resumed: true, progress, note }, settings, parsed.data.inputs, inputs, vlm);
@@ -278,9 +280,11 @@ async function execute<S extends RlStage>(
     d,
     shots: stats.shots,
     seed: config.seed,
+    index: inputs.sources.candidates?.index,
   });
   const startModel = new PointerSelector(start.config, start.values, config.dtype);
-  const reference = klReference(refs.reference, { d, shots: stats.shots, dtype: config.dtype }) ?? startModel;
+  const reference =
+    klReference(refs.reference, { d, shots: stats.shots, dtype: config.dtype, index: start.index }) ?? startModel;
   const { answerer, sampler } = await rlVlmServices(ws, {
     queryDataset: inputs.queryDataset,
     indexDataset: refs.dataset,
@@ -385,11 +389,12 @@ function rlGroups(
 /** The frozen KL reference checkpoint, when one is named (else the starting weights are the reference). */
 function klReference(
   file: string | undefined,
-  fit: { d: number; shots: number; dtype: DType },
+  fit: { d: number; shots: number; dtype: DType; index: IndexIdentity | undefined },
 ): PointerSelector | undefined {
   if (file === undefined) return undefined;
   const checkpoint = loadCheckpoint(file);
   checkpointFits(checkpoint.config, fit.d, fit.shots, "KL reference", file);
+  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, fit.index, file);
   return new PointerSelector(checkpoint.config, checkpoint.params, fit.dtype);
 }
 

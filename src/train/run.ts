@@ -9,8 +9,15 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
-import { type Checkpoint, checkpointFits, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
+import {
+  type Checkpoint,
+  checkIndexFits,
+  checkpointFits,
+  type ProvenanceInput,
+  saveCheckpoint,
+} from "../selector/checkpoint.js";
 import { ModelOptionsSchema, type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
+import type { IndexIdentity } from "../selector/inputs.js";
 import { PointerSelector } from "../selector/model.js";
 import { initParams, type ParamValues } from "../selector/params.js";
 import type { DType } from "../tensor/tensor.js";
@@ -39,6 +46,8 @@ export const BEST_FILE = "best.safetensors";
 export interface StartingPoint {
   config: SelectorConfig;
   values: ParamValues;
+  /** The index whose items the identity table rows are (only when the architecture has one). */
+  index?: IndexIdentity;
 }
 
 /** A fresh seeded init of an architecture: what a run without a starting checkpoint starts from. */
@@ -49,7 +58,8 @@ export function seededStart(config: SelectorConfig, seed: number): StartingPoint
 /**
  * The starting point of a run: the starting checkpoint's architecture and weights (`init`, read from
  * `initFile`), else a fresh seeded init of the configured `model` for embeddings of width `d` and
- * `shots` steps; checked to fit both.
+ * `shots` steps; checked to fit both, and — with an identity table — the run's index (`index`, the
+ * sources' candidate data): a fresh table has one row per index item, a checkpoint's must be of this index.
  */
 export function startingPoint(s: {
   init?: Checkpoint;
@@ -58,12 +68,23 @@ export function startingPoint(s: {
   d: number;
   shots: number;
   seed: number;
+  index?: IndexIdentity;
 }): StartingPoint {
-  const start = s.init
-    ? { config: s.init.config, values: s.init.params }
-    : seededStart(SelectorConfigSchema.parse({ ...s.model, d: s.d, shots: s.shots }), s.seed);
-  checkpointFits(start.config, s.d, s.shots, "starting", s.initFile);
-  return start;
+  if (s.init) {
+    checkpointFits(s.init.config, s.d, s.shots, "starting", s.initFile);
+    if (s.init.config.identity !== "embedding") return { config: s.init.config, values: s.init.params };
+    checkIndexFits(s.init, s.index, s.initFile);
+    return { config: s.init.config, values: s.init.params, index: s.init.index };
+  }
+  const identity = s.model.identity === "embedding";
+  const config = SelectorConfigSchema.parse({
+    ...s.model,
+    d: s.d,
+    shots: s.shots,
+    ...(identity ? { indexItems: s.index?.items ?? 0 } : {}),
+  });
+  const start = seededStart(config, s.seed);
+  return identity && s.index !== undefined ? { ...start, index: s.index } : start;
 }
 
 export interface TrainingData<G> {
@@ -144,6 +165,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
       params: model.values(),
       trainedK: input.checkpoint.trainedK,
       shots: input.checkpoint.shots,
+      ...(input.start.index !== undefined ? { index: input.start.index } : {}),
       provenance: { ...input.checkpoint.provenance, stage: input.stage, epoch, metrics, seed, createdAt: now() },
     });
     return path;

@@ -93,6 +93,7 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
     d: input.sources.query.dim,
     shots: stats.shots,
     seed: config.seed,
+    index: input.sources.candidates?.index,
   });
   const result = await runTraining({
     stage: "sft",

@@ -55,7 +55,7 @@ interface ResolvedInputs extends TrainingInputs {
 
 function resolveInputs(
   ws: Workspace,
-  refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string },
+  refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string; model: SftConfig["model"] },
 ): ResolvedInputs {
   const beams = resolveBeamSet(ws, refs.beams);
   const pools = resolvePoolSet(ws, refs.pools);
@@ -71,6 +71,7 @@ function resolveInputs(
     indexDataset: refs.dataset,
     embedding: refs.embedding,
     checkpoints: { init: refs.init },
+    model: refs.model,
   });
   return { ...inputs, beams, pools };
 }
@@ -95,7 +96,7 @@ const StoredRunSchema = z.object({
  * live process is training is refused, naming that process.
  */
 export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
-  const inputs = resolveInputs(ws, opts);
+  const inputs = resolveInputs(ws, { ...opts, model: opts.config.model });
   const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
     beams: existsSync(opts.beams) ? resolve(opts.beams) : opts.beams,
@@ -150,7 +151,7 @@ async function continueSftStage(
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   if (run.kind !== "sft") throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
   const stored = parseOrThrow(StoredRunSchema, run.config, { record: runId, fieldPrefix: "config" });
-  const inputs = resolveInputs(ws, stored);
+  const inputs = resolveInputs(ws, { ...stored, model: stored.sft.model });
   checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;

@@ -1,0 +1,75 @@
+/**
+ * What a selector may see about its candidates besides their embeddings (docs/selector.md,
+ * "Candidate features, identity, pool attention"), built from the INDEX dataset — the split the
+ * candidates come from, whose annotations and identities are known at test time:
+ *
+ *   vote_k       the similarity-weighted share of the other pool candidates' annotators who give
+ *                candidate k's normalised answer, weights max(0, cos(query, candidate)) over the
+ *                selector's own input embeddings (src/metrics/vote.ts — the `vote` retriever's formula);
+ *   agreement_k  the share of candidate k's own annotators who give the answer it shows;
+ *   identity     the candidate's row in the index's identity table: its position among the index
+ *                dataset's items in question-id order. The table is named by the dataset, its item
+ *                count and a sha256 of its ids, recorded in a checkpoint that learned identities.
+ *
+ * Nothing here reads a query's own annotations: the features of a pool are a function of its
+ * candidates' answers and their cosines to the query only (test/icl/candidates.test.ts checks that).
+ */
+import type { EmbeddingMatrix } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
+import { type AnswerSupport, answerSupport, poolVote, voteWeight } from "../metrics/vote.js";
+import { CANDIDATE_FEATURES } from "../selector/config.js";
+import type { CandidateData, IndexIdentity } from "../selector/inputs.js";
+import { LeverError } from "../util/errors.js";
+import { sha256 } from "../util/hash.js";
+
+/** The identity table of an index dataset: items in question-id order (`loadItems` order). */
+export function indexIdentity(dataset: string, items: readonly VqaItem[]): IndexIdentity {
+  return { dataset, items: items.length, hash: sha256(items.map((i) => i.questionId).join("\n")) };
+}
+
+/** Candidate data for the rows of an index embedding matrix, from the index dataset's items. */
+export function candidateData(dataset: string, index: EmbeddingMatrix, items: readonly VqaItem[]): CandidateData {
+  const position = new Map(items.map((item, i) => [item.questionId, i]));
+  const identity = Int32Array.from(index.ids, (id) => position.get(id) ?? -1);
+  const supports: (AnswerSupport | undefined)[] = new Array(index.ids.length);
+  const support = (row: number, queryId: string): AnswerSupport => {
+    let s = supports[row];
+    if (s === undefined) {
+      const at = identity[row];
+      if (at < 0)
+        throw new LeverError(`pool candidate "${index.ids[row]}" is not an item of the index dataset "${dataset}"`, {
+          record: queryId,
+        });
+      const item = items[at];
+      s = answerSupport(
+        item.answers.map((a) => a.answer),
+        item.answer,
+      );
+      supports[row] = s;
+    }
+    return s;
+  };
+  const F = CANDIDATE_FEATURES.length;
+  return {
+    identity,
+    index: indexIdentity(dataset, items),
+    features(candRows, cosines, at) {
+      const K = candRows.length;
+      for (const row of candRows)
+        if (index.ids[row] === at.queryId)
+          throw new LeverError("the query is in its own pool: its own answers would leak into the features", {
+            record: at.queryId,
+          });
+      const { vote, agreement } = poolVote(
+        Array.from(candRows, (row) => support(row, at.queryId)),
+        Float64Array.from(cosines, voteWeight),
+      );
+      const out = new Float32Array(K * F);
+      for (let k = 0; k < K; k++) {
+        out[k * F + CANDIDATE_FEATURES.indexOf("vote")] = vote[k];
+        out[k * F + CANDIDATE_FEATURES.indexOf("agreement")] = agreement[k];
+      }
+      return out;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import type { VqaItem } from "../../src/data/item.js";
+import { candidateData, indexIdentity } from "../../src/icl/candidates.js";
+import { CANDIDATE_FEATURES } from "../../src/selector/config.js";
+import { FEATURE_COUNT, resolvePool, selectorInput, selectorSources } from "../../src/selector/inputs.js";
+
+const item = (questionId: string, shown: string, annotators: string[]): VqaItem => ({
+  questionId,
+  imageId: `img-${questionId}`,
+  question: "?",
+  answers: annotators.map((answer) => ({ answer })),
+  answer: shown,
+  questionType: "",
+  answerType: "other",
+  imagePath: null,
+});
+const repeat = (answer: string, n: number) => Array.from({ length: n }, () => answer);
+
+// Index items in question-id order (the identity table's order); "q" is an index item too, as a
+// training query is.
+const items = [
+  item("a", "yes", repeat("yes", 10)),
+  item("b", "yes", [...repeat("yes", 5), ...repeat("no", 5)]),
+  item("c", "no", repeat("no", 10)),
+  item("d", "Two", [...repeat("Two", 6), ...repeat("2", 4)]),
+  item("q", "yes", repeat("yes", 10)),
+];
+// Embedding rows in another order than the items: identity rows must follow the items.
+const index = {
+  ids: ["d", "a", "c", "b", "q"],
+  dim: 2,
+  // cos to the query [1, 0]: d −1 (weight 0), a 1, c 1/√2, b 0.6, q 1.
+  data: Float32Array.from([-1, 0, 1, 0, 1, 1, 0.6, 0.8, 1, 0]),
+};
+const queries = { ids: ["q"], dim: 2, data: Float32Array.from([1, 0]) };
+const column = (f: Float32Array, k: number, name: (typeof CANDIDATE_FEATURES)[number]) =>
+  f[k * FEATURE_COUNT + CANDIDATE_FEATURES.indexOf(name)];
+
+describe("candidate data (vote, agreement, identity)", () => {
+  const data = candidateData("train", index, items);
+  const sources = selectorSources(queries, index, data);
+
+  it("computes the vote and agreement of a pool by hand", () => {
+    // Weights: a 1, b 0.6, c 1/√2, d 0 (cos −1). Answers: a yes (1.0), b yes (0.5 yes / 0.5 no), c no, d "2" (Two ≡ 2).
+    const pool = resolvePool(sources, "q", ["a", "b", "c", "d"]);
+    const f = pool.features as Float32Array;
+    const c = Math.SQRT1_2;
+    // vote_a = (0.6·0.5 + c·0) / (0.6 + c); vote_b = (1·1 + c·0) / (1 + c); vote_c = (1·0 + 0.6·0.5) / 1.6; vote_d = 0.
+    expect(column(f, 0, "vote")).toBeCloseTo(0.3 / (0.6 + c), 6);
+    expect(column(f, 1, "vote")).toBeCloseTo(1 / (1 + c), 6);
+    expect(column(f, 2, "vote")).toBeCloseTo(0.3 / 1.6, 6);
+    expect(column(f, 3, "vote")).toBe(0);
+    expect([0, 1, 2, 3].map((k) => column(f, k, "agreement"))).toEqual([1, 0.5, 1, 1]);
+  });
+
+  it("gives identity rows in the index items' order, −1 for rows outside it, and names the index", () => {
+    const withStranger = { ids: [...index.ids, "z"], dim: 2, data: Float32Array.from([...index.data, 0, 1]) };
+    const d = candidateData("train", withStranger, items);
+    expect([...d.identity]).toEqual([3, 0, 2, 1, 4, -1]);
+    expect(d.index).toEqual(indexIdentity("train", items));
+    expect(d.index.items).toBe(5);
+    const s = selectorSources(queries, withStranger, d);
+    expect(() => resolvePool(s, "q", ["a", "z"])).toThrow(/record "q".*"z" is not an item of the index dataset "train"/);
+  });
+
+  it("packs features and identity rows with the batch (0 and −1 on padding)", () => {
+    const pools = [resolvePool(sources, "q", ["a", "b"]), resolvePool(sources, "q", ["c", "d", "a"])];
+    const input = selectorInput(pools, sources, "float64");
+    expect(input.K).toBe(3);
+    expect([...(input.items as Int32Array)]).toEqual([0, 1, -1, 2, 3, 0]);
+    const features = input.features as Float64Array;
+    expect(features.length).toBe(2 * 3 * FEATURE_COUNT);
+    expect([...features.subarray(0, 2 * FEATURE_COUNT)]).toEqual([...(pools[0].features as Float32Array)]);
+    expect([...features.subarray(2 * FEATURE_COUNT, 3 * FEATURE_COUNT)]).toEqual([0, 0]);
+    expect([...features.subarray(3 * FEATURE_COUNT)]).toEqual([...(pools[1].features as Float32Array)]);
+    // Without candidate data nothing is packed.
+    const plain = selectorInput(
+      [resolvePool(selectorSources(queries, index), "q", ["a"])],
+      selectorSources(queries, index),
+    );
+    expect(plain.features).toBeUndefined();
+    expect(plain.items).toBeUndefined();
+  });
+
+  it("never reads the query's own annotations (no leakage), and refuses a pool that contains the query", () => {
+    const changed = items.map((i) => (i.questionId === "q" ? item("q", "no", repeat("no", 10)) : i));
+    const other = selectorSources(queries, index, candidateData("train", index, changed));
+    const pool = ["a", "b", "c", "d"];
+    const before = selectorInput([resolvePool(sources, "q", pool)], sources, "float64");
+    const after = selectorInput([resolvePool(other, "q", pool)], other, "float64");
+    expect(after.features).toEqual(before.features);
+    expect(after.items).toEqual(before.items);
+    expect(() => resolvePool(sources, "q", ["a", "q"])).toThrow(/record "q".*the query is in its own pool/);
+  });
+});
