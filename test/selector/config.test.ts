@@ -35,7 +35,7 @@ describe("selector config: candidate options", () => {
     expect(() => cfg({ features: ["vote", "vote"] })).toThrow(/features must be distinct/);
     expect(() => cfg({ features: ["answer"] })).toThrow();
     expect(() => cfg({ identity: "embedding" })).toThrow(
-      /identity "embedding" needs indexItems > 0.*set it from the data/,
+      /needs indexItems > 0 .*set it from the data/,
     );
     expect(() => cfg({ poolAttention: 5 })).toThrow();
   });
