@@ -10,8 +10,8 @@ import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../da
 import type { VqaItem } from "../data/item.js";
 import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { type Checkpoint, checkIndexFits, loadCheckpoint } from "../selector/checkpoint.js";
-import { predict } from "../selector/decode.js";
 import { readsCandidateData } from "../selector/config.js";
+import { predict } from "../selector/decode.js";
 import { type CandidateData, selectorInputOf, selectorSources } from "../selector/inputs.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";

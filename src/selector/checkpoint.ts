@@ -6,12 +6,16 @@
  * tensor, listing all of them in one error — the reference's non-strict loading silently dropped the
  * RL-trained attention weights (docs/selector.md, "Importing a Lever-Plus PyTorch checkpoint";
  * docs/provenance.md#checkpoints).
+ * A checkpoint with identity "embedding" also records the index whose items it learned (`index`:
+ * dataset, item count, hash), and `checkIndexFits` refuses it on any other index. The candidate options
+ * (features, identity, indexItems, poolAttention) are written into `config` only when not at their
+ * defaults, so a checkpoint without them is byte-identical to one written before they existed.
  */
 import { z } from "zod";
 import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
-import { type SelectorConfig, SelectorConfigSchema, variantName } from "./config.js";
+import { type SelectorConfig, SelectorConfigSchema, SelectorFieldsSchema, variantName } from "./config.js";
 import { type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
 export const CHECKPOINT_FORMAT = "lever.selector/1";
@@ -35,6 +39,16 @@ export const ProvenanceSchema = z
 export type Provenance = z.infer<typeof ProvenanceSchema>;
 export type ProvenanceInput = z.input<typeof ProvenanceSchema>;
 
+/** The index whose items a checkpoint with identity "embedding" learned (row i of item_emb = item i). */
+export const IndexIdentitySchema = z
+  .object({
+    dataset: z.string().describe("the index dataset's name"),
+    items: z.number().int().describe("its item count (= config.indexItems)"),
+    hash: z.string().describe("a hash of its item ids in row order"),
+  })
+  .strict();
+export type IndexIdentity = z.infer<typeof IndexIdentitySchema>;
+
 export interface Checkpoint {
   config: SelectorConfig;
   params: ParamValues;
@@ -43,6 +57,39 @@ export interface Checkpoint {
   /** Shot count the weights were trained for. */
   shots: number;
   provenance: Provenance;
+  /** The index of the learned identities; present exactly when config.identity is "embedding". */
+  index?: IndexIdentity;
+}
+
+/** The candidate options, left out of the saved config at their defaults (see the header). */
+const CANDIDATE_OPTIONS = ["features", "identity", "indexItems", "poolAttention"] as const;
+
+function configJson(config: SelectorConfig): string {
+  const defaults = SelectorFieldsSchema.parse({ d: config.d });
+  const out: Record<string, unknown> = { ...config };
+  for (const key of CANDIDATE_OPTIONS)
+    if (JSON.stringify(config[key]) === JSON.stringify(defaults[key])) delete out[key];
+  return JSON.stringify(out);
+}
+
+/** The index metadata a config needs: required with identity "embedding", refused without it. */
+function checkIndexField(config: SelectorConfig, index: IndexIdentity | undefined, file: string): void {
+  const field = "__metadata__.index";
+  if (config.identity !== "embedding") {
+    if (index !== undefined)
+      throw new LeverError('an index is recorded only for a selector with identity "embedding"', { file, field });
+    return;
+  }
+  if (index === undefined)
+    throw new LeverError(
+      'a selector with identity "embedding" must record the index whose items it learned (dataset, items, hash)',
+      { file, field },
+    );
+  if (index.items !== config.indexItems)
+    throw new LeverError(`the index has ${index.items} items but the identity table has ${config.indexItems} rows`, {
+      file,
+      field,
+    });
 }
 
 /** Writes the checkpoint atomically as float32 safetensors (PyTorch's default dtype). */
@@ -52,6 +99,8 @@ export function saveCheckpoint(
 ): void {
   const config = SelectorConfigSchema.parse(ckpt.config);
   const provenance = ProvenanceSchema.parse(ckpt.provenance);
+  const index = ckpt.index === undefined ? undefined : IndexIdentitySchema.parse(ckpt.index);
+  checkIndexField(config, index, path);
   checkParams(config, ckpt.params, path);
   const tensors: Record<string, { dtype: "F32"; shape: number[]; data: Float32Array }> = {};
   for (const spec of paramSpecs(config)) {
@@ -61,10 +110,11 @@ export function saveCheckpoint(
     format: CHECKPOINT_FORMAT,
     architecture: ARCHITECTURE,
     variant: variantName(config),
-    config: JSON.stringify(config),
+    config: configJson(config),
     k: JSON.stringify(ckpt.trainedK),
     shots: String(ckpt.shots),
     provenance: JSON.stringify(provenance),
+    ...(index !== undefined ? { index: JSON.stringify(index) } : {}),
   });
 }
 
@@ -95,8 +145,10 @@ export function loadCheckpoint(path: string): Checkpoint {
   const trainedK = parseJsonField(path, "k", field("k"), z.number().int().positive().nullable());
   const shots = parseJsonField(path, "shots", field("shots"), z.number().int().positive());
   const provenance = parseJsonField(path, "provenance", field("provenance"), ProvenanceSchema);
+  const index = meta.index === undefined ? undefined : parseJsonField(path, "index", meta.index, IndexIdentitySchema);
+  checkIndexField(config, index, path);
   const params = stateDictToParams(config, file.tensors, path);
-  return { config, params, trainedK, shots, provenance };
+  return { config, params, trainedK, shots, provenance, ...(index !== undefined ? { index } : {}) };
 }
 
 /** Save-side check: the values must be exactly the config's parameters (same strictness as loading). */
@@ -166,7 +218,13 @@ export function stateDictToParams(config: SelectorConfig, tensors: Map<string, S
 }
 
 function describe(c: SelectorConfig): string {
-  return `d=${c.d}, hidden=${c.hidden}, layers=${c.layers}, stateUpdate=${c.stateUpdate}, stepEmbedding=${c.stepEmbedding}, redundancy=${c.redundancy}, shots=${c.shots}`;
+  const base = `d=${c.d}, hidden=${c.hidden}, layers=${c.layers}, stateUpdate=${c.stateUpdate}, stepEmbedding=${c.stepEmbedding}, redundancy=${c.redundancy}, shots=${c.shots}`;
+  const extra = [
+    c.features.length > 0 ? `features=${c.features.join("+")}` : null,
+    c.identity !== "none" ? `identity=${c.identity} (${c.indexItems} items)` : null,
+    c.poolAttention > 0 ? `poolAttention=${c.poolAttention}` : null,
+  ].filter((x) => x !== null);
+  return extra.length > 0 ? `${base}, ${extra.join(", ")}` : base;
 }
 
 /** Parameter counts per group, for `selector inspect`. */
@@ -190,4 +248,25 @@ export function checkpointFits(
     throw new LeverError(`the ${role} checkpoint was built for ${config.shots} shots, the data have ${shots}`, {
       file,
     });
+}
+
+/**
+ * A checkpoint with learned identities fits only the index it learned them on: throws one LeverError
+ * line when `actual` (this run's index) differs. A checkpoint without identity fits any index.
+ * `where` names the checkpoint (its file) in the message.
+ */
+export function checkIndexFits(
+  checkpoint: Pick<Checkpoint, "config" | "index"> | IndexIdentity,
+  actual: IndexIdentity,
+  where: string,
+): void {
+  const learned = "config" in checkpoint ? checkpoint.index : checkpoint;
+  if ("config" in checkpoint && checkpoint.config.identity !== "embedding") return;
+  if (learned === undefined)
+    throw new LeverError(`checkpoint ${where} has identity "embedding" but records no index; retrain it`);
+  if (learned.dataset === actual.dataset && learned.items === actual.items && learned.hash === actual.hash) return;
+  throw new LeverError(
+    `checkpoint ${where} learned identities of index ${learned.dataset} (${learned.items} items, hash ${learned.hash}); ` +
+      `this run's index is ${actual.dataset} (${actual.items} items, hash ${actual.hash}) — use that index or train without identity`,
+  );
 }

@@ -1,5 +1,10 @@
 import { z } from "zod";
 
+/**
+ * The per-candidate answer features the data side can compute, in the column order of
+ * `SelectorInput.features`: "vote" = similarity-weighted share of the query's pool whose answer
+ * matches the candidate's; "agreement" = how strongly the candidate's own annotators agree.
+ */
 export const CANDIDATE_FEATURES = ["vote", "agreement"] as const;
 export type CandidateFeature = (typeof CANDIDATE_FEATURES)[number];
 
@@ -12,7 +17,10 @@ export type CandidateFeature = (typeof CANDIDATE_FEATURES)[number];
  *   redundancy  "max"  → V4-3 learnable MMR penalty (per-step λ_t);
  *   stepEmbedding      → V4-2/V4-3 `step_emb` table (rows = shots);
  *   prior "cosine"     → our addition (not in Lever-Plus): a learned weight on the raw query–candidate
- *                        cosine added to every score, so the selector starts as top-k retrieval.
+ *                        cosine added to every score, so the selector starts as top-k retrieval;
+ *   features, identity, poolAttention → ours (issue 17): per-candidate answer features, a learned
+ *                        per-index-item embedding and bias, self-attention over the pool
+ *                        (docs/selector.md, "Candidate features, identity, pool attention").
  * The pool size K is not part of the config: it comes from the pool at run time.
  */
 export const SelectorFieldsSchema = z
@@ -62,6 +70,33 @@ export const SelectorFieldsSchema = z
       .describe(
         "cosine: add w·cos(query, candidate) of the input embeddings to every score (w learned, starts at 1), so an untrained selector already ranks like top-k retrieval (not in Lever-Plus; see docs/selector.md)",
       ),
+    features: z
+      .array(z.enum(CANDIDATE_FEATURES))
+      .default([])
+      .describe(
+        "per-candidate answer features the selector reads (vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
+      ),
+    identity: z
+      .enum(["none", "embedding"])
+      .default("none")
+      .describe(
+        "embedding: a learned embedding and score bias per index item (Lever-LM style), both starting at 0; the checkpoint then only fits its own index",
+      ),
+    indexItems: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(0)
+      .describe("rows of the identity table: the index's item count (set from the data, like d)"),
+    poolAttention: z
+      .number()
+      .int()
+      .min(0)
+      .max(4)
+      .default(0)
+      .describe(
+        "pre-norm self-attention layers over each query's pool before the pointer (0 = none; each starts as the identity)",
+      ),
   })
   .strict();
 
@@ -71,19 +106,51 @@ const headsMessage = {
   path: ["heads"],
 };
 
-export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage);
+const distinctFeatures = (c: { features: readonly string[] }) => new Set(c.features).size === c.features.length;
+const featuresMessage = { message: "features must be distinct (name each feature once)", path: ["features"] };
+const identityHasItems = (c: { identity: string; indexItems: number }) => c.identity === "none" || c.indexItems > 0;
+const identityMessage = {
+  message:
+    'identity "embedding" needs indexItems > 0 (the index\'s item count; set it from the data) — or use identity "none"',
+  path: ["indexItems"],
+};
 
-/** The model settings a training run chooses: everything but d and shots, which come from the data. */
-export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true }).refine(
-  headsDivideHidden,
-  headsMessage,
-);
+export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage)
+  .refine(distinctFeatures, featuresMessage)
+  .refine(identityHasItems, identityMessage);
+
+/** The model settings a training run chooses: everything but d, shots and indexItems, which come from the data. */
+export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
+  .refine(headsDivideHidden, headsMessage)
+  .refine(distinctFeatures, featuresMessage);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;
 
+/** True when the model reads per-candidate data beyond the embeddings (`SelectorInput.features` / `.items`). */
+export function readsCandidateData(config: Pick<SelectorConfig, "features" | "identity">): boolean {
+  return config.features.length > 0 || config.identity !== "none";
+}
+
+/** True when a candidate's representation depends on the rest of its pool (pool attention). */
+export function mixesCandidates(config: SelectorConfig): boolean {
+  return config.poolAttention > 0;
+}
+
 /** Human-readable variant name used in checkpoint metadata and `selector inspect`. */
 export function variantName(config: SelectorConfig): string {
+  return baseVariantName(config) + candidateSuffix(config);
+}
+
+/** "+feat(vote,agreement)", "+id", "+pool1" for the candidate options that are on ("" when all are off). */
+function candidateSuffix(config: SelectorConfig): string {
+  const feat = config.features.length > 0 ? `+feat(${config.features.join(",")})` : "";
+  const id = config.identity === "embedding" ? "+id" : "";
+  const pool = config.poolAttention > 0 ? `+pool${config.poolAttention}` : "";
+  return feat + id + pool;
+}
+
+function baseVariantName(config: SelectorConfig): string {
   const prior = config.prior === "cosine" ? "+prior" : "";
   if (config.stateUpdate === "gru" && config.redundancy === "max") return `v4-3${prior}`;
   if (config.stateUpdate === "gru") return `v4-2${prior}`;

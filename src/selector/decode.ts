@@ -8,6 +8,7 @@ import * as T from "../tensor/ops.js";
 import { type Data, noGrad } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
+import { CANDIDATE_FEATURES } from "./config.js";
 import type { Encoded, PointerSelector, RowState, SelectorInput } from "./model.js";
 
 export interface Trajectory {
@@ -194,16 +195,29 @@ export function predict(model: PointerSelector, input: SelectorInput, opts: Pred
   const out: Trajectory[] = [];
   for (let start = 0; start < Q; start += chunk) {
     const end = Math.min(Q, start + chunk);
-    const enc = noGrad(() =>
-      model.encode({
-        queries: input.queries.subarray(start * d, end * d),
-        table,
-        slots: input.slots.subarray(start * input.K, end * input.K),
-        K: input.K,
-      }),
-    );
+    const enc = noGrad(() => model.encode(sliceQueries(input, table, d, start, end)));
     if ((opts.beam ?? 1) > 1) out.push(...beamDecode(model, enc, opts.shots, opts.beam ?? 1).map((beams) => beams[0]));
     else out.push(...greedyDecode(model, enc, opts.shots));
   }
   return out;
+}
+
+/** Queries [start, end) of `input` with every per-slot field (slots, features, items) sliced alike. */
+export function sliceQueries(
+  input: SelectorInput,
+  table: SelectorInput["table"],
+  d: number,
+  start: number,
+  end: number,
+): SelectorInput {
+  const { K } = input;
+  const F = CANDIDATE_FEATURES.length;
+  return {
+    queries: input.queries.subarray(start * d, end * d),
+    table,
+    slots: input.slots.subarray(start * K, end * K),
+    K,
+    ...(input.features !== undefined ? { features: input.features.subarray(start * K * F, end * K * F) } : {}),
+    ...(input.items !== undefined ? { items: input.items.subarray(start * K, end * K) } : {}),
+  };
 }

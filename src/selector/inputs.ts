@@ -199,7 +199,8 @@ function packCandidateData(
   const features = alloc(dtype, pools.length * K * F);
   const items = new Int32Array(pools.length * K).fill(-1);
   pools.forEach((p, b) => {
-    if (p.features === undefined) throw new Error(`selectorInput: pool of "${p.queryId}" was resolved without features`);
+    if (p.features === undefined)
+      throw new Error(`selectorInput: pool of "${p.queryId}" was resolved without features`);
     features.set(p.features, b * K * F);
     for (let k = 0; k < p.candRows.length; k++) items[b * K + k] = candidates.identity[p.candRows[k]];
   });

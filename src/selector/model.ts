@@ -14,7 +14,10 @@
  *      forcing) or the decoder's pick: gate h' = normalise(ĉ + g⊙(h − ĉ)), g = σ(W_g[h; ĉ] + b_g), or
  *      GRU h' = normalise(GRUCell(ĉ, h));
  *   5. ours, option `prior: cosine`: scores = (ĉ·h + w·cos(q, c)) / τ with cos over the INPUT
- *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1.
+ *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1;
+ *   6. ours, options `features`, `identity`, `poolAttention` (candidates.ts): the projected candidates
+ *      are enriched per slot (+ W_f f + E[item], pool self-attention) before steps 2–3, and the scores
+ *      get u_t·f + item_bias[item] inside the /τ.
  * Masking: the reference fills −100 before the softmax; we exclude positions exactly (probability 0),
  * which equals the reference to e^−100 relative.
  *
@@ -32,6 +35,13 @@ import * as T from "../tensor/ops.js";
 import { type Data, type DType, noGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
+import {
+  type CandidateData,
+  candidateScores,
+  enrichCandidates,
+  enrichesCandidates,
+  readCandidateData,
+} from "./candidates.js";
 import type { SelectorConfig } from "./config.js";
 import { gateUpdate } from "./gate-op.js";
 import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
@@ -55,7 +65,16 @@ export interface SelectorInput {
   table: Data | TableEncoding;
   slots: Int32Array;
   K: number;
+  /**
+   * Per-slot answer features [B·K·F_ALL], F_ALL = CANDIDATE_FEATURES.length, columns in
+   * CANDIDATE_FEATURES order (the model reads those named in config.features); padding slots hold 0.
+   * Required when config.features is non-empty.
+   */
   features?: Data;
+  /**
+   * Per-slot identity row [B·K] (the candidate's item in the index), −1 for padding or an item outside
+   * the table (zero embedding, zero bias). Required with identity "embedding".
+   */
   items?: Int32Array;
 }
 
@@ -77,6 +96,8 @@ export interface Encoded {
   validCount: Int32Array;
   /** V4-1 gate W_g [H, 2H] (used as its h and ĉ column halves, read in place) and b_g. */
   gate: { weight: Tensor; bias: Tensor; perSlot: Tensor | null } | null;
+  /** Features / identity rows of the slots (only when the config reads them). */
+  candidateData: CandidateData | null;
 }
 
 /** Decoding state of R = B·G rows (G rows per query, query-major). */
@@ -193,26 +214,17 @@ export class PointerSelector {
       throw new LeverError(`expected ${B}×${K} candidate slots, got ${input.slots.length}`);
     const encoding = isTableEncoding(input.table) ? input.table : null;
     const tableRows = encoding ? encoding.rows : (input.table as Data).length / d;
-    const padMask = new Uint8Array(B * K);
-    const gatherRows = new Int32Array(B * K);
-    const validCount = new Int32Array(B);
-    for (let i = 0; i < B * K; i++) {
-      const r = input.slots[i];
-      if (r < 0) padMask[i] = 1;
-      else if (r >= tableRows || !Number.isInteger(r))
-        throw new LeverError(`candidate slot ${i} points at row ${r} of ${tableRows}`);
-      else {
-        gatherRows[i] = r;
-        validCount[Math.floor(i / K)]++;
-      }
-    }
+    const { padMask, gatherRows, validCount } = slotRows(input.slots, K, tableRows);
     if (training && encoding) throw new Error("PointerSelector.encode: a TableEncoding is for evaluation only");
     if (training && !opts.rng) throw new Error("PointerSelector.encode: training needs an rng for dropout");
     const rng = opts.rng as Rng;
     const projected = encoding
       ? encoding.projected
       : this.inputProject(this.tensor(input.table as Data, [tableRows, d]));
-    const cand = T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]); // C_r [B, K, H]
+    let cand = T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]); // C_r [B, K, H]
+    const enriched = enrichesCandidates(this.config);
+    const candidateData = enriched ? readCandidateData(this.config, input, B * K, this.dtype) : null;
+    if (candidateData) cand = enrichCandidates(this.config, (n) => this.p(n), cand, candidateData, padMask);
     let x = this.inputProject(this.tensor(input.queries, [B, d])); // q_r [B, H]
 
     const n = heads;
@@ -251,7 +263,8 @@ export class PointerSelector {
     const xd = training ? T.dropout(x, p, rng, true) : x;
     const h0 = T.l2Normalize(T.linear(xd, this.p("query_proj.weight")));
     let candHat: Tensor;
-    if (encoding) {
+    // The table's candHat only when the representation is per row, not per slot (enrichment).
+    if (encoding && !enriched) {
       candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
     } else {
       const cd = training ? T.dropout(cand, p, rng, true) : cand;
@@ -263,7 +276,7 @@ export class PointerSelector {
       gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
     }
     const prior = this.config.prior === "cosine" ? this.inputCosines(input, encoding, gatherRows, B, K) : null;
-    return { B, K, h0, candHat, gram, prior, padMask, validCount, gate };
+    return { B, K, h0, candHat, gram, prior, padMask, validCount, gate, candidateData };
   }
 
   /** cos(query, candidate) over the input embeddings, [B, 1, K] (padding slots hold row 0's; masked). */
@@ -317,6 +330,8 @@ export class PointerSelector {
     const G = state.G;
     let scores = T.matmul(T.reshape(hs, [B, G, H]), enc.candHat, { transB: true }); // [B, G, K]
     if (enc.prior !== null) scores = T.add(scores, T.mul(enc.prior, this.p("prior_weight")));
+    const extra = enc.candidateData && candidateScores(this.config, (n) => this.p(n), enc.candidateData, B, K, t);
+    if (extra) scores = T.add(scores, extra); // u_t·f_k + item_bias[item_k], inside the /τ
     scores = T.scale(T.reshape(scores, [B * G, K]), 1 / this.config.temperature);
     if (state.redundancy !== null) {
       if (t >= this.config.shots)
@@ -397,6 +412,24 @@ export class PointerSelector {
     }
     return { G, scores, masks };
   }
+}
+
+/** Slot bookkeeping: padding mask, the table row of each slot (0 for padding), real candidates per query. */
+function slotRows(slots: Int32Array, K: number, tableRows: number) {
+  const padMask = new Uint8Array(slots.length);
+  const gatherRows = new Int32Array(slots.length);
+  const validCount = new Int32Array(slots.length / K);
+  for (let i = 0; i < slots.length; i++) {
+    const r = slots[i];
+    if (r < 0) padMask[i] = 1;
+    else if (r >= tableRows || !Number.isInteger(r))
+      throw new LeverError(`candidate slot ${i} points at row ${r} of ${tableRows}`);
+    else {
+      gatherRows[i] = r;
+      validCount[Math.floor(i / K)]++;
+    }
+  }
+  return { padMask, gatherRows, validCount };
 }
 
 /** Swaps the first two of three dimensions; a plain reshape (no copy) when either is 1 (single head). */

@@ -6,21 +6,32 @@ import type { SelectorConfig } from "./config.js";
  * state-dict keys of the Lever-Plus classes (pointer_selector_v2.py and pointer_selector_v4_2.py /
  * v4_3.py, docs/provenance.md#selector), so checkpoints load into either side without renaming.
  */
+/** Every parameter group, for reporting, freezing and per-group learning-rate multipliers. */
+export const PARAM_GROUPS = [
+  "input_proj",
+  "cross_attn",
+  "attn_norm",
+  "query_proj",
+  "cand_proj",
+  "gate",
+  "gru",
+  "step_emb",
+  "mmr",
+  "prior",
+  "features",
+  "feature_proj",
+  "identity",
+  "identity_bias",
+  "pool_attn",
+  "pool_norm",
+] as const;
+export type ParamGroup = (typeof PARAM_GROUPS)[number];
+
 export interface ParamSpec {
   name: string;
   shape: number[];
   /** Group used for reporting and for optimiser groups (e.g. freezing the trunk). */
-  group:
-    | "input_proj"
-    | "cross_attn"
-    | "attn_norm"
-    | "query_proj"
-    | "cand_proj"
-    | "gate"
-    | "gru"
-    | "step_emb"
-    | "mmr"
-    | "prior";
+  group: ParamGroup;
 }
 
 export function paramSpecs(config: SelectorConfig): ParamSpec[] {
@@ -56,6 +67,35 @@ export function paramSpecs(config: SelectorConfig): ParamSpec[] {
   if (config.redundancy !== "none") specs.push({ name: "div_lambda", shape: [shots], group: "mmr" });
   // Ours, not a Lever-Plus tensor: the weight of the input-space cosine in the scores.
   if (config.prior === "cosine") specs.push({ name: "prior_weight", shape: [1], group: "prior" });
+  specs.push(...candidateSpecs(config));
+  return specs;
+}
+
+/** Ours (issue 17), appended after the Lever-Plus tensors: features, identity, pool attention. */
+function candidateSpecs(config: SelectorConfig): ParamSpec[] {
+  const { hidden: h, shots } = config;
+  const F = config.features.length;
+  const specs: ParamSpec[] = [];
+  if (F > 0) {
+    // Per-step direct score weight u_t; a step t ≥ shots uses the last row (see docs/selector.md).
+    specs.push({ name: "feature_weight", shape: [shots, F], group: "features" });
+    specs.push({ name: "feature_proj.weight", shape: [h, F], group: "feature_proj" });
+  }
+  if (config.identity === "embedding") {
+    specs.push({ name: "item_emb.weight", shape: [config.indexItems, h], group: "identity" });
+    specs.push({ name: "item_bias", shape: [config.indexItems], group: "identity_bias" });
+  }
+  for (let i = 0; i < config.poolAttention; i++) {
+    const p = `pool_attn_layers.${i}.`;
+    specs.push({ name: `${p}in_proj_weight`, shape: [3 * h, h], group: "pool_attn" });
+    specs.push({ name: `${p}in_proj_bias`, shape: [3 * h], group: "pool_attn" });
+    specs.push({ name: `${p}out_proj.weight`, shape: [h, h], group: "pool_attn" });
+    specs.push({ name: `${p}out_proj.bias`, shape: [h], group: "pool_attn" });
+  }
+  for (let i = 0; i < config.poolAttention; i++) {
+    specs.push({ name: `pool_norms.${i}.weight`, shape: [h], group: "pool_norm" });
+    specs.push({ name: `pool_norms.${i}.bias`, shape: [h], group: "pool_norm" });
+  }
   return specs;
 }
 
@@ -79,7 +119,10 @@ export type ParamValues = Map<string, Float64Array>;
  * - LayerNorm: weight 1, bias 0;
  * - query_proj/cand_proj: eye_ + N(0, 0.01²);
  * - GRUCell: every tensor U(±1/√H); step_emb N(0, 0.02²); div_lambda 0.1 (V4-3 `torch.full(…, 0.1)`);
- * - prior_weight 1 (the cosine counts as much as a perfectly aligned learned similarity).
+ * - prior_weight 1 (the cosine counts as much as a perfectly aligned learned similarity);
+ * - ours (issue 17), so that every candidate option starts exactly as the model without it:
+ *   feature_weight, feature_proj, item_emb, item_bias 0; pool attention in_proj Xavier-uniform,
+ *   biases 0, out_proj.weight 0 (the residual block starts as the identity); pool_norms 1 / 0.
  */
 export function initParams(config: SelectorConfig, seed: number): ParamValues {
   const rng = new Rng(seed);
@@ -97,9 +140,11 @@ export function initParams(config: SelectorConfig, seed: number): ParamValues {
     };
     if (name === "input_proj.weight" || name.endsWith("in_proj_weight") || name === "query_update_gate.weight") {
       uniform(Math.sqrt(6 / (rows + cols)));
+    } else if (name.startsWith("pool_attn_layers.") && name.endsWith("out_proj.weight")) {
+      // stays zero: a new pool-attention layer starts as the identity
     } else if (name.endsWith("out_proj.weight")) {
       uniform(1 / Math.sqrt(cols));
-    } else if (name.startsWith("attn_norms.") && name.endsWith(".weight")) {
+    } else if ((name.startsWith("attn_norms.") || name.startsWith("pool_norms.")) && name.endsWith(".weight")) {
       out.fill(1);
     } else if (name === "query_proj.weight" || name === "cand_proj.weight") {
       normal(0.01);
@@ -113,7 +158,7 @@ export function initParams(config: SelectorConfig, seed: number): ParamValues {
     } else if (name === "prior_weight") {
       out.fill(1);
     }
-    // Everything else (biases of attention, LayerNorm and gate) stays zero.
+    // Everything else (biases of attention, LayerNorm and gate; the feature and identity tensors) stays zero.
     values.set(name, out);
   }
   return values;

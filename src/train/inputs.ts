@@ -12,11 +12,11 @@
  * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
  */
 import { resolve } from "node:path";
+import type { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import { candidateData } from "../icl/candidates.js";
 import { loadCheckpoint } from "../selector/checkpoint.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
-import type { z } from "zod";
 import { type IndexIdentity, type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
@@ -72,7 +72,8 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
     ...Object.fromEntries(checkpoints.map(([name, path]) => [name, file(path)])),
   };
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
-  if (!readsCandidates(refs)) return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
+  if (!readsCandidates(refs))
+    return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
   const items = ws.loadItems(indexDataset);
   const candidates = candidateData(indexDataset, index, items);
   dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
@@ -88,5 +89,7 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
 function readsCandidates(refs: TrainingInputRefs): boolean {
   const { init, ...others } = refs.checkpoints;
   const configs = [init !== undefined ? loadCheckpoint(init).config : refs.model, ...Object.values(others)];
-  return configs.some((c) => c !== undefined && readsCandidateData(typeof c === "string" ? loadCheckpoint(c).config : c));
+  return configs.some(
+    (c) => c !== undefined && readsCandidateData(typeof c === "string" ? loadCheckpoint(c).config : c),
+  );
 }

@@ -44,7 +44,7 @@ import {
 } from "./rl-settings.js";
 import { RlValidator } from "./rl-validate.js";
 import { rlVlmServices } from "./rl-vlm.js";
-import { runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
+import { indexOrFail, runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
 import { checkInputsUnchanged, checkpointDirOf, executeStage, imagesOf, type StageResult } from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
@@ -120,7 +120,11 @@ interface ResolvedRlInputs extends TrainingInputs {
   promptOrder: PromptOrder;
 }
 
-function resolveInputs(ws: Workspace, inputs: RlInputs, settings: RlStageSettings): ResolvedRlInputs {
+function resolveInputs<S extends RlStage>(
+  ws: Workspace,
+  inputs: RlInputs,
+  settings: RlStageSettings<S>,
+): ResolvedRlInputs {
   const { data, queryDataset, promptOrder } = resolveData(ws, inputs, onlineOf(settings));
   const resolved = trainingInputs(ws, {
     data: {
@@ -394,7 +398,7 @@ function klReference(
   if (file === undefined) return undefined;
   const checkpoint = loadCheckpoint(file);
   checkpointFits(checkpoint.config, fit.d, fit.shots, "KL reference", file);
-  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, fit.index, file);
+  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, indexOrFail(fit.index, file), file);
   return new PointerSelector(checkpoint.config, checkpoint.params, fit.dtype);
 }
 

@@ -60,7 +60,9 @@ describe("candidate data (vote, agreement, identity)", () => {
     expect(d.index).toEqual(indexIdentity("train", items));
     expect(d.index.items).toBe(5);
     const s = selectorSources(queries, withStranger, d);
-    expect(() => resolvePool(s, "q", ["a", "z"])).toThrow(/record "q".*"z" is not an item of the index dataset "train"/);
+    expect(() => resolvePool(s, "q", ["a", "z"])).toThrow(
+      /record "q".*"z" is not an item of the index dataset "train"/,
+    );
   });
 
   it("packs features and identity rows with the batch (0 and −1 on padding)", () => {

@@ -3,13 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeSafetensors } from "../../src/data/safetensors.js";
-import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../../src/selector/checkpoint.js";
+import { checkIndexFits, loadCheckpoint, parameterGroups, saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { beamDecode } from "../../src/selector/decode.js";
 import { importTorchStateDict } from "../../src/selector/import-torch.js";
 import { PointerSelector, sequenceLogProbs } from "../../src/selector/model.js";
 import { initParams, parameterCount, paramSpecs } from "../../src/selector/params.js";
 import { noGrad } from "../../src/tensor/tensor.js";
+import { LeverError } from "../../src/util/errors.js";
 import { Rng } from "../../src/util/rng.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-ckpt-"));
@@ -122,6 +123,102 @@ describe("selector checkpoints", () => {
     expect(groups.find((g) => g.group === "gate")?.count).toBe(4 * 8 + 4);
   });
 });
+
+describe("checkpoints with candidate options", () => {
+  const idConfig = SelectorConfigSchema.parse({
+    ...{ d: 8, hidden: 4, layers: 1, shots: 2 },
+    ...{ features: ["agreement"], identity: "embedding", indexItems: 6, poolAttention: 1 },
+  });
+  const index = { dataset: "okvqa-train", items: 6, hash: "ab12" };
+  const provenance = { stage: "sft", createdAt: "2026-01-01T00:00:00Z" };
+
+  it("round-trips the options and the index of the learned identities", () => {
+    const path = join(dir, "id.safetensors");
+    saveCheckpoint(path, {
+      config: idConfig,
+      params: initParams(idConfig, 2),
+      trainedK: 8,
+      shots: 2,
+      provenance,
+      index,
+    });
+    const back = loadCheckpoint(path);
+    expect(back.config).toEqual(idConfig);
+    expect(back.index).toEqual(index);
+    expect(back.params.get("item_emb.weight")?.length).toBe(6 * 4);
+    const meta = readSafetensorsMeta(path);
+    expect(meta.variant).toBe("v4-1+feat(agreement)+id+pool1");
+    expect(JSON.parse(meta.index)).toEqual(index);
+  });
+
+  it("writes the config of a model without the options exactly as before they existed", () => {
+    const path = join(dir, "plain.safetensors");
+    saveCheckpoint(path, { config, params: initParams(config, 2), trainedK: 8, shots: 3, provenance });
+    const meta = readSafetensorsMeta(path);
+    expect(Object.keys(JSON.parse(meta.config))).toEqual([
+      ...["d", "hidden", "heads", "layers", "dropout", "attnDropout", "temperature", "shots", "stateUpdate"],
+      ...["stepEmbedding", "redundancy", "prior"],
+    ]);
+    expect(meta.index).toBeUndefined();
+    expect(loadCheckpoint(path).index).toBeUndefined();
+  });
+
+  it("refuses to save or load identities without their index, or an index that does not match the table", () => {
+    const params = initParams(idConfig, 2);
+    const path = join(dir, "noindex.safetensors");
+    expect(() => saveCheckpoint(path, { config: idConfig, params, trainedK: 8, shots: 2, provenance })).toThrow(
+      /noindex\.safetensors, field "__metadata__\.index": .*must record the index/,
+    );
+    expect(() =>
+      saveCheckpoint(path, {
+        config: idConfig,
+        params,
+        trainedK: 8,
+        shots: 2,
+        provenance,
+        index: { ...index, items: 7 },
+      }),
+    ).toThrow(/index has 7 items but the identity table has 6 rows/);
+    writeSafetensors(path, tensorsOf(params, idConfig), {
+      format: "lever.selector/1",
+      architecture: "lever-plus.pointer-selector",
+      config: JSON.stringify(idConfig),
+      k: "null",
+      shots: "2",
+      provenance: JSON.stringify(provenance),
+      index: JSON.stringify({ dataset: "x", items: 6 }),
+    });
+    expect(() => loadCheckpoint(path)).toThrow(/field "__metadata__\.index\.hash"/);
+  });
+
+  it("refuses a checkpoint with identities on another index in one line, and accepts its own index", () => {
+    const ckpt = { config: idConfig, index };
+    expect(() => checkIndexFits(ckpt, index, "runs/sft-0001/best.safetensors")).not.toThrow();
+    const other = { dataset: "okvqa-train", items: 6, hash: "ff00" };
+    let message = "";
+    try {
+      checkIndexFits(ckpt, other, "runs/sft-0001/best.safetensors");
+    } catch (e) {
+      expect(e).toBeInstanceOf(LeverError);
+      message = (e as Error).message;
+    }
+    expect(message).toBe(
+      "checkpoint runs/sft-0001/best.safetensors learned identities of index okvqa-train (6 items, hash ab12); " +
+        "this run's index is okvqa-train (6 items, hash ff00) — use that index or train without identity",
+    );
+    expect(() => checkIndexFits(index, { ...index, dataset: "vqav2-train" }, "c.safetensors")).toThrow(
+      /learned identities of index okvqa-train .* this run's index is vqav2-train/,
+    );
+    expect(() => checkIndexFits({ config, index: undefined }, other, "plain.safetensors")).not.toThrow();
+  });
+});
+
+/** The __metadata__ of a safetensors file. */
+function readSafetensorsMeta(path: string): Record<string, string> {
+  const bytes = readFileSync(path);
+  const n = Number(bytes.readBigUInt64LE(0));
+  return JSON.parse(bytes.subarray(8, 8 + n).toString("utf8")).__metadata__;
+}
 
 describe("import of a PyTorch state dict", () => {
   const golden = JSON.parse(readFileSync(new URL("./golden/torch-golden.json", import.meta.url), "utf8"))[1];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type SelectorConfig, SelectorConfigSchema } from "../../src/selector/config.js";
+import { CANDIDATE_FEATURES, type SelectorConfig, SelectorConfigSchema } from "../../src/selector/config.js";
 import { beamDecode, greedyDecode, predict, sampleDecode } from "../../src/selector/decode.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
@@ -152,6 +152,51 @@ describe("selector decoding", () => {
       const ref = refForward(config, values, [...qs.subarray(q * config.d, (q + 1) * config.d)], cs, undefined, 2);
       expect(got[q].positions).toEqual(ref.chosen);
       expect(beamGot[q].logprob).toBeGreaterThanOrEqual(got[q].logprob - 1e-12);
+    }
+  });
+});
+
+describe("predict with candidate features and identity", () => {
+  it("slices features and items with each chunk: every query decodes as on its own (float64 reference)", () => {
+    const cfg = SelectorConfigSchema.parse({
+      ...{ d: 6, hidden: 4, layers: 1, shots: 2, heads: 2, temperature: 0.5 },
+      ...{ features: ["vote", "agreement"], identity: "embedding", indexItems: 9, poolAttention: 1 },
+    });
+    const vals = initParams(cfg, 6);
+    const rng = new Rng(12);
+    for (const v of vals.values()) for (let i = 0; i < v.length; i++) v[i] += 0.5 * rng.normal();
+    const m = new PointerSelector(cfg, vals, "float64");
+    const N = 12;
+    const Q = 7;
+    const K = 4;
+    const F = CANDIDATE_FEATURES.length;
+    const index = Float64Array.from({ length: N * cfg.d }, () => rng.normal());
+    const qs = Float64Array.from({ length: Q * cfg.d }, () => rng.normal());
+    const slots = new Int32Array(Q * K);
+    for (let q = 0; q < Q; q++) slots.set(rng.sampleWithoutReplacement(N, K), q * K);
+    // Per slot (not per index row): the same index row has other features in another query's pool.
+    const features = Float64Array.from({ length: Q * K * F }, () => 2 * rng.normal());
+    const items = Int32Array.from(slots, (r) => (r < 9 ? r : -1));
+    const input = { queries: qs, table: index, slots, K, features, items };
+    for (const [chunk, beam] of [
+      [3, 1],
+      [2, 3],
+    ]) {
+      const got = predict(m, input, { shots: 2, chunk, beam });
+      for (let q = 0; q < Q; q++) {
+        const rows = [...slots.subarray(q * K, (q + 1) * K)];
+        const cs = rows.map((r) => [...index.subarray(r * cfg.d, (r + 1) * cfg.d)]);
+        const extras = {
+          features: rows.map((_, k) => [...features.subarray((q * K + k) * F, (q * K + k + 1) * F)]),
+          items: [...items.subarray(q * K, (q + 1) * K)],
+        };
+        const query = [...qs.subarray(q * cfg.d, (q + 1) * cfg.d)];
+        if (beam === 1) {
+          const ref = refForward(cfg, vals, query, cs, undefined, 2, undefined, extras);
+          expect(got[q].positions).toEqual(ref.chosen);
+        }
+        expect(got[q].logprob).toBeCloseTo(refSequenceLogProb(cfg, vals, query, cs, got[q].positions, extras), 10);
+      }
     }
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type SelectorConfig, SelectorConfigSchema } from "../../src/selector/config.js";
+import { CANDIDATE_FEATURES, type SelectorConfig, SelectorConfigSchema } from "../../src/selector/config.js";
 import { PointerSelector, sequenceLogProbs, sftLoss } from "../../src/selector/model.js";
 import { initParams, type ParamValues } from "../../src/selector/params.js";
 import * as T from "../../src/tensor/ops.js";
@@ -21,10 +21,48 @@ const VARIANTS: Record<string, Partial<SelectorConfig>> = {
     prior: "cosine",
     heads: 2,
   },
+  // Ours (issue 17): candidate features, identity, pool attention, alone and combined.
+  "gate + features (vote, agreement)": { stateUpdate: "gate", features: ["vote", "agreement"] },
+  "v2 + features (agreement only) + identity, 2 heads": {
+    stateUpdate: "none",
+    features: ["agreement"],
+    identity: "embedding",
+    heads: 2,
+  },
+  "gate + identity": { stateUpdate: "gate", identity: "embedding" },
+  "gate + MMR + prior + 2 pool-attention layers, 2 heads": {
+    stateUpdate: "gate",
+    redundancy: "max",
+    prior: "cosine",
+    poolAttention: 2,
+    heads: 2,
+  },
+  "V4-3 + prior + features (agreement, vote) + identity + pool attention, 2 heads": {
+    stateUpdate: "gru",
+    stepEmbedding: true,
+    redundancy: "max",
+    prior: "cosine",
+    features: ["agreement", "vote"],
+    identity: "embedding",
+    poolAttention: 1,
+    heads: 2,
+  },
 };
 
+const ITEMS = 7;
+
 function makeConfig(over: Partial<SelectorConfig>): SelectorConfig {
-  return SelectorConfigSchema.parse({ d: 6, hidden: 4, layers: 2, shots: 3, dropout: 0, attnDropout: 0, ...over });
+  const indexItems = over.identity === "embedding" ? ITEMS : 0;
+  return SelectorConfigSchema.parse({
+    d: 6,
+    hidden: 4,
+    layers: 2,
+    shots: 3,
+    dropout: 0,
+    attnDropout: 0,
+    indexItems,
+    ...over,
+  });
 }
 
 /** initParams plus noise on everything, so biases, LayerNorm affine and λ are all exercised. */
@@ -39,6 +77,10 @@ function randomVec(rng: Rng, n: number): number[] {
   return Array.from({ length: n }, () => rng.normal());
 }
 
+/**
+ * Examples with random candidates, features (all columns) and identity items: items run over
+ * −1 … ITEMS + 1, so some candidates have no item and some an item outside the table.
+ */
 function makeExamples(config: SelectorConfig, seed: number, sizes: number[]): RefExample[] {
   const rng = new Rng(seed);
   return sizes.map((k, i) => {
@@ -48,26 +90,38 @@ function makeExamples(config: SelectorConfig, seed: number, sizes: number[]): Re
       cands: Array.from({ length: k }, () => randomVec(rng, config.d)),
       labels,
       weight: 0.5 + i,
+      extras: {
+        features: Array.from({ length: k }, () => randomVec(rng, CANDIDATE_FEATURES.length)),
+        items: Array.from({ length: k }, () => rng.int(ITEMS + 3) - 1),
+      },
     };
   });
 }
 
-/** Packs examples (one trajectory each) into a padded SelectorInput. */
+/**
+ * Packs examples (one trajectory each) into a padded SelectorInput. Padding slots get features 9 and
+ * item 0 (a real row), so a model that let padding leak into the pool would disagree with the reference.
+ */
 function pack(config: SelectorConfig, examples: RefExample[]) {
   const K = Math.max(...examples.map((e) => e.cands.length));
+  const F = CANDIDATE_FEATURES.length;
   const queries = new Float64Array(examples.flatMap((e) => e.query));
   const tableRows = examples.flatMap((e) => e.cands);
   const table = new Float64Array(tableRows.flat());
   const slots = new Int32Array(examples.length * K).fill(-1);
+  const features = new Float64Array(examples.length * K * F).fill(9);
+  const items = new Int32Array(examples.length * K).fill(0);
   let row = 0;
   examples.forEach((e, b) => {
     e.cands.forEach((_, k) => {
       slots[b * K + k] = row++;
+      if (e.extras?.features) features.set(e.extras.features[k], (b * K + k) * F);
+      if (e.extras?.items) items[b * K + k] = e.extras.items[k];
     });
   });
   const labels = new Int32Array(examples.flatMap((e) => e.labels));
   const weights = new Float64Array(examples.map((e) => e.weight));
-  return { input: { queries, table, slots, K }, labels, weights, K, d: config.d };
+  return { input: { queries, table, slots, K, features, items }, labels, weights, K, d: config.d };
 }
 
 describe.each(Object.entries(VARIANTS))("pointer selector parity with the float64 reference: %s", (_name, over) => {
@@ -80,7 +134,7 @@ describe.each(Object.entries(VARIANTS))("pointer selector parity with the float6
   it("gives the reference's teacher-forced log-probabilities at every step (padded batch)", () => {
     const tf = noGrad(() => model.teacherForce(model.encode(packed.input), 1, packed.labels, config.shots));
     examples.forEach((ex, b) => {
-      const ref = refForward(config, values, ex.query, ex.cands, ex.labels);
+      const ref = refForward(config, values, ex.query, ex.cands, ex.labels, undefined, undefined, ex.extras);
       for (let t = 0; t < config.shots; t++) {
         const lp = T.logSoftmax(tf.scores[t], tf.masks[t]);
         for (let k = 0; k < ex.cands.length; k++) {
@@ -100,7 +154,7 @@ describe.each(Object.entries(VARIANTS))("pointer selector parity with the float6
       return { seq: sequenceLogProbs(tf, packed.labels), loss: sftLoss(tf, packed.labels, packed.weights, 0.1) };
     });
     examples.forEach((ex, b) => {
-      expect(seq.data[b]).toBeCloseTo(refSequenceLogProb(config, values, ex.query, ex.cands, ex.labels), 10);
+      expect(seq.data[b]).toBeCloseTo(refSequenceLogProb(config, values, ex.query, ex.cands, ex.labels, ex.extras), 10);
     });
     expect(loss.item()).toBeCloseTo(refSftLoss(config, values, examples, 0.1), 10);
   });
@@ -160,7 +214,14 @@ describe("pointer selector behaviour", () => {
     const tf = noGrad(() => sequenceLogProbs(model.teacherForce(model.encode(packed.input), G, labels, 3), labels));
     for (let r = 0; r < 2 * G; r++) {
       const ex = examples[Math.floor(r / G)];
-      const want = refSequenceLogProb(config, values, ex.query, ex.cands, [...labels.subarray(r * 3, r * 3 + 3)]);
+      const want = refSequenceLogProb(
+        config,
+        values,
+        ex.query,
+        ex.cands,
+        [...labels.subarray(r * 3, r * 3 + 3)],
+        ex.extras,
+      );
       expect(tf.data[r]).toBeCloseTo(want, 10);
     }
   });

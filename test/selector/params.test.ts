@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
-import { initParams, parameterCount, paramSpecs } from "../../src/selector/params.js";
+import { initParams, PARAM_GROUPS, parameterCount, paramSpecs } from "../../src/selector/params.js";
 
 const cfg = (over: Record<string, unknown>) => SelectorConfigSchema.parse({ d: 512, hidden: 256, layers: 1, ...over });
 
@@ -83,6 +83,57 @@ describe("pointer selector parameters", () => {
     // Adding the GRU does not shift the other tensors' draws.
     const g = initParams(cfg({ d: 64, hidden: 32, stateUpdate: "gru" }), 1);
     expect(g.get("cross_attn_layers.0.in_proj_weight")).toEqual(a.get("cross_attn_layers.0.in_proj_weight"));
+  });
+
+  it("add the candidate-option tensors after the Lever-Plus ones, each in a listed group, starting at zero", () => {
+    const c = cfg({
+      ...{ d: 16, hidden: 8, heads: 2, shots: 3 },
+      ...{ features: ["vote", "agreement"], identity: "embedding", indexItems: 5, poolAttention: 2 },
+    });
+    const specs = paramSpecs(c);
+    const plainNames = paramSpecs(cfg({ d: 16, hidden: 8, heads: 2, shots: 3 })).map((s) => s.name);
+    expect(specs.slice(0, plainNames.length).map((s) => s.name)).toEqual(plainNames);
+    const extra = Object.fromEntries(specs.slice(plainNames.length).map((s) => [s.name, [s.group, s.shape]]));
+    expect(extra).toEqual({
+      feature_weight: ["features", [3, 2]],
+      "feature_proj.weight": ["feature_proj", [8, 2]],
+      "item_emb.weight": ["identity", [5, 8]],
+      item_bias: ["identity_bias", [5]],
+      "pool_attn_layers.0.in_proj_weight": ["pool_attn", [24, 8]],
+      "pool_attn_layers.0.in_proj_bias": ["pool_attn", [24]],
+      "pool_attn_layers.0.out_proj.weight": ["pool_attn", [8, 8]],
+      "pool_attn_layers.0.out_proj.bias": ["pool_attn", [8]],
+      "pool_attn_layers.1.in_proj_weight": ["pool_attn", [24, 8]],
+      "pool_attn_layers.1.in_proj_bias": ["pool_attn", [24]],
+      "pool_attn_layers.1.out_proj.weight": ["pool_attn", [8, 8]],
+      "pool_attn_layers.1.out_proj.bias": ["pool_attn", [8]],
+      "pool_norms.0.weight": ["pool_norm", [8]],
+      "pool_norms.0.bias": ["pool_norm", [8]],
+      "pool_norms.1.weight": ["pool_norm", [8]],
+      "pool_norms.1.bias": ["pool_norm", [8]],
+    });
+    for (const s of specs) expect(PARAM_GROUPS).toContain(s.group);
+    const used = new Set([
+      ...specs.map((s) => s.group),
+      ...paramSpecs(cfg({ stateUpdate: "gru", stepEmbedding: true, redundancy: "max", prior: "cosine", d: 16 })).map(
+        (s) => s.group,
+      ),
+      "gate",
+    ]);
+    expect([...PARAM_GROUPS].sort()).toEqual([...used].sort());
+    const p = initParams(c, 3);
+    const maxAbs = (a: Float64Array) => a.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    for (const name of ["feature_weight", "feature_proj.weight", "item_emb.weight", "item_bias"])
+      expect(maxAbs(p.get(name)!)).toBe(0);
+    for (const l of [0, 1]) {
+      const w = p.get(`pool_attn_layers.${l}.in_proj_weight`)!;
+      expect(maxAbs(w)).toBeLessThanOrEqual(Math.sqrt(6 / (8 + 24)));
+      expect(maxAbs(w)).toBeGreaterThan(0.5 * Math.sqrt(6 / (8 + 24)));
+      for (const z of ["in_proj_bias", "out_proj.weight", "out_proj.bias"])
+        expect(maxAbs(p.get(`pool_attn_layers.${l}.${z}`)!)).toBe(0);
+      expect([...p.get(`pool_norms.${l}.weight`)!].every((v) => v === 1)).toBe(true);
+      expect(maxAbs(p.get(`pool_norms.${l}.bias`)!)).toBe(0);
+    }
   });
 
   it("reject a hidden width not divisible by the head count", () => {

@@ -14,8 +14,13 @@
  *   n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
  * - Already chosen positions are excluded (the reference fills −100; we use −∞ and compare
  *   probabilities, which agree to e^−100).
+ * Ours (issue 17, docs/selector.md "Candidate features, identity, pool attention"), written from the
+ * formulas there: r_k = W_in c_k + W_f f_k + E[item_k] (item outside [0, N) → nothing), then per pool
+ * layer r_k ← r_k + MHA(LN(r_k); LN(r_1..K)) with the same literal MultiheadAttention as above (the
+ * reference pool has no padding: only real candidates exist), and the score adds u_t·f_k +
+ * item_bias[item_k] inside the /τ, u_t = row min(t, shots − 1) of feature_weight.
  */
-import type { SelectorConfig } from "../../src/selector/config.js";
+import { CANDIDATE_FEATURES, type SelectorConfig } from "../../src/selector/config.js";
 
 export type Params = Map<string, Float64Array>;
 
@@ -74,15 +79,15 @@ function drop(values: number[], p: number, d: RefDropout): number[] {
   return values.map((v) => (d.rng.nextUint32() >= threshold ? v / (1 - p) : 0));
 }
 
+/** nn.MultiheadAttention with parameters under `p` (e.g. "cross_attn_layers.0."): one query x over `cands`. */
 function multiheadAttention(
   params: Params,
-  layer: number,
+  p: string,
   heads: number,
   x: number[],
   cands: number[][],
   dropout?: RefDropout,
 ): number[] {
-  const p = `cross_attn_layers.${layer}.`;
   const W = get(params, `${p}in_proj_weight`);
   const bias = get(params, `${p}in_proj_bias`);
   const H = x.length;
@@ -125,6 +130,75 @@ function gruCell(params: Params, x: number[], h: number[]): number[] {
   return out;
 }
 
+/** Per real candidate: all CANDIDATE_FEATURES columns, and its identity item (−1 = none). */
+export interface RefCandidateData {
+  features?: number[][];
+  items?: number[];
+}
+
+/** The config's feature columns of candidate k. */
+function featuresOf(config: SelectorConfig, extras: RefCandidateData | undefined, k: number): number[] {
+  if (config.features.length === 0) return [];
+  const row = extras?.features?.[k];
+  if (!row) throw new Error(`reference: no features for candidate ${k}`);
+  return config.features.map((f) => row[CANDIDATE_FEATURES.indexOf(f)]);
+}
+
+/** Candidate k's identity item, or −1 when it has none in the table. */
+function itemOf(config: SelectorConfig, extras: RefCandidateData | undefined, k: number): number {
+  if (config.identity !== "embedding") return -1;
+  const item = extras?.items?.[k];
+  if (item === undefined) throw new Error(`reference: no item for candidate ${k}`);
+  return item >= 0 && item < config.indexItems ? item : -1;
+}
+
+/** r_k = W_in c_k + W_f f_k + E[item_k], then the pre-norm pool self-attention layers. */
+function enrich(config: SelectorConfig, params: Params, cr: number[][], extras?: RefCandidateData): number[][] {
+  const H = config.hidden;
+  const F = config.features.length;
+  let r = cr.map((c, k) => {
+    const out = c.slice();
+    const f = featuresOf(config, extras, k);
+    if (F > 0) {
+      const Wf = get(params, "feature_proj.weight");
+      for (let o = 0; o < H; o++) for (let j = 0; j < F; j++) out[o] += Wf[o * F + j] * f[j];
+    }
+    const item = itemOf(config, extras, k);
+    if (item >= 0) {
+      const E = get(params, "item_emb.weight");
+      for (let o = 0; o < H; o++) out[o] += E[item * H + o];
+    }
+    return out;
+  });
+  for (let l = 0; l < config.poolAttention; l++) {
+    const z = r.map((v) => layerNorm(v, get(params, `pool_norms.${l}.weight`), get(params, `pool_norms.${l}.bias`)));
+    const mixed = z.map((zi) => multiheadAttention(params, `pool_attn_layers.${l}.`, config.heads, zi, z));
+    r = r.map((v, i) => v.map((x, o) => x + mixed[i][o]));
+  }
+  return r;
+}
+
+/** u_t·f_k + item_bias[item_k] (before /τ). */
+function candidateExtra(
+  config: SelectorConfig,
+  params: Params,
+  extras: RefCandidateData | undefined,
+  k: number,
+  t: number,
+) {
+  let s = 0;
+  const F = config.features.length;
+  if (F > 0) {
+    const u = get(params, "feature_weight");
+    const row = Math.min(t, config.shots - 1);
+    const f = featuresOf(config, extras, k);
+    for (let j = 0; j < F; j++) s += u[row * F + j] * f[j];
+  }
+  const item = itemOf(config, extras, k);
+  if (item >= 0) s += get(params, "item_bias")[item];
+  return s;
+}
+
 export interface RefResult {
   /** [S][K] logits; chosen positions are -Infinity. */
   logits: number[][];
@@ -143,14 +217,15 @@ export function refForward(
   labels?: number[],
   steps?: number,
   dropout?: RefDropout,
+  extras?: RefCandidateData,
 ): RefResult {
   const project = (v: number[]) =>
     config.d === config.hidden ? v.slice() : linear(get(params, "input_proj.weight"), v);
   const qr = project(query);
-  const cr = cands.map(project);
+  const cr = enrich(config, params, cands.map(project), extras);
   let x = qr;
   for (let l = 0; l < config.layers; l++) {
-    const attn = multiheadAttention(params, l, config.heads, x, cr, dropout);
+    const attn = multiheadAttention(params, `cross_attn_layers.${l}.`, config.heads, x, cr, dropout);
     x = layerNorm(
       attn.map((a, i) => a + x[i]),
       get(params, `attn_norms.${l}.weight`),
@@ -176,7 +251,9 @@ export function refForward(
     const qHat = normalize(query);
     const prior = (k: number) =>
       config.prior === "cosine" ? get(params, "prior_weight")[0] * dot(qHat, normalize(cands[k])) : 0;
-    const row = cHat.map((c, k) => (dot(hs, c) + prior(k)) / config.temperature);
+    const row = cHat.map(
+      (c, k) => (dot(hs, c) + prior(k) + candidateExtra(config, params, extras, k, t)) / config.temperature,
+    );
     if (config.redundancy === "max" && t > 0) {
       const w = softplus(get(params, "div_lambda")[t]);
       for (let k = 0; k < row.length; k++) {
@@ -215,8 +292,9 @@ export function refSequenceLogProb(
   query: number[],
   cands: number[][],
   labels: number[],
+  extras?: RefCandidateData,
 ): number {
-  const r = refForward(config, params, query, cands, labels);
+  const r = refForward(config, params, query, cands, labels, undefined, undefined, extras);
   return labels.reduce((s, a, t) => s + r.logProbs[t][a], 0);
 }
 
@@ -225,6 +303,8 @@ export interface RefExample {
   cands: number[][];
   labels: number[];
   weight: number;
+  /** Per-candidate features / identity items (only for configs that read them). */
+  extras?: RefCandidateData;
 }
 
 /**
@@ -236,7 +316,7 @@ export function refSftLoss(config: SelectorConfig, params: Params, examples: Ref
   let num = 0;
   let den = 0;
   for (const ex of examples) {
-    const r = refForward(config, params, ex.query, ex.cands, ex.labels);
+    const r = refForward(config, params, ex.query, ex.cands, ex.labels, undefined, undefined, ex.extras);
     let ce = 0;
     ex.labels.forEach((a, t) => {
       const lp = r.logProbs[t];

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import {
+  CANDIDATE_FEATURES,
+  ModelOptionsSchema,
+  mixesCandidates,
+  readsCandidateData,
+  SelectorConfigSchema,
+  variantName,
+} from "../../src/selector/config.js";
+
+const cfg = (over: Record<string, unknown>) => SelectorConfigSchema.parse({ d: 8, hidden: 4, ...over });
+
+describe("selector config: candidate options", () => {
+  it("default to off, so an existing config parses to the model it always was", () => {
+    const c = cfg({});
+    expect(c).toMatchObject({ features: [], identity: "none", indexItems: 0, poolAttention: 0 });
+    expect(readsCandidateData(c)).toBe(false);
+    expect(mixesCandidates(c)).toBe(false);
+    expect(variantName(c)).toBe("v4-1");
+  });
+
+  it("name the variant with a suffix per option", () => {
+    expect(variantName(cfg({ features: ["vote", "agreement"] }))).toBe("v4-1+feat(vote,agreement)");
+    expect(variantName(cfg({ identity: "embedding", indexItems: 3, prior: "cosine" }))).toBe("v4-1+prior+id");
+    expect(variantName(cfg({ stateUpdate: "gru", redundancy: "max", features: ["agreement"], poolAttention: 2 }))).toBe(
+      "v4-3+feat(agreement)+pool2",
+    );
+    expect(readsCandidateData(cfg({ features: ["vote"] }))).toBe(true);
+    expect(readsCandidateData(cfg({ identity: "embedding", indexItems: 3 }))).toBe(true);
+    expect(mixesCandidates(cfg({ poolAttention: 1 }))).toBe(true);
+    expect(CANDIDATE_FEATURES).toEqual(["vote", "agreement"]);
+  });
+
+  it("refuse repeated features, unknown features, identity without index items and too many pool layers", () => {
+    expect(() => cfg({ features: ["vote", "vote"] })).toThrow(/features must be distinct/);
+    expect(() => cfg({ features: ["answer"] })).toThrow();
+    expect(() => cfg({ identity: "embedding" })).toThrow(/needs indexItems > 0 .*set it from the data/);
+    expect(() => cfg({ poolAttention: 5 })).toThrow();
+  });
+
+  it("leave indexItems to the data: the training options have no such field", () => {
+    expect(ModelOptionsSchema.parse({ identity: "embedding", features: ["agreement"] })).toMatchObject({
+      identity: "embedding",
+      features: ["agreement"],
+    });
+    expect(() => ModelOptionsSchema.parse({ indexItems: 5 })).toThrow(/indexItems/);
+    expect(() => ModelOptionsSchema.parse({ features: ["vote", "vote"] })).toThrow(/distinct/);
+  });
+});
