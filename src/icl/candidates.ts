@@ -18,7 +18,7 @@ import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { type AnswerSupport, answerSupport, poolVote, voteWeight } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES } from "../selector/config.js";
-import type { CandidateData, IndexIdentity } from "../selector/inputs.js";
+import type { CandidateSource, IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 
@@ -28,7 +28,7 @@ export function indexIdentity(dataset: string, items: readonly VqaItem[]): Index
 }
 
 /** Candidate data for the rows of an index embedding matrix, from the index dataset's items. */
-export function candidateData(dataset: string, index: EmbeddingMatrix, items: readonly VqaItem[]): CandidateData {
+export function candidateData(dataset: string, index: EmbeddingMatrix, items: readonly VqaItem[]): CandidateSource {
   const position = new Map(items.map((item, i) => [item.questionId, i]));
   const identity = Int32Array.from(index.ids, (id) => position.get(id) ?? -1);
   const supports: (AnswerSupport | undefined)[] = new Array(index.ids.length);

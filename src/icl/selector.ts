@@ -12,7 +12,7 @@ import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { type Checkpoint, checkIndexFits, loadCheckpoint } from "../selector/checkpoint.js";
 import { readsCandidateData } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
-import { type CandidateData, selectorInputOf, selectorSources } from "../selector/inputs.js";
+import { type CandidateSource, selectorInputOf, selectorSources } from "../selector/inputs.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -160,7 +160,7 @@ function candidatesFor(
   indexMatrix: EmbeddingMatrix,
   embeddings: SelectorEmbeddings,
   path: string,
-): CandidateData {
+): CandidateSource {
   if (embeddings.indexItems === undefined)
     throw new LeverError(
       "this selector reads its candidates' answers or identities, which need the index dataset's annotations; use it where a workspace dataset is the index (lever eval, lever datagen rollouts)",

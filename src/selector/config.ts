@@ -119,8 +119,23 @@ export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidde
   .refine(distinctFeatures, featuresMessage)
   .refine(identityHasItems, identityMessage);
 
-/** The model settings a training run chooses: everything but d, shots and indexItems, which come from the data. */
+/**
+ * The model settings a training run chooses: everything but d, shots and indexItems, which come from the
+ * data. Its defaults differ from the selector's own in two fields, by measurement (docs/training.md, "What
+ * to expect"): a new run gets the cosine prior and the answer features; `{ prior: none, features: [] }`
+ * builds the plain Lever-Plus pointer selector.
+ */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
+  .extend({
+    prior: SelectorFieldsSchema.shape.prior
+      .unwrap()
+      .default("cosine")
+      .describe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`),
+    features: SelectorFieldsSchema.shape.features
+      .unwrap()
+      .default(["vote", "agreement"])
+      .describe(`${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`),
+  })
   .refine(headsDivideHidden, headsMessage)
   .refine(distinctFeatures, featuresMessage);
 

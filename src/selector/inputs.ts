@@ -13,7 +13,7 @@
  *
  * What the selector may see about a candidate beyond its embedding — its answer features and its
  * identity (docs/selector.md, "Candidate features, identity, pool attention") — comes from the
- * optional `CandidateData` of the sources (built from the index dataset by src/icl/candidates.ts):
+ * optional `CandidateSource` of the sources (built from the index dataset by src/icl/candidates.ts):
  * `resolvePool` computes each pool's features once, from the candidates' cosines to the query, and
  * `selectorInput` packs them with the identity rows. Only the candidates' (index items') data is
  * read, never the query's own annotations. A new per-candidate feature is added in
@@ -43,7 +43,7 @@ export interface SelectorSources {
   /** Embeddings of the index dataset (the candidates). */
   index: EmbeddingTable;
   /** The index items' answers and identities, when the selector reads them. */
-  candidates?: CandidateData;
+  candidates?: CandidateSource;
 }
 
 /** The index dataset an identity table was built from: its name, item count and a hash of its ids. */
@@ -54,7 +54,7 @@ export interface IndexIdentity {
 }
 
 /** What the selector can be shown about index items besides their embeddings (src/icl/candidates.ts). */
-export interface CandidateData {
+export interface CandidateSource {
   /** Features [K·FEATURE_COUNT] of a pool's candidates (index-table rows) given their cosines to the query. */
   features(candRows: Int32Array, cosines: Float64Array, at: { queryId: string }): Float32Array;
   /** Identity-table row of each index-table row (−1: none). */
@@ -93,7 +93,7 @@ export function embeddingTable(matrix: EmbeddingMatrix): EmbeddingTable {
 export function selectorSources(
   query: EmbeddingMatrix,
   index: EmbeddingMatrix,
-  candidates?: CandidateData,
+  candidates?: CandidateSource,
 ): SelectorSources {
   if (query.dim !== index.dim) throw new LeverError(`query embeddings have dim ${query.dim}, candidates ${index.dim}`);
   const indexTable = embeddingTable(index);
@@ -191,7 +191,7 @@ export function selectorInput(
 function packCandidateData(
   input: SelectorInput,
   pools: readonly ResolvedPool[],
-  candidates: CandidateData,
+  candidates: CandidateSource,
   dtype: DType,
 ): void {
   const { K } = input;
