@@ -6,13 +6,16 @@
  * and kept in `health.json` beside the checkpoints, and the checkpoints registered as the stage's
  * artefacts when it completes. A throw marks the stage and the run failed. A run whose stage is done
  * is not trained again: its result is handed back. The training itself is the caller's `train`
- * function (src/train/run.ts).
+ * function (src/train/run.ts). Every metric row is also written to the run's TensorBoard event file
+ * (src/store/tensorboard.ts, `<workspace>/tensorboard/<run id>/`).
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
+import { EventFileWriter, tensorboardDirOf } from "../store/tensorboard.js";
+import type { MetricRow } from "../store/types.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
@@ -76,49 +79,57 @@ export async function executeStage<R extends TrainingRunResult>(
       opts.progress === null
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
-    const result = await run.produce(async () => {
-      const result = await train(checkpointDir, {
-        onStep: (info) => {
-          run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
-          ws.logMetrics(
-            Object.entries(info.metrics).map(([name, value]) => ({
-              runId,
-              stage,
-              step: info.step,
-              epoch: info.epoch,
-              name,
-              value,
-            })),
-          );
-          progress?.step(info);
-        },
-        onEpoch: (info) => {
-          const found = opts.health?.(info.epoch, info.metrics) ?? [];
-          const earlier = warnings.filter((w) => w.epoch < info.epoch);
-          warnings.splice(0, warnings.length, ...earlier, ...found);
-          ws.logMetrics([
-            ...Object.entries(info.metrics).map(([name, value]) => ({
-              runId,
-              stage,
-              epoch: info.epoch,
-              name: `epoch.${name}`,
-              value,
-            })),
-            ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
-          ]);
-          if (opts.health !== undefined) writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
-          run.progress(info.epoch + 1, opts.epochs);
-          progress?.epoch(info);
-          for (const w of found) progress?.warn(describeHealthWarning(w));
-        },
-      });
-      const files = [
-        ...result.checkpoints,
-        ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
-        ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
-      ];
-      return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
-    });
+    const tensorboard = new EventFileWriter(tensorboardDirOf(ws.dir, runId));
+    const logMetrics = (rows: MetricRow[]) => {
+      ws.logMetrics(rows);
+      tensorboard.logMetrics(rows);
+    };
+    const result = await run
+      .produce(async () => {
+        const result = await train(checkpointDir, {
+          onStep: (info) => {
+            run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
+            logMetrics(
+              Object.entries(info.metrics).map(([name, value]) => ({
+                runId,
+                stage,
+                step: info.step,
+                epoch: info.epoch,
+                name,
+                value,
+              })),
+            );
+            progress?.step(info);
+          },
+          onEpoch: (info) => {
+            const found = opts.health?.(info.epoch, info.metrics) ?? [];
+            const earlier = warnings.filter((w) => w.epoch < info.epoch);
+            warnings.splice(0, warnings.length, ...earlier, ...found);
+            logMetrics([
+              ...Object.entries(info.metrics).map(([name, value]) => ({
+                runId,
+                stage,
+                epoch: info.epoch,
+                name: `epoch.${name}`,
+                value,
+              })),
+              ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
+            ]);
+            if (opts.health !== undefined)
+              writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
+            run.progress(info.epoch + 1, opts.epochs);
+            progress?.epoch(info);
+            for (const w of found) progress?.warn(describeHealthWarning(w));
+          },
+        });
+        const files = [
+          ...result.checkpoints,
+          ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
+          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
+        ];
+        return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
+      })
+      .finally(() => tensorboard.close());
     return { runId, checkpointDir, result, warnings };
   } finally {
     run.release();

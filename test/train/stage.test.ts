@@ -1,12 +1,14 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { HEALTH_FILE, HealthFileSchema } from "../../src/data/health-file.js";
+import { tensorboardDirOf } from "../../src/store/tensorboard.js";
 import { Workspace } from "../../src/store/workspace.js";
 import type { HealthWarning } from "../../src/train/health.js";
 import type { TrainingRunResult } from "../../src/train/run.js";
 import { checkpointDirOf, executeStage, type StageHooks } from "../../src/train/stage.js";
+import { readEvents } from "../helpers/tfevents-reader.js";
 
 /** One warning per epoch; a "training" that reports `epochs` and then crashes or returns. */
 const health = (epoch: number): HealthWarning[] => [
@@ -56,6 +58,46 @@ describe("executeStage", () => {
       const done = await executeStage(ws, opts, fakeTraining([1, 2], false));
       expect(notes.some((n) => n.includes(HEALTH_FILE) && n.includes("unreadable"))).toBe(true);
       expect(done.warnings.map((w) => w.epoch)).toEqual([1, 2]);
+    } finally {
+      ws.close();
+    }
+  });
+});
+
+describe("executeStage's TensorBoard events", () => {
+  it("writes every step's and epoch's metric to <workspace>/tensorboard/<run>/ as it logs them", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+      const train = async (_dir: string, hooks: StageHooks): Promise<TrainingRunResult> => {
+        for (const step of [0, 1])
+          hooks.onStep({
+            epoch: 0,
+            step,
+            totalSteps: 2,
+            batch: step,
+            batches: 2,
+            metrics: { loss: 2 - step, lr: 0.5 },
+          });
+        hooks.onEpoch({ epoch: 0, metrics: { valLoss: 0.75 }, improved: true, bestEpoch: 0, checkpoint: null });
+        return { checkpoints: [], bestCheckpoint: null, epochsRun: 1 } as unknown as TrainingRunResult;
+      };
+      await executeStage(ws, { stage: "sft", runId, epochs: 1, inputs: [], progress: null }, train);
+      const dir = tensorboardDirOf(ws.dir, runId);
+      const files = readdirSync(dir);
+      expect(files).toHaveLength(1);
+      const scalars = readEvents(readFileSync(join(dir, files[0]))).flatMap((e) =>
+        e.scalars.map((s) => [s.tag, e.step, s.value]),
+      );
+      expect(scalars).toEqual([
+        ["sft/loss", 0, 2],
+        ["sft/lr", 0, 0.5],
+        ["sft/loss", 1, 1],
+        ["sft/lr", 1, 0.5],
+        ["sft/epoch.valLoss", 0, 0.75],
+      ]);
+      // The same rows as the workspace's metrics table.
+      expect(ws.getMetrics(runId).map((m) => [`${m.stage}/${m.name}`, m.step ?? m.epoch, m.value])).toEqual(scalars);
     } finally {
       ws.close();
     }
