@@ -16,6 +16,7 @@ import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { type RunStats, runEvaluation } from "./runner.js";
 import { prepareEvaluation } from "./setup.js";
 import { summarizeEvaluation } from "./summary.js";
+import { writeEvaluationEvents } from "./tensorboard.js";
 
 export interface EvaluateResult {
   runId: string;
@@ -106,6 +107,7 @@ export async function evaluate(
       12,
     );
     artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
+    writeEvaluationEvents(ws.dir, runId, summary);
     stageRun.complete([artifact]);
   }
   return {
