@@ -212,7 +212,7 @@ describe("lever report", () => {
     expect(result.path).toBe(join(wsDir, "reports", `${evalJson.runId}.html`));
     expect(existsSync(result.path)).toBe(true);
     expect(result.bytes).toBe(readFileSync(result.path).length);
-    expect(result.model.format).toBe("lever.report/1");
+    expect(result.model.format).toBe("lever.report/2");
     expect(result.model.comparison.baseline).toBe(`${evalJson.runId}/random`);
   });
 
