@@ -97,8 +97,9 @@ describe("the HTML report in headless Chromium", () => {
       );
       expect(await page.locator("#headline tbody tr").count()).toBe(2);
       // A significantly worse Δ is drawn red, a better one green, a non-significant one grey.
-      const colours = await page.evaluate(() => {
-        const colour = (className: string) => {
+      // (A string, evaluated in the page: the test's types have no DOM library.)
+      const colours = await page.evaluate(`(() => {
+        const colour = (className) => {
           const div = document.createElement("div");
           div.className = className;
           document.body.append(div);
@@ -107,7 +108,7 @@ describe("the HTML report in headless Chromium", () => {
           return c;
         };
         return { worse: colour("sig worse"), better: colour("sig better"), ns: colour("ns") };
-      });
+      })()`);
       expect(colours).toEqual({ worse: "rgb(179, 38, 30)", better: "rgb(10, 107, 45)", ns: "rgb(119, 119, 119)" });
       for (const chart of charts) {
         expect(chart.width).toBeGreaterThan(100);
