@@ -68,6 +68,11 @@ export async function executeStage<R extends TrainingRunResult>(
 ): Promise<StageResult<R>> {
   const { runId, stage } = opts;
   const run = holdStageRun(ws, runId, stage, "epochs", opts.note);
+  const tensorboard = new EventFileWriter(tensorboardDirOf(ws.dir, runId)); // opens its file on the first write
+  const logMetrics = (rows: MetricRow[]) => {
+    ws.logMetrics(rows);
+    tensorboard.logMetrics(rows);
+  };
   try {
     ws.recordRunInputs(runId, opts.inputs);
     const checkpointDir = checkpointDirOf(ws, runId, stage);
@@ -79,59 +84,52 @@ export async function executeStage<R extends TrainingRunResult>(
       opts.progress === null
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
-    const tensorboard = new EventFileWriter(tensorboardDirOf(ws.dir, runId));
-    const logMetrics = (rows: MetricRow[]) => {
-      ws.logMetrics(rows);
-      tensorboard.logMetrics(rows);
-    };
-    const result = await run
-      .produce(async () => {
-        const result = await train(checkpointDir, {
-          onStep: (info) => {
-            run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
-            logMetrics(
-              Object.entries(info.metrics).map(([name, value]) => ({
-                runId,
-                stage,
-                step: info.step,
-                epoch: info.epoch,
-                name,
-                value,
-              })),
-            );
-            progress?.step(info);
-          },
-          onEpoch: (info) => {
-            const found = opts.health?.(info.epoch, info.metrics) ?? [];
-            const earlier = warnings.filter((w) => w.epoch < info.epoch);
-            warnings.splice(0, warnings.length, ...earlier, ...found);
-            logMetrics([
-              ...Object.entries(info.metrics).map(([name, value]) => ({
-                runId,
-                stage,
-                epoch: info.epoch,
-                name: `epoch.${name}`,
-                value,
-              })),
-              ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
-            ]);
-            if (opts.health !== undefined)
-              writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
-            run.progress(info.epoch + 1, opts.epochs);
-            progress?.epoch(info);
-            for (const w of found) progress?.warn(describeHealthWarning(w));
-          },
-        });
-        const files = [
-          ...result.checkpoints,
-          ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
-          ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
-        ];
-        return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
-      })
-      .finally(() => tensorboard.close());
+    const result = await run.produce(async () => {
+      const result = await train(checkpointDir, {
+        onStep: (info) => {
+          run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
+          logMetrics(
+            Object.entries(info.metrics).map(([name, value]) => ({
+              runId,
+              stage,
+              step: info.step,
+              epoch: info.epoch,
+              name,
+              value,
+            })),
+          );
+          progress?.step(info);
+        },
+        onEpoch: (info) => {
+          const found = opts.health?.(info.epoch, info.metrics) ?? [];
+          const earlier = warnings.filter((w) => w.epoch < info.epoch);
+          warnings.splice(0, warnings.length, ...earlier, ...found);
+          logMetrics([
+            ...Object.entries(info.metrics).map(([name, value]) => ({
+              runId,
+              stage,
+              epoch: info.epoch,
+              name: `epoch.${name}`,
+              value,
+            })),
+            ...found.map((w) => ({ runId, stage, epoch: info.epoch, name: `health.${w.code}`, value: 1 })),
+          ]);
+          if (opts.health !== undefined) writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
+          run.progress(info.epoch + 1, opts.epochs);
+          progress?.epoch(info);
+          for (const w of found) progress?.warn(describeHealthWarning(w));
+        },
+      });
+      const files = [
+        ...result.checkpoints,
+        ...(result.bestCheckpoint ? [result.bestCheckpoint] : []),
+        ...(opts.health !== undefined && result.epochsRun > 0 ? [join(checkpointDir, HEALTH_FILE)] : []),
+      ];
+      return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
+    });
     return { runId, checkpointDir, result, warnings };
   } finally {
+    tensorboard.close();
     run.release();
   }
 }
