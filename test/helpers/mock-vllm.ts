@@ -192,8 +192,8 @@ export interface MockVllmOptions {
   imageTokens?: number;
   latencyMs?: number;
   decodedStyle?: "text" | "byte-level";
-  /** Generated text for a generate request (before max_tokens truncation). */
-  answer?: (messages: Message[]) => string;
+  /** Generated text for a generate request (before max_tokens truncation); null = `content: null`. */
+  answer?: (messages: Message[]) => string | null;
   /** Directory `file://` images may come from (vLLM --allowed-local-media-path); null = refuse file URLs. */
   allowedLocalMediaPath?: string | null;
   /** Keep request bodies in `log` (disable for benchmarks). */
@@ -421,7 +421,8 @@ export class MockVllm {
     const rendered = renderChat(messages, addGenerationPrompt, continueFinal, this.checkImage);
     const { ids, answerFrom } = this.promptTokens(rendered, wrongSpan);
     const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : 16;
-    const generated = encode(this.options.answer?.(messages) ?? defaultAnswer(messages)).ids.slice(0, maxTokens);
+    const answer = this.options.answer === undefined ? defaultAnswer(messages) : this.options.answer(messages);
+    const generated = encode(answer ?? "").ids.slice(0, maxTokens);
     const k = typeof body.prompt_logprobs === "number" && this.options.promptLogprobs ? body.prompt_logprobs : null;
     let promptLogprobs: (Record<string, unknown> | null)[] | null = null;
     if (k !== null) {
@@ -445,7 +446,7 @@ export class MockVllm {
           message: {
             role: "assistant",
             reasoning_content: null,
-            content: generated.map(decodeToken).join(""),
+            content: answer === null ? null : generated.map(decodeToken).join(""),
             tool_calls: [],
           },
           logprobs: null,
