@@ -228,6 +228,33 @@ describe("scoreAnswer", () => {
     }
   });
 
+  it("scores answers whose first token carries the space before them, with BPE and SentencePiece tokenizers", async () => {
+    const servers = [
+      { template: "vicuna", decodedStyle: "text", first: " no" },
+      { template: "vicuna", decodedStyle: "byte-level", first: "\u0120no" },
+      { template: "vicuna", decodedStyle: "sentencepiece", first: "\u2581no" },
+      { template: "qwen", decodedStyle: "sentencepiece", first: "no" },
+    ] as const;
+    for (const { template, decodedStyle, first } of servers) {
+      const m = await startMock({ template, decodedStyle });
+      for (const answerSpan of ["tokenize", "decoded"] as const) {
+        const vlm = client({ answerSpan }, [m.url]);
+        for (const answer of ["no", "tennis racket"]) {
+          const [result] = await vlm.scoreAnswer([{ prompt: prompt(2), answer }]);
+          const truth = m.truth.get(answer)!;
+          const sum = truth.answerLogprobs.reduce((a, b) => a + b, 0);
+          expect(result, `${template}/${decodedStyle}/${answerSpan}/${answer}`).toEqual({
+            logprobSum: expect.closeTo(sum, 12),
+            logprobMean: expect.closeTo(sum / truth.answerLogprobs.length, 12),
+            tokens: truth.answerLogprobs.length,
+          });
+        }
+      }
+      // The case is really exercised: the scored answer is one token, decoded with the space before it.
+      expect(m.truth.get("no")!.answerDecoded).toEqual([first]);
+    }
+  });
+
   it("fails loudly (never a silent score) when the server's answer span is shifted", async () => {
     for (const answerSpan of ["tokenize", "decoded"] as const) {
       mock.inject("chat", { kind: "wrong-span" });
