@@ -10,6 +10,9 @@
  * placed first), so the set's prompt order is "farthest". Fields we do not model are kept verbatim.
  * Our own fields (`gt_logprob`, `sample_logprob`) travel under their own keys; a set made with
  * another prompt order records it as `_meta.lever_prompt_order`, so export → import is lossless.
+ * Impossible input is refused with one LeverError naming file, record (the row key) and field: a value
+ * out of its range (`TrajectorySchema`'s rules), fields that contradict each other (`TRAJECTORY_RULES`),
+ * a query without trajectories, the query among its own candidates or demonstrations (docs/datagen.md).
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
