@@ -209,7 +209,8 @@ export async function requestKey(
   });
 }
 
-const generateResultSchema = z.strictObject({ text: z.string(), tokens: z.number() });
+/** A stored blank answer (kept by builds before empty completions were failures) is a miss: asked again. */
+const generateResultSchema = z.strictObject({ text: z.string().refine((t) => t.trim() !== ""), tokens: z.number() });
 const scoreResultSchema = z.strictObject({ logprobSum: z.number(), logprobMean: z.number(), tokens: z.number() });
 
 export interface CachedVlm extends Vlm, HasStats, HasActivity {

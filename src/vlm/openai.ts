@@ -383,7 +383,13 @@ export class OpenAiVlm implements Vlm {
     };
     const reply = await this.chat(serializeChatBody(fields, messages, urls), signal);
     if (!reply.ok) return reply.failure;
-    return { text: reply.response.choices[0].message.content ?? "", tokens: reply.response.usage.completion_tokens };
+    const text = reply.response.choices[0].message.content;
+    // No answer is not a wrong answer: a failure (counted, never cached, retried by the next run).
+    if (text === null || text === undefined || text.trim() === "") {
+      const what = text === null || text === undefined ? "a null" : text === "" ? "an empty" : "a blank";
+      return vlmFailure("empty-answer", `the server generated ${what} completion`);
+    }
+    return { text, tokens: reply.response.usage.completion_tokens };
   }
 
   private async scoreOne(prompt: VlmPrompt, answer: string, signal?: AbortSignal): Promise<Outcome<ScoreResult>> {

@@ -2,7 +2,8 @@
  * `lever eval --vlm openai` against failing servers (the mock vLLM): an unreachable URL and a
  * server answering only 500 end in one error line within seconds; a server failing half the prompts
  * finishes, stores the failures, prints the summary and exits 2; a server dying mid-run trips the
- * circuit breaker, keeps the stored work, and the next run resumes it.
+ * circuit breaker, keeps the stored work, and the next run resumes it; empty completions are failed
+ * predictions, retried by the next run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectSubset } from "../../src/data/splits.js";
@@ -16,8 +17,8 @@ let wsDir: string;
 let deadUrl: string;
 const mocks: MockVllm[] = [];
 
-async function startMock(): Promise<MockVllm> {
-  const m = await MockVllm.start();
+async function startMock(options: Parameters<typeof MockVllm.start>[0] = {}): Promise<MockVllm> {
+  const m = await MockVllm.start(options);
   mocks.push(m);
   return m;
 }
@@ -161,6 +162,29 @@ describe("lever eval against failing VLM servers", () => {
     const complete = await evalOpenAi(half.url, "--run", "half");
     expect(complete.code, complete.stderr).toBe(0);
     expect(half.requests).toBe(0);
+  });
+
+  it("a server answering some prompts with an empty completion: failed predictions (not accuracy 0), exit 2, a rerun retries them", async () => {
+    let silent = true;
+    const userText = (messages: { role: string; content: unknown }[]) => queryText({ messages });
+    const quiet = (text: string) => text.includes("Short answer:") && fnv1a(text) % 3 === 0;
+    const m = await startMock({ answer: (messages) => (silent && quiet(userText(messages)) ? "" : "yes") });
+    // Another generation setting, so no answer cached by the tests above is served.
+    const result = await evalOpenAi(m.url, "--run", "silent", "--max-tokens", "4");
+    expect(result.code, result.stderr).toBe(2);
+    const failed = predictions("silent").filter((r) => r.failure !== null);
+    expect(failed.length).toBeGreaterThan(2);
+    for (const r of failed) {
+      expect(r.accuracy).toBeNull();
+      expect(r.failure).toBe("empty-answer: the server generated an empty completion");
+    }
+    expect(result.stderr).toContain(`failed predictions: empty-answer ${failed.length}; in `);
+    silent = false; // the rerun retries exactly the failed prompts
+    m.clearLog();
+    const rerun = await evalOpenAi(m.url, "--run", "silent", "--max-tokens", "4");
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(m.count("/v1/chat/completions")).toBe(failed.length + 1); // + the preflight's
+    expect(predictions("silent").every((r) => r.failure === null && r.rawAnswer === "yes")).toBe(true);
   });
 
   it("a server dying mid-run: the breaker stops the run in one line, stored work stays, the rerun resumes", async () => {

@@ -131,6 +131,34 @@ describe("lever data import-rollouts / export-rollouts", () => {
     expect(existsSync(join(wsDir, "artifacts", "rollouts", "rl.json"))).toBe(false);
   });
 
+  it("refuses impossible values and the query among its own candidates: exit 2, one line, nothing stored", async () => {
+    type Raw = Record<string, { candidate_pool_ids?: number[]; pointer_candidates: Record<string, unknown>[] }>;
+    const cases: [(d: Raw) => void, string][] = [
+      [
+        (d) => {
+          d["2"].pointer_candidates[1].vqa_gt_prob = 3.5;
+        },
+        'record "2", field "pointer_candidates[1].vqa_gt_prob": must be in [0, 10/3]',
+      ],
+      [
+        (d) => {
+          d["5"].candidate_pool_ids = [3, 7, 5];
+        },
+        'record "5", field "candidate_pool_ids[2]": 5 is the query itself: a query is never its own candidate',
+      ],
+    ];
+    for (const [mutate, message] of cases) {
+      const bad = fixture("rl-k64.json") as Raw;
+      mutate(bad);
+      const file = join(dir, "rl.json");
+      writeFileSync(file, JSON.stringify(bad));
+      const result = await lever("data", "import-rollouts", file, "--dataset", "okvqa-train");
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(new RegExp(`^error: [^\n]*${message.replace(/[[\]().]/g, "\\$&")}[^\n]*\n$`));
+      expect(existsSync(join(wsDir, "artifacts", "rollouts", "rl.json"))).toBe(false);
+    }
+  });
+
   it("names a missing dataset and a missing artefact", async () => {
     expectUserError(await lever("data", "import-rollouts", fixturePath("rl-old.json"), "--dataset", "nope"), /nope/);
     expectUserError(

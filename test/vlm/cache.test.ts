@@ -176,6 +176,33 @@ describe("cachedVlm over any Vlm", () => {
   });
 });
 
+describe("empty answers and the cache", () => {
+  it("never stores an empty completion, and asks again for a blank answer an older build stored", async () => {
+    const cache = new MemoryResponseCache();
+    const silent = await MockVllm.start({ answer: () => "" });
+    try {
+      const vlm = cachedVlm(
+        new OpenAiVlm({ baseUrls: [silent.url], model: "mock-vl", maxRetries: 0, timeoutMs: 2000 }),
+        cache,
+      );
+      const [first] = await vlm.generate([prompt("Empty?")]);
+      expect(first).toMatchObject({ reason: "empty-answer" });
+      expect(cache.entries.size).toBe(0);
+    } finally {
+      await silent.close();
+    }
+    const fake: Vlm = {
+      id: "sim:blank",
+      generate: async (prompts) => prompts.map(() => ({ text: "fresh", tokens: 1 })),
+      scoreAnswer: async () => [],
+    };
+    const p: VlmPrompt = { demonstrations: [], query: { questionId: "1", imagePath: null, question: "?" } };
+    const key = await requestKey("sim:blank", "generate", p, null);
+    cache.put(key, "sim:blank", "generate", '{"text":" ","tokens":1}');
+    expect(await cachedVlm(fake, cache).generate([p])).toEqual([{ text: "fresh", tokens: 1 }]);
+  });
+});
+
 describe("SQLite cache", () => {
   function db() {
     const d = new Database(":memory:");
