@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import { retrieverHelp } from "../icl/retriever-catalog.js";
+import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
@@ -35,7 +35,7 @@ export const EvalSettingsSchema = z
       .default(["zero", "random"])
       .meta({
         flag: "retriever",
-        description: `retrievers: ${retrieverHelp()}`,
+        description: `retrievers to evaluate — ${retrieverHelp()}`,
       }),
     k: z
       .number()
@@ -43,7 +43,7 @@ export const EvalSettingsSchema = z
       .positive()
       .optional()
       .describe(
-        `pool size K of each query's pool (vote, oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
+        `pool size K of each query's pool (${POOL_RETRIEVER_NAMES.join(", ")}; default ${DEFAULT_POOL.k} / the checkpoint's)`,
       ),
     poolSampler: z
       .enum(SAMPLERS)

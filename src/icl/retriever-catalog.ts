@@ -16,6 +16,8 @@ export interface RetrieverEntry {
   prefix?: string;
   /** What it chooses, for help. */
   description: string;
+  /** It chooses within each query's pool (`--pool-sampler`, `--k`; a selector: else its checkpoint's). */
+  fromPool?: boolean;
   /** What the evaluation must provide, as in "the vote retriever needs …" (its error when missing). */
   needs?: string;
   /**
@@ -26,7 +28,7 @@ export interface RetrieverEntry {
 }
 
 export const RETRIEVERS = {
-  zero: { names: ["zero"], description: "no demonstrations (0 shots only)" },
+  zero: { names: ["zero"], description: "no demonstrations, 0 shots only" },
   random: { names: ["random"], description: "uniform from the index" },
   topk: {
     names: EMBEDDING_KINDS.map((kind) => `topk-${kind}`),
@@ -37,22 +39,26 @@ export const RETRIEVERS = {
     names: ["vote"],
     description: "the pool's answer vote",
     needs: "the index's annotations and joint embeddings",
+    fromPool: true,
   },
   informed: {
     names: ["informed"],
     description: "the simulator's informed ceiling",
     needs: "the simulated VLM (--vlm sim)",
+    fromPool: true,
     reference: true,
   },
   oracle: {
     names: ["oracle"],
     description: "the simulator's oracle",
     needs: "the simulated VLM (--vlm sim)",
+    fromPool: true,
     reference: true,
   },
   selector: {
     names: ["selector:CKPT"],
     prefix: "selector:",
+    fromPool: true,
     description: "a trained selector's checkpoint",
   },
 } as const satisfies Record<string, RetrieverEntry>;
@@ -85,6 +91,11 @@ export function retrieverRank(name: string): number {
   return kind === undefined ? KINDS.length : KINDS.indexOf(kind);
 }
 
+/** The names of the kinds that choose within each query's pool, in display order. */
+export const POOL_RETRIEVER_NAMES: readonly string[] = KINDS.filter(
+  (kind) => (RETRIEVERS[kind] as RetrieverEntry).fromPool === true,
+).flatMap((kind) => RETRIEVERS[kind].names);
+
 /** True for a reference (see `RetrieverEntry.reference`). */
 export function isReferenceRetriever(name: string): boolean {
   const kind = retrieverKind(name);
@@ -96,8 +107,8 @@ export function retrieverHelp(kinds: readonly RetrieverKind[] = KINDS): string {
   return kinds
     .map((kind) => {
       const entry: RetrieverEntry = RETRIEVERS[kind];
-      const needs = entry.needs === undefined ? "" : `; needs ${entry.needs}`;
-      return `${entry.names.join(", ")} (${entry.description}${needs})`;
+      const needs = entry.needs === undefined ? "" : `, needs ${entry.needs}`;
+      return `${entry.names.join(", ")}: ${entry.description}${needs}`;
     })
-    .join(", ");
+    .join("; ");
 }
