@@ -69,19 +69,20 @@ export type RetrieverKind = keyof typeof RETRIEVERS;
 export const RETRIEVER_KINDS = Object.keys(RETRIEVERS) as RetrieverKind[];
 const KINDS = RETRIEVER_KINDS;
 
+/** A kind's entry, with the optional fields every entry may have. */
+const entryOf = (kind: RetrieverKind): RetrieverEntry => RETRIEVERS[kind];
+
 /** Every name `--retriever` takes, in display order. */
 export const RETRIEVER_NAMES: readonly string[] = KINDS.flatMap((kind) => RETRIEVERS[kind].names);
 
 /** The kinds that are references (see `RetrieverEntry.reference`), in display order. */
-export const REFERENCE_RETRIEVERS: readonly RetrieverKind[] = KINDS.filter(
-  (kind) => (RETRIEVERS[kind] as RetrieverEntry).reference === true,
-);
+export const REFERENCE_RETRIEVERS: readonly RetrieverKind[] = KINDS.filter((kind) => entryOf(kind).reference === true);
 
 /** The kind a retriever name (as given, or as stored with predictions) belongs to; undefined if none. */
 export function retrieverKind(name: string): RetrieverKind | undefined {
   return KINDS.find((kind) => {
-    const entry: RetrieverEntry = RETRIEVERS[kind];
-    return entry.names.includes(name) || (entry.prefix !== undefined && name.startsWith(entry.prefix));
+    const { names, prefix } = entryOf(kind);
+    return names.includes(name) || (prefix !== undefined && name.startsWith(prefix));
   });
 }
 
@@ -92,21 +93,21 @@ export function retrieverRank(name: string): number {
 }
 
 /** The names of the kinds that choose within each query's pool, in display order. */
-export const POOL_RETRIEVER_NAMES: readonly string[] = KINDS.filter(
-  (kind) => (RETRIEVERS[kind] as RetrieverEntry).fromPool === true,
-).flatMap((kind) => RETRIEVERS[kind].names);
+export const POOL_RETRIEVER_NAMES: readonly string[] = KINDS.filter((kind) => entryOf(kind).fromPool === true).flatMap(
+  (kind) => RETRIEVERS[kind].names,
+);
 
 /** True for a reference (see `RetrieverEntry.reference`). */
 export function isReferenceRetriever(name: string): boolean {
   const kind = retrieverKind(name);
-  return kind !== undefined && (RETRIEVERS[kind] as RetrieverEntry).reference === true;
+  return kind !== undefined && entryOf(kind).reference === true;
 }
 
 /** `--retriever`'s help: every name with what it chooses. */
 export function retrieverHelp(kinds: readonly RetrieverKind[] = KINDS): string {
   return kinds
     .map((kind) => {
-      const entry: RetrieverEntry = RETRIEVERS[kind];
+      const entry = entryOf(kind);
       const needs = entry.needs === undefined ? "" : `, needs ${entry.needs}`;
       return `${entry.names.join(", ")}: ${entry.description}${needs}`;
     })
