@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
+import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
@@ -28,18 +29,21 @@ export const EvalSettingsSchema = z
       "query subset: first:N (lowest question ids), random:N (seeded) or all",
     ),
     shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
-    retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
-      flag: "retriever",
-      description:
-        "retrievers: zero, random, topk-image, topk-text, topk-joint, vote, oracle and informed (sim only), selector:CKPT",
-    }),
+    retrievers: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(["zero", "random"])
+      .meta({
+        flag: "retriever",
+        description: `retrievers to evaluate — ${retrieverHelp()}`,
+      }),
     k: z
       .number()
       .int()
       .positive()
       .optional()
       .describe(
-        `pool size K of each query's pool (vote, oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
+        `pool size K of each query's pool (${POOL_RETRIEVER_NAMES.join(", ")}; default ${DEFAULT_POOL.k} / the checkpoint's)`,
       ),
     poolSampler: z
       .enum(SAMPLERS)
