@@ -50,5 +50,20 @@ export function readSettingsFile(file: string): SettingsFile {
     }
     return offset === undefined ? undefined : lines.linePos(offset).line;
   };
-  return { file, value: doc.toJS({ maxAliasCount: 100 }), locate };
+  return { file, value: yamlValue(doc, file), locate };
+}
+
+/** At most this many alias expansions: a file of nested aliases ("billion laughs") is refused, not expanded. */
+export const MAX_YAML_ALIASES = 100;
+
+function yamlValue(doc: ReturnType<typeof parseDocument>, file: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (error) {
+    // The yaml package throws a ReferenceError for an alias that expands too far (or is unknown).
+    throw new LeverError(
+      `YAML aliases expand too far or cannot be resolved (${(error as Error).message}; at most ${MAX_YAML_ALIASES} alias expansions)`,
+      { file },
+    );
+  }
 }
