@@ -91,6 +91,15 @@ describe("experiment files", () => {
     expect(leverErrorOf(() => loadExperiment(json)).message).toMatch(/field "__proto__": not a setting/);
   });
 
+  it("a compare.baseline no method will have is refused when planning, before any training", () => {
+    const file = write("baseline.yaml", `${BASE}eval: { baselines: [zero, random] }\ngrpo: { seed: [1, 2] }\n`);
+    const error = leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=rnadom"])));
+    expect(error.message).toMatch(/baseline\.yaml, field "compare\.baseline": no method "rnadom" will be evaluated/);
+    expect(error.message).toContain("selector:grpo_seed-1");
+    for (const ok of ["random", "rce", "selector:sft", "grpo_seed-2", "grpo", "x-eval-1/random"])
+      expect(() => plan(loadExperiment(file, [`compare.baseline=${ok}`])), ok).not.toThrow();
+  });
+
   it("validation errors name the file, the key and its line; unknown keys are rejected", () => {
     const bad = write("bad.yaml", `${BASE}grpo:\n  kl:\n    beta: -1\n`);
     expect(leverErrorOf(() => loadExperiment(bad)).message).toMatch(
