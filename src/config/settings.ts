@@ -224,7 +224,7 @@ function checkKey(key: string, path: readonly string[]): void {
 
 /** Sets `value` at `path` inside `target`, creating sections. */
 export function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
-  path.forEach((key, i) => checkKey(key, path.slice(0, i)));
+  for (const [i, key] of path.entries()) checkKey(key, path.slice(0, i));
   let node = target;
   for (const key of path.slice(0, -1)) {
     const next = node[key];
