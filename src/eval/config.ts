@@ -25,7 +25,7 @@ export const EvalSettingsSchema = z
     dataset: z.string().min(1).describe("query dataset (the eval split)"),
     index: z.string().min(1).describe("index dataset the demonstrations come from (the train split)"),
     // Every query by default: an evaluation's claim is about the split, and a small or id-ordered subset
-    // gives wide intervals on a non-random sample (docs/experiments.md, "Evaluation queries").
+    // gives wide intervals on a non-random sample (docs/report.md, "Which questions `lever eval` asks").
     queries: SubsetSpecSchema.default("all").describe(
       "query subset: all, first:N (lowest question ids) or random:N (seeded)",
     ),
