@@ -1,7 +1,8 @@
 /**
  * Settings files (`--config FILE`, `--vlm-config FILE`, experiment files): JSON or YAML (by
  * extension; `.yaml`/`.yml` through the `yaml` package, which keeps node positions), read strictly as
- * UTF-8. `locate(path)` gives the 1-based line of a key so validation errors can name it.
+ * UTF-8. `locate(path)` gives the 1-based line of a key so validation errors can name it. A YAML file
+ * whose aliases expand more than MAX_YAML_ALIASES times is refused (one LeverError naming the file).
  */
 import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
 import { LeverError } from "../util/errors.js";

@@ -6,7 +6,8 @@
  *    same paths;
  *  - the resolved value (`resolveSettings`): schema defaults < settings files < flags, merged by
  *    object key and validated ONCE, the first problem reported where the user wrote it (the flag, or
- *    the file with its key and line).
+ *    the file with its key and line). `__proto__`, `constructor` and `prototype` are never settings:
+ *    merging or setting them is refused, so no input reaches an object's prototype.
  *
  * Flag names: the kebab-case path without its first segment when the field is nested in a section
  * (`optim.lr` → `--lr`, `optim.schedule.kind` → `--schedule-kind`), the key itself at the top level,

@@ -3,7 +3,8 @@
  * expects a single value (or a list of lists where it expects a list) is a sweep; several sweeps form a
  * grid, expanded in file order into variants. `--set a.b=v` overrides any setting (v is read as YAML, so
  * `--set grpo.kl.beta=[0.1,0.2]` is a sweep too). Every variant is validated on its own; an error names
- * the file, the key path and its line.
+ * the file, the key path and its line. An empty sweep (`seed: []`) and a grid over MAX_VARIANTS are
+ * refused before anything is expanded.
  */
 import { parse as parseYaml } from "yaml";
 import { readSettingsFile } from "../config/file.js";
