@@ -25,8 +25,10 @@ export const EvalSettingsSchema = z
   .object({
     dataset: z.string().min(1).describe("query dataset (the eval split)"),
     index: z.string().min(1).describe("index dataset the demonstrations come from (the train split)"),
-    queries: SubsetSpecSchema.default("first:100").describe(
-      "query subset: first:N (lowest question ids), random:N (seeded) or all",
+    // Every query by default: an evaluation's claim is about the split, and a small or id-ordered subset
+    // gives wide intervals on a non-random sample (docs/report.md, "Which questions `lever eval` asks").
+    queries: SubsetSpecSchema.default("all").describe(
+      "query subset: all, first:N (lowest question ids) or random:N (seeded)",
     ),
     shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
     retrievers: z

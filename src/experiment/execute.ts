@@ -66,14 +66,12 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
     let out = readStageRecord(ws, stage);
     if (out !== null) {
       counts[stage.stage].reused += variants.length;
-      hooks.log(
-        `${stage.stage} ${stage.id}: done earlier, reused${variants.length > 1 ? ` by ${variants.length} variants` : ""}`,
-      );
+      hooks.log(`${stageTitle(p, stage, variants)}: done earlier, reused`);
     } else {
-      hooks.log(
-        `${stage.stage} ${stage.id}: running${variants.length > 1 ? ` (shared by ${variants.length} variants)` : ""}`,
-      );
-      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, hooks);
+      hooks.log(`${stageTitle(p, stage, variants)}: running`);
+      const progress =
+        p.variants.length > 1 && hooks.progress !== null ? labelledStream(hooks.progress, stage.label) : hooks.progress;
+      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, { ...hooks, progress });
       writeStageRecord(ws, stage, out);
       counts[stage.stage].run += 1;
       counts[stage.stage].reused += variants.length - 1;
@@ -82,6 +80,31 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
     if ("runId" in out) runLabels[out.runId] = stage.label;
   }
   return { counts, outputs, runLabels };
+}
+
+/**
+ * A stage as the log names it: its kind and id and, in a sweep, its label (the swept values that reach
+ * it) and the variants it serves — "grpo 1a2b3c4d5e grpo_beta-0.12_seed-2 (variant 4 of 9)".
+ */
+export function stageTitle(p: RunPlan, stage: PlannedStage, variants: readonly number[]): string {
+  const head = `${stage.stage} ${stage.id}`;
+  if (p.variants.length <= 1) return head;
+  const which =
+    variants.length > 1 ? `variants ${variants.map((i) => i + 1).join(", ")}` : `variant ${variants[0] + 1}`;
+  return `${head} ${stage.label} (${which} of ${p.variants.length}${variants.length > 1 ? ", shared" : ""})`;
+}
+
+/** A progress stream whose lines start with `[label]`, so a sweep's progress says which variant it is. */
+export function labelledStream(stream: NodeJS.WritableStream, label: string): NodeJS.WritableStream {
+  const tty = (stream as { isTTY?: boolean }).isTTY;
+  const proxy = {
+    isTTY: tty,
+    write(text: string | Uint8Array): boolean {
+      const line = String(text);
+      return stream.write(line.startsWith("\r") ? `\r[${label}] ${line.slice(1)}` : `[${label}] ${line}`);
+    },
+  };
+  return proxy as unknown as NodeJS.WritableStream;
 }
 
 /** Runs one stage through its entry, with the outputs of the stages it reads. */

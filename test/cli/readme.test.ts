@@ -33,4 +33,10 @@ describe("README", () => {
     expect(readme).toContain("npm ci && npm run lever -- demo");
     expect(readme).toContain("npm ci && npm test");
   });
+
+  it("says how to run lever after npm ci, which does not put it on PATH", () => {
+    const setup = readme.slice(readme.indexOf("## Set up and run"), readme.indexOf("## Real data"));
+    expect(setup).toContain("npx lever");
+    expect(setup).toContain("npm link");
+  });
 });
