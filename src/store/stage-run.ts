@@ -16,7 +16,7 @@
  *   (done, or failed with the message). Beginning a stage makes its run running again.
  */
 import { LeverError } from "../util/errors.js";
-import { canonicalJson, hashValue } from "../util/hash.js";
+import { canonicalJson } from "../util/hash.js";
 import type { ArtifactRef, RunRecord } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
@@ -151,7 +151,7 @@ function hold(
 
 /** The newest run of this kind with this identity (by name when named), or undefined. */
 function findRun(ws: Workspace, spec: StageRunSpec): RunRecord | undefined {
-  const hash = hashValue(spec.config);
+  const hash = ws.configHash(spec.config);
   if (spec.name === undefined) return ws.listRuns({ kind: spec.kind, configHash: hash }).at(-1);
   const named = ws
     .listRuns({ kind: spec.kind })

@@ -5,8 +5,9 @@ import type { VqaItem } from "../data/item.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { READ_ONLY_WORKSPACE, sqliteError, systemError } from "../util/files.js";
+import { hashValue } from "../util/hash.js";
 import * as datasets from "./datasets.js";
-import { hashData, hashFileSync, portablePath, resolveInside } from "./files.js";
+import { fromStored, hashData, hashFileSync, mapStrings, portablePath, resolveInside, toStored } from "./files.js";
 import type { RunLease } from "./leases.js";
 import * as leases from "./leases.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "./migrations.js";
@@ -206,29 +207,50 @@ export class Workspace {
     return isAbsolute(stored) ? stored : this.artifactPath(stored);
   }
 
+  // ── paths inside the workspace (stored workspace-relative: src/store/files.ts) ─────────────
+
+  /** The stored form of a value: every absolute path inside the workspace in it made workspace-relative. */
+  stored<T>(value: T): T {
+    return mapStrings(value, (text) => toStored(this.dir, text));
+  }
+
+  /** The inverse of `stored`: workspace-relative paths resolved in this workspace's folder. */
+  resolved<T>(value: T): T {
+    return mapStrings(value, (text) => fromStored(this.dir, text));
+  }
+
+  /** A run config's hash, as `createRun` stores it: of its stored form, so it does not depend on where the workspace is. */
+  configHash(config: unknown): string {
+    return hashValue(this.stored(config));
+  }
+
   // ── datasets, items, embeddings ────────────────────────────────────────────────────────────
 
   /** Stores a dataset and its items in one transaction; an existing name is refused unless `replace`. */
   putDataset(record: DatasetInput, items: readonly VqaItem[], options: { replace?: boolean } = {}): DatasetRecord {
-    return datasets.putDataset(this.db, record, items, options);
+    const imagePath = (item: VqaItem) => (item.imagePath === null ? null : toStored(this.dir, item.imagePath));
+    const stored = items.map((item) => ({ ...item, imagePath: imagePath(item) }));
+    return this.resolved(datasets.putDataset(this.db, this.stored(record), stored, options));
   }
 
   getDataset(name: string): DatasetRecord | undefined {
-    return datasets.getDataset(this.db, name);
+    return this.resolved(datasets.getDataset(this.db, name));
   }
 
   /** Like getDataset but throws a LeverError naming the missing dataset. */
   requireDataset(name: string): DatasetRecord {
-    return datasets.requireDataset(this.db, name);
+    return this.resolved(datasets.requireDataset(this.db, name));
   }
 
   listDatasets(): DatasetRecord[] {
-    return datasets.listDatasets(this.db);
+    return this.resolved(datasets.listDatasets(this.db));
   }
 
   /** All items of a dataset ordered by question id (compareQuestionIds). */
   loadItems(name: string): VqaItem[] {
-    return datasets.loadItems(this.db, name);
+    const items = datasets.loadItems(this.db, name);
+    for (const item of items) if (item.imagePath !== null) item.imagePath = fromStored(this.dir, item.imagePath);
+    return items;
   }
 
   deleteDataset(name: string): boolean {
@@ -292,15 +314,16 @@ export class Workspace {
 
   /** Creates a run (status "running") storing the resolved config and its hash; returns its id. */
   createRun(input: RunInput): string {
-    return runs.createRun(this.db, input);
+    return runs.createRun(this.db, { ...input, config: this.stored(input.config) });
   }
 
   getRun(id: string): RunRecord | undefined {
-    return runs.getRun(this.db, id);
+    const run = runs.getRun(this.db, id);
+    return run === undefined ? undefined : { ...run, config: this.resolved(run.config) };
   }
 
   listRuns(filter: { kind?: string; configHash?: string; status?: RunStatus } = {}): RunRecord[] {
-    return runs.listRuns(this.db, filter);
+    return runs.listRuns(this.db, filter).map((run) => ({ ...run, config: this.resolved(run.config) }));
   }
 
   finishRun(id: string, status: "done" | "failed", error?: string): void {
@@ -369,18 +392,25 @@ export class Workspace {
   }
 
   putPredictions(rows: readonly PredictionRow[]): void {
-    predictions.putPredictions(this.db, rows);
+    predictions.putPredictions(
+      this.db,
+      rows.map((row) => ({ ...row, retriever: toStored(this.dir, row.retriever) })),
+    );
   }
 
   getPredictions(runId: string, filter: PredictionFilter = {}): PredictionRow[] {
-    return predictions.getPredictions(this.db, runId, filter);
+    const stored =
+      filter.retriever === undefined ? filter : { ...filter, retriever: toStored(this.dir, filter.retriever) };
+    return predictions
+      .getPredictions(this.db, runId, stored)
+      .map((row) => ({ ...row, retriever: fromStored(this.dir, row.retriever) }));
   }
 
   hasPrediction(runId: string, retriever: string, shot: number, questionId: string): boolean {
-    return predictions.hasPrediction(this.db, runId, retriever, shot, questionId);
+    return predictions.hasPrediction(this.db, runId, toStored(this.dir, retriever), shot, questionId);
   }
 
   predictedQuestionIds(runId: string, retriever: string, shot: number): Set<string> {
-    return predictions.predictedQuestionIds(this.db, runId, retriever, shot);
+    return predictions.predictedQuestionIds(this.db, runId, toStored(this.dir, retriever), shot);
   }
 }
