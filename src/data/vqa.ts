@@ -2,7 +2,13 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
-import { compileImageTemplate, findMissingImages, type ImageRenderer, type ImageSource, imageTemplate } from "./images.js";
+import {
+  compileImageTemplate,
+  findMissingImages,
+  type ImageRenderer,
+  type ImageSource,
+  imageTemplate,
+} from "./images.js";
 import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "./item.js";
 import { streamJsonArrayField } from "./json-stream.js";
 import type { SubsetRecord } from "./splits.js";
@@ -241,7 +247,8 @@ function joinAnnotations(
     const render = options.renderImage;
     items.push({
       ...item,
-      imagePath: render === null ? null : render({ split: options.split, imageId: item.imageId, questionId: id }, where),
+      imagePath:
+        render === null ? null : render({ split: options.split, imageId: item.imageId, questionId: id }, where),
     });
   });
   return {

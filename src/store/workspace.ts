@@ -6,6 +6,7 @@ import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { READ_ONLY_WORKSPACE, sqliteError, systemError } from "../util/files.js";
 import { hashValue } from "../util/hash.js";
+import { redactUrlPasswords } from "../util/redact.js";
 import * as datasets from "./datasets.js";
 import { fromStored, hashData, hashFileSync, mapStrings, portablePath, resolveInside, toStored } from "./files.js";
 import type { RunLease } from "./leases.js";
@@ -209,9 +210,12 @@ export class Workspace {
 
   // ── paths inside the workspace (stored workspace-relative: src/store/files.ts) ─────────────
 
-  /** The stored form of a value: every absolute path inside the workspace in it made workspace-relative. */
+  /**
+   * The stored form of a value: every absolute path inside the workspace in it made workspace-relative,
+   * every password in a URL (a `--base-url` with basic auth) replaced by `***` (src/util/redact.ts).
+   */
   stored<T>(value: T): T {
-    return mapStrings(value, (text) => toStored(this.dir, text));
+    return mapStrings(value, (text) => redactUrlPasswords(toStored(this.dir, text)));
   }
 
   /** The inverse of `stored`: workspace-relative paths resolved in this workspace's folder. */
@@ -327,7 +331,7 @@ export class Workspace {
   }
 
   finishRun(id: string, status: "done" | "failed", error?: string): void {
-    runs.finishRun(this.db, id, status, error);
+    runs.finishRun(this.db, id, status, error === undefined ? undefined : redactUrlPasswords(error));
   }
 
   beginStage(runId: string, name: string, options: { restart?: boolean } = {}): void {
@@ -360,7 +364,7 @@ export class Workspace {
   }
 
   failStage(runId: string, name: string, error: string): void {
-    runs.failStage(this.db, runId, name, error);
+    runs.failStage(this.db, runId, name, redactUrlPasswords(error));
   }
 
   getStage(runId: string, name: string): StageRecord | undefined {
@@ -373,7 +377,10 @@ export class Workspace {
 
   /** Stores finished (or failed) items of a resumable stage; a row with the same key replaces the old one. */
   putStageItems(rows: readonly StageItemRow[]): void {
-    stageItems.putStageItems(this.db, rows);
+    stageItems.putStageItems(
+      this.db,
+      rows.map((row) => (row.status === "failed" ? { ...row, error: redactUrlPasswords(row.error) } : row)),
+    );
   }
 
   /** The stored items of a run's stage, in key (question-id) order. */
@@ -394,7 +401,11 @@ export class Workspace {
   putPredictions(rows: readonly PredictionRow[]): void {
     predictions.putPredictions(
       this.db,
-      rows.map((row) => ({ ...row, retriever: toStored(this.dir, row.retriever) })),
+      rows.map((row) => ({
+        ...row,
+        retriever: toStored(this.dir, row.retriever),
+        failure: row.failure === null ? null : redactUrlPasswords(row.failure),
+      })),
     );
   }
 

@@ -425,3 +425,42 @@ describe("stage items", () => {
     ws.close();
   });
 });
+
+describe("paths inside the workspace and passwords in URLs, as stored", () => {
+  it("stores workspace paths workspace-relative (a sibling folder with the same prefix stays absolute), URL passwords as ***", () => {
+    const root = mkdtempSync(join(tmpdir(), "lever-stored-"));
+    const ws = Workspace.open(join(root, "ws"));
+    try {
+      const inside = join(ws.dir, "artifacts", "runs", "x", "best.safetensors");
+      const sibling = join(root, "ws2", "file.json");
+      const config = {
+        init: inside,
+        retriever: `selector:${inside}@abc`,
+        other: sibling,
+        root: ws.dir,
+        vlm: { baseUrls: ["http://lever:pa55word@host:8000/v1"] },
+      };
+      expect(ws.stored(config)).toEqual({
+        init: "<workspace>/artifacts/runs/x/best.safetensors",
+        retriever: "selector:<workspace>/artifacts/runs/x/best.safetensors@abc",
+        other: sibling,
+        root: "<workspace>",
+        vlm: { baseUrls: ["http://lever:***@host:8000/v1"] },
+      });
+      const id = ws.createRun({ kind: "sft", config, seed: 0 });
+      const run = ws.getRun(id)!;
+      expect(run.config).toEqual({ ...config, vlm: { baseUrls: ["http://lever:***@host:8000/v1"] } });
+      // The identity does not depend on where the workspace is, nor on the password.
+      expect(run.configHash).toBe(ws.configHash(config));
+      expect(ws.configHash({ ...config, vlm: { baseUrls: ["http://lever:other@host:8000/v1"] } })).toBe(run.configHash);
+      ws.finishRun(id, "failed", "cannot reach http://lever:pa55word@host:8000");
+      expect(ws.getRun(id)?.error).toBe("cannot reach http://lever:***@host:8000");
+    } finally {
+      ws.close();
+    }
+    for (const file of ["lever.db", "lever.db-wal"])
+      if (existsSync(join(root, "ws", file)))
+        expect(readFileSync(join(root, "ws", file)).includes("pa55word"), file).toBe(false);
+    rmSync(root, { recursive: true, force: true });
+  });
+});
