@@ -199,14 +199,7 @@ function registerEmbedImport(embed: Command): void {
             normalize: flags.normalize,
             replace: flags.replace,
           });
-          const warnings =
-            result.replacedInputOf.length > 0
-              ? [
-                  `replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
-                    "those runs can no longer be resumed",
-                ]
-              : [];
-          report(warnings, flags.json, result, embedImportLines(result));
+          report([], flags.json, result, embedImportLines(result));
         });
       },
     );

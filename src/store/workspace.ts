@@ -50,6 +50,11 @@ function canWrite(root: string, dbPath: string): boolean {
   }
 }
 
+/** Run ids for a message: the first five, then how many more. */
+function listRuns(ids: readonly string[]): string {
+  return ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
+}
+
 /**
  * A lever workspace: `lever.db` (SQLite, WAL, foreign keys on) plus an `artifacts/` folder.
  * Every write is one transaction; artefact files are written atomically before any record
@@ -230,8 +235,12 @@ export class Workspace {
 
   // ── datasets, items, embeddings ────────────────────────────────────────────────────────────
 
-  /** Stores a dataset and its items in one transaction; an existing name is refused unless `replace`. */
+  /**
+   * Stores a dataset and its items in one transaction; an existing name is refused unless `replace`,
+   * and always once a run read it (`refuseReplacingDataset`).
+   */
   putDataset(record: DatasetInput, items: readonly VqaItem[], options: { replace?: boolean } = {}): DatasetRecord {
+    if (options.replace === true) this.refuseReplacingDataset(record.name);
     const imagePath = (item: VqaItem) => (item.imagePath === null ? null : toStored(this.dir, item.imagePath));
     const stored = items.map((item) => ({ ...item, imagePath: imagePath(item) }));
     return this.resolved(datasets.putDataset(this.db, this.stored(record), stored, options));
@@ -309,6 +318,29 @@ export class Workspace {
       runId,
       inputs.map((input) => ({ path: portablePath(this.artifactsDir, input.path), sha256: input.sha256 })),
     );
+  }
+
+  /**
+   * Refuses to replace a dataset that a run read (its items or embeddings): the run could no longer be
+   * resumed, and `lever run` would find its stages' runs made with other data.
+   */
+  refuseReplacingDataset(name: string): void {
+    const readers = runs.runsReadingDataset(this.db, name);
+    if (readers.length > 0)
+      throw new LeverError(
+        `dataset "${name}" was read by run ${listRuns(readers)}, so it is never replaced; import the new data under another name (--name)`,
+        { field: "--replace" },
+      );
+  }
+
+  /** Refuses to replace an embedding (stored at `path`) that a run read; see `refuseReplacingDataset`. */
+  refuseReplacingEmbedding(dataset: string, kind: string, path: string): void {
+    const readers = runs.runsReadingEmbedding(this.db, dataset, kind, portablePath(this.artifactsDir, path));
+    if (readers.length > 0)
+      throw new LeverError(
+        `the "${kind}" embedding of dataset "${dataset}" was read by run ${listRuns(readers)}, so it is never replaced; import the data under another dataset name`,
+        { field: "--replace" },
+      );
   }
 
   /** Runs that read the artefact stored as `path` (relative to artifacts/, or absolute). */

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli } from "../helpers/cli.js";
 
 const FIXTURES = resolve("test/fixtures/vqa");
@@ -88,6 +89,19 @@ describe("lever data import / list / inspect", () => {
     expect(replaced.code).toBe(0);
     const [record] = JSON.parse((await lever("data", "list", "--json")).stdout);
     expect(record).toMatchObject({ itemCount: 2, subset: { spec: "random:2", seed: 4, of: 6 } });
+  });
+
+  it("never replaces a dataset a run read (an evaluation run names it in its config)", async () => {
+    await lever(...importArgs, "--name", "ok");
+    const ws = Workspace.open(wsDir);
+    const run = ws.createRun({ kind: "eval", config: { dataset: { name: "ok", items: "x" } }, seed: 0 });
+    ws.close();
+    expectUserError(
+      await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--replace"),
+      `field "--replace": dataset "ok" was read by run ${run}, so it is never replaced; import the new data under another name (--name)`,
+    );
+    const [record] = JSON.parse((await lever("data", "list", "--json")).stdout);
+    expect(record).toMatchObject({ itemCount: 6 });
   });
 
   it("validates options: format, split, subset, seed, and images vs image template", async () => {

@@ -2,13 +2,15 @@
  * A moved workspace (`mv ws1 ws2`) keeps its identities: paths inside the workspace are stored
  * workspace-relative (src/store/files.ts), so the same `lever run` reuses every stage, starts no run,
  * evaluates nothing again and writes no new file, and the datasets' image paths follow the workspace.
+ * The inputs those runs read cannot be replaced afterwards (`data import --replace` is refused), so the
+ * next `lever run` still reuses everything instead of finding its runs made with other data.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Workspace } from "../../src/store/workspace.js";
-import { runCli, runCliOk } from "../helpers/cli.js";
+import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { experimentFiles } from "./helpers.js";
 
 const { dir, write } = experimentFiles("lever-move-");
@@ -92,5 +94,18 @@ describe("a moved workspace", () => {
       if (!path.includes("/summary-")) expect(filesAfter.get(path), path).toBe(hash);
     // Nothing in the database names the old place.
     expect(readFileSync(join(ws2, "lever.db")).includes(ws1)).toBe(false);
+
+    // The datasets and embeddings the runs read can no longer be replaced, so lever run goes on reusing them.
+    const train = readdirSync(join(ws2, "experiments", "data"))[0];
+    const source = (name: string) => join(ws2, "experiments", "data", train, name);
+    const replace = await runCli([
+      ...["data", "import", "--split", "train", "--name", `${train}-train`, "--replace", "--workspace", ws2],
+      ...["--questions", source("v2_OpenEnded_mscoco_train2014_questions.json")],
+      ...["--annotations", source("v2_mscoco_train2014_annotations.json"), "--subset", "first:50"],
+    ]);
+    expectUserError(replace, `dataset "${train}-train" was read by run beams-0001`);
+    const third = await runCli(["run", file, "--workspace", ws2]);
+    expect(third.code, third.stderr).toBe(0);
+    expect(third.stderr).not.toMatch(/: running/);
   }, 120_000);
 });
