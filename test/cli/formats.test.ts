@@ -65,6 +65,16 @@ describe("lever data import-beams / export-beams", () => {
     const res = await leverOk("data", "export-beams", "b1", "--out", exported);
     expect(res).toContain("wrote 3 beams of 2 queries");
     expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture("beams.json"));
+    // The same content again is fine; another file at --out is never overwritten silently.
+    await leverOk("data", "export-beams", "b1", "--out", exported);
+    writeFileSync(exported, "mine\n");
+    expectUserError(
+      await lever("data", "export-beams", "b1", "--out", exported),
+      `${exported}: file exists with other content (pass --replace to overwrite it)`,
+    );
+    expect(readFileSync(exported, "utf8")).toBe("mine\n");
+    await leverOk("data", "export-beams", "b1", "--out", exported, "--replace");
+    expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture("beams.json"));
   });
 
   it("takes construct_order from a Lever-Plus file name and derives a safe artefact name from it", async () => {
