@@ -8,7 +8,16 @@ import { READ_ONLY_WORKSPACE, sqliteError, systemError } from "../util/files.js"
 import { hashValue } from "../util/hash.js";
 import { redactUrlPasswords } from "../util/redact.js";
 import * as datasets from "./datasets.js";
-import { fromStored, hashData, hashFileSync, mapStrings, portablePath, resolveInside, toStored } from "./files.js";
+import {
+  fromStored,
+  hashData,
+  hashFileSync,
+  mapStrings,
+  portablePath,
+  resolveInside,
+  toStored,
+  WORKSPACE_MARK,
+} from "./files.js";
 import type { RunLease } from "./leases.js";
 import * as leases from "./leases.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "./migrations.js";
@@ -226,6 +235,12 @@ export class Workspace {
   /** The inverse of `stored`: workspace-relative paths resolved in this workspace's folder. */
   resolved<T>(value: T): T {
     return mapStrings(value, (text) => fromStored(this.dir, text));
+  }
+
+  /** A path a user gave, as an artefact records it: workspace-relative when inside the workspace, else as given. */
+  storedPath(path: string): string {
+    const stored = toStored(this.dir, resolve(path));
+    return stored.startsWith(WORKSPACE_MARK) ? stored : path;
   }
 
   /** A run config's hash, as `createRun` stores it: of its stored form, so it does not depend on where the workspace is. */
