@@ -65,6 +65,6 @@ export function createVlm(
   }
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
   const useCache = cache === "on" || (cache === "auto" && kind !== "sim");
-  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db), ws.dir) : sent;
   return { vlm, backend, sim };
 }
