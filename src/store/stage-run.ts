@@ -159,12 +159,23 @@ function findRun(ws: Workspace, spec: StageRunSpec): RunRecord | undefined {
     .at(-1);
   if (named !== undefined && named.configHash !== hash) {
     const differs = configDifferences(named.config as Record<string, unknown>, spec.config);
-    throw new LeverError(
-      `run "${spec.name}" (${named.id}) was made with other settings (${differs.join(", ")}); choose another name`,
-      { field: spec.nameFlag ?? "--name" },
-    );
+    throw new RunSettingsConflict(spec.name, named.id, differs, spec.nameFlag ?? "--name");
   }
   return named;
+}
+
+/** A name given to a run whose run has other settings (`differs`: the config's top-level keys that differ). */
+export class RunSettingsConflict extends LeverError {
+  constructor(
+    readonly runName: string,
+    readonly runId: string,
+    readonly differs: readonly string[],
+    flag: string,
+  ) {
+    super(`run "${runName}" (${runId}) was made with other settings (${differs.join(", ")}); choose another name`, {
+      field: flag,
+    });
+  }
 }
 
 /** Top-level keys whose values differ between two configs (for "this run has other settings" errors). */

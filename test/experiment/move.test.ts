@@ -3,7 +3,8 @@
  * workspace-relative (src/store/files.ts), so the same `lever run` reuses every stage, starts no run,
  * evaluates nothing again and writes no new file, and the datasets' image paths follow the workspace.
  * The inputs those runs read cannot be replaced afterwards (`data import --replace` is refused), so the
- * next `lever run` still reuses everything instead of finding its runs made with other data.
+ * next `lever run` still reuses everything instead of finding its runs made with other data (and were
+ * that to happen anyway, it says so in its own words, not with a flag it does not have).
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, renameSync } from "node:fs";
@@ -107,5 +108,18 @@ describe("a moved workspace", () => {
     const third = await runCli(["run", file, "--workspace", ws2]);
     expect(third.code, third.stderr).toBe(0);
     expect(third.stderr).not.toMatch(/: running/);
+
+    // Were an input changed under a run anyway, lever run says so, without the flags of lever eval or train.
+    const w = Workspace.open(ws2);
+    const evalRun = w.listRuns({ kind: "eval" })[0];
+    w.db
+      .prepare("UPDATE runs SET config = json_set(config, '$.embeddings', json('{}')), config_hash = 'x' WHERE id = ?")
+      .run(evalRun.id);
+    w.close();
+    const stuck = await runCli(["run", file, "--workspace", ws2]);
+    expect(stuck.code).toBe(2);
+    expect(stuck.stderr.trim().split("\n").at(-1)).toBe(
+      `error: this experiment's run "${evalRun.name}" (${evalRun.id}) was made with other embeddings: what it read changed since; restore it, or run the experiment in a new workspace`,
+    );
   }, 120_000);
 });
