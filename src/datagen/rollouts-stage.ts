@@ -152,7 +152,7 @@ export async function runRollouts(
   const similarity = new Similarity(queryMatrix, indexMatrix);
   const rollout = rolloutSettings(settings, selector, inputs.pools.set.k);
   const stage = openVlmStage(ws, vlmSettings, inputs.dataset, settings.seed, hooks);
-  const generator = generatorRecord(settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
+  const generator = generatorRecord(ws, settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
   const config = runConfig(ws, settings, inputs, embedding, generator);
   const run = openItemRun(stage, ROLLOUTS_STAGE, config, settings.seed);
   const earlier = new Set((ws.getStage(run.runId, run.stage)?.artifacts ?? []).map((a) => a.sha256));
@@ -274,8 +274,12 @@ function rolloutSettings(settings: RolloutsSettings, selector: OpenedSelector | 
   };
 }
 
-/** How the rollouts were made, as the artefact records it (`meta.generator`); the checkpoint by file and sha256. */
+/**
+ * How the rollouts were made, as the artefact records it (`meta.generator`); the checkpoint by file
+ * (workspace-relative inside the workspace, so a moved workspace assembles the same bytes) and sha256.
+ */
 function generatorRecord(
+  ws: Workspace,
   settings: RolloutsSettings,
   pools: PoolRef,
   embedding: EmbeddingKind,
@@ -284,7 +288,7 @@ function generatorRecord(
 ) {
   const checkpoint =
     settings.checkpoint !== undefined
-      ? { file: settings.checkpoint, sha256: hashFileSync(settings.checkpoint).sha256 }
+      ? { file: ws.storedPath(settings.checkpoint), sha256: hashFileSync(settings.checkpoint).sha256 }
       : null;
   return {
     method: "lever rollouts",

@@ -6,7 +6,9 @@
  * Then one evaluation per evaluation identity (src/experiment/evaluate.ts) and one comparison and HTML
  * report of the methods evaluated now (src/experiment/compare.ts).
  */
+import { RunSettingsConflict } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import { compareAndReport } from "./compare.js";
 import { evaluateVariants } from "./evaluate.js";
@@ -44,16 +46,28 @@ export interface RunHooks {
 
 /** Executes the plan (resuming and reusing what is done). */
 export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promise<RunReport> {
-  const stages = await runStages(ws, p, hooks);
+  const stages = await runStages(ws, p, hooks).catch(inThisRun);
   const progress = hooks.progress as unknown as ProgressStream | null;
   const evaluation = await evaluateVariants(ws, p, stages.outputs, {
     log: (line) => hooks.log(line),
     progress,
     signal: hooks.signal,
-  });
+  }).catch(inThisRun);
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
+}
+
+/**
+ * A stage's or the evaluation's run, named by `lever run`, found made with other settings: its inputs
+ * changed under it (the names are the stages' identities, so the user cannot choose another one).
+ */
+function inThisRun(error: unknown): never {
+  if (!(error instanceof RunSettingsConflict)) throw error;
+  throw new LeverError(
+    `this experiment's run "${error.runName}" (${error.runId}) was made with other ${error.differs.join(", ")}: ` +
+      "what it read changed since; restore it, or run the experiment in a new workspace",
+  );
 }
 
 /** Runs or reuses every distinct stage; the training runs of the chain (run id → the stage's label), in order. */

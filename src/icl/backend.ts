@@ -74,6 +74,6 @@ export function createVlm(
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
   const { cache } = settings;
   const useCache = cache === "on" || (cache === "auto" && cachedByDefault(settings.vlm));
-  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db), ws.dir) : sent;
   return { vlm, backend, sim };
 }

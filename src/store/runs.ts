@@ -144,6 +144,39 @@ export function runsReading(db: Database, path: string): string[] {
     .all(path) as string[];
 }
 
+/**
+ * Ids of the runs that read a dataset, in creation order: those whose config names it — as beams,
+ * rollouts and evaluation runs record their datasets (`dataset.name`, `index.name`), SFT its `dataset`
+ * and RCE/GRPO `inputs.dataset` — and those that read one of its embeddings.
+ */
+export function runsReadingDataset(db: Database, name: string): string[] {
+  return db
+    .prepare(
+      `SELECT id FROM runs WHERE json_extract(config, '$.dataset.name') = @name
+         OR json_extract(config, '$.index.name') = @name OR json_extract(config, '$.dataset') = @name
+         OR json_extract(config, '$.inputs.dataset') = @name
+         OR id IN (SELECT run FROM run_inputs WHERE substr(path, 1, length(@prefix)) = @prefix)
+       ORDER BY seq`,
+    )
+    .pluck()
+    .all({ name, prefix: `embeddings/${name}/` }) as string[];
+}
+
+/**
+ * Ids of the runs that read an embedding (stored at `path`), in creation order: beams, rollouts and
+ * evaluation runs record its sha256 under `embeddings["<dataset>/<kind>"]`, training runs its file.
+ */
+export function runsReadingEmbedding(db: Database, dataset: string, kind: string, path: string): string[] {
+  return db
+    .prepare(
+      `SELECT id FROM runs WHERE json_type(config, '$.embeddings."' || @key || '"') IS NOT NULL
+         OR id IN (SELECT run FROM run_inputs WHERE path = @path)
+       ORDER BY seq`,
+    )
+    .pluck()
+    .all({ key: `${dataset}/${kind}`, path }) as string[];
+}
+
 export function finishRun(db: Database, id: string, status: "done" | "failed", error?: string): void {
   const changes = db
     .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?")

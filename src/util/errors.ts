@@ -1,6 +1,9 @@
+import { redactUrlPasswords } from "./redact.js";
+
 /**
  * The one error type users see. It names where the problem is (file, record, field) so a
  * one-line message is enough to fix the input. The CLI prints `error: <message>` and exits 2.
+ * A password in a URL it quotes is shown as `***` (src/util/redact.ts).
  */
 export interface ErrorLocation {
   file?: string;
@@ -23,7 +26,7 @@ function formatMessage(message: string, { file, record, field }: ErrorLocation):
     record !== undefined ? `record ${JSON.stringify(String(record))}` : null,
     field !== undefined ? `field "${field}"` : null,
   ].filter((part) => part !== null);
-  return where.length > 0 ? `${where.join(", ")}: ${message}` : message;
+  return redactUrlPasswords(where.length > 0 ? `${where.join(", ")}: ${message}` : message);
 }
 
 /** Throws a LeverError unless `condition` holds. */

@@ -5,6 +5,8 @@
  * circuit breaker, keeps the stored work, and the next run resumes it; empty completions are failed
  * predictions, retried by the next run.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectSubset } from "../../src/data/splits.js";
 import { Workspace } from "../../src/store/workspace.js";
@@ -224,5 +226,23 @@ describe("lever eval against failing VLM servers", () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stderr).toMatch(/\(resumed\): 40 predictions planned, 12 already stored, 28 evaluated, 0 failed/);
     expect(dying.count("/v1/chat/completions")).toBe(28 + 1);
+  });
+
+  it("a password in --base-url is sent as basic auth, and never stored in lever.db nor printed", async () => {
+    const password = "s3cret-Pa55";
+    const withPassword = (url: string) => url.replace("http://", `http://lever:${password}@`);
+    const dead = await evalOpenAi(withPassword(deadUrl), "--run", "dead-password");
+    expectUserError(dead, /^error: cannot reach the VLM server at http:\/\/127\.0\.0\.1:\d+ /);
+    expect(dead.stderr + dead.stdout).not.toContain(password);
+
+    const server = await startMock();
+    const ok = await evalOpenAi(withPassword(server.url), "--run", "password");
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stderr + ok.stdout).not.toContain(password);
+    const basic = `Basic ${Buffer.from(`lever:${password}`).toString("base64")}`;
+    expect(server.log.length).toBeGreaterThan(0);
+    for (const request of server.log) expect(request.headers.authorization).toBe(basic);
+    for (const file of readdirSync(wsDir).filter((f) => f.startsWith("lever.db")))
+      expect(readFileSync(join(wsDir, file)).includes(password), file).toBe(false);
   });
 });

@@ -204,6 +204,13 @@ describe("lever report", () => {
     expect(html).toMatch(/<section id="training">[\s\S]*<svg /);
     expect(html).toMatch(/<section id="comparison">[\s\S]*<table>/);
     expect((html.match(/<div class="example">/g) ?? []).length).toBe(2);
+    // Another file at --out is never overwritten silently.
+    writeFileSync(out, "mine\n");
+    const args = ["--workspace", wsDir, "report", evalJson.runId, "--out", out, "--resamples", "200"];
+    expectUserError(await runCli(args), `${out}: file exists with other content (pass --replace to overwrite it)`);
+    expect(readFileSync(out, "utf8")).toBe("mine\n");
+    await runCliOk([...args, "--replace"]);
+    expect(readFileSync(out, "utf8")).toContain("<html");
   });
 
   it("defaults to reports/<run ids>.html in the workspace; --json gives the path and the model", async () => {

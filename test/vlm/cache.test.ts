@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -7,6 +7,7 @@ import {
   cachedVlm,
   cacheSummary,
   ensureCacheTable,
+  ImageIdentities,
   MemoryResponseCache,
   pruneCache,
   requestKey,
@@ -159,6 +160,25 @@ describe("cachedVlm over any Vlm", () => {
       failures: { total: 2, byReason: { "http-5xx": 2 } },
     });
     expect(vlm.id).toBe("sim:test");
+  });
+
+  it("names an image inside the workspace workspace-relative: a moved workspace keeps its keys", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lever-cache-move-"));
+    const ws1 = join(root, "ws1");
+    mkdirSync(join(ws1, "images"), { recursive: true });
+    writeFileSync(join(ws1, "images", "1.jpg"), "jpeg");
+    const at = (ws: string): VlmPrompt => ({
+      demonstrations: [],
+      query: { questionId: "1", imagePath: join(ws, "images", "1.jpg"), question: "?" },
+    });
+    const before = await requestKey("m", "generate", at(ws1), null, new ImageIdentities(ws1));
+    const absolute = await requestKey("m", "generate", at(ws1), null);
+    const ws2 = join(root, "ws2");
+    renameSync(ws1, ws2);
+    expect(await requestKey("m", "generate", at(ws2), null, new ImageIdentities(ws2))).toBe(before);
+    // Without the workspace (an image outside it) the absolute path is the identity, as before.
+    expect(await requestKey("m", "generate", at(ws2), null)).not.toBe(absolute);
+    rmSync(root, { recursive: true, force: true });
   });
 
   it("recomputes and overwrites an unreadable stored response", async () => {
