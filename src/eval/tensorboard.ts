@@ -1,8 +1,9 @@
 /**
  * An evaluation's results as TensorBoard scalars beside the training curves (src/store/tensorboard.ts):
  * per method of `lever eval`'s summary, `eval/<method>/accuracy` and, against the baseline,
- * `eval/<method>/delta` (points), each at step = shot, in `<workspace>/tensorboard/<eval run>/`. Each
- * `lever eval` call adds one file; TensorBoard shows the latest value of a tag at a step.
+ * `eval/<method>/delta` (points), each at step = shot, in `<workspace>/tensorboard/<eval run>/`, in one
+ * file (`EVAL_EVENTS_FILE`) that each `lever eval` of the run rewrites whole with the run's current summary,
+ * so a rerun that found everything stored leaves the same single file (and a moved workspace the same files).
  */
 import type { ComparisonResult } from "../metrics/compare.js";
 import { EventFileWriter, type Scalar, tensorboardDirOf } from "../store/tensorboard.js";
@@ -26,10 +27,13 @@ export function evaluationScalars(summary: ComparisonResult): Scalar[] {
   );
 }
 
+/** The evaluation run's one event file (TensorBoard reads every file whose name holds "tfevents"). */
+export const EVAL_EVENTS_FILE = "events.out.tfevents.lever-eval";
+
 /** Writes the summary's scalars into the run's event directory. */
 export function writeEvaluationEvents(workspaceDir: string, runId: string, summary: ComparisonResult | null): void {
   if (summary === null) return;
-  const writer = new EventFileWriter(tensorboardDirOf(workspaceDir, runId));
+  const writer = new EventFileWriter(tensorboardDirOf(workspaceDir, runId), undefined, EVAL_EVENTS_FILE);
   try {
     writer.write(evaluationScalars(summary));
   } finally {

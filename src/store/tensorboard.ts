@@ -48,6 +48,8 @@ export class EventFileWriter {
     private readonly dir: string,
     /** Seconds since the Unix epoch. */
     private readonly clock: () => number = () => Date.now() / 1000,
+    /** A fixed file name, rewritten from the start (a result written whole, e.g. an evaluation's); default: a new file per writer. */
+    private readonly fixedName?: string,
   ) {}
 
   /** The file written to, once something was. */
@@ -73,12 +75,13 @@ export class EventFileWriter {
   }
 
   private append(records: readonly Uint8Array[], wallTime: number): void {
-    const path = this.path ?? join(this.dir, eventFileName(wallTime, hostname(), process.pid, filesOpened));
+    const path =
+      this.path ?? join(this.dir, this.fixedName ?? eventFileName(wallTime, hostname(), process.pid, filesOpened));
     try {
       const opening = this.fd === null;
       if (this.fd === null) {
         mkdirSync(this.dir, { recursive: true });
-        this.fd = openSync(path, "a");
+        this.fd = openSync(path, this.fixedName === undefined ? "a" : "w");
         this.path = path;
         filesOpened++;
       }
