@@ -11,6 +11,7 @@ import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { group, printJson, withWorkspace } from "./common.js";
+import { withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 function printSummary(result: SftStageResult, json: boolean): void {
@@ -94,18 +95,21 @@ export function register(program: Command): void {
   });
   sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
-    const result = await withWorkspace(command, (ws) =>
-      runSftStage(ws, {
-        beams,
-        pools,
-        dataset,
-        embedding,
-        init,
-        name,
-        config,
-        progress: flags.quiet ? null : process.stderr,
-        note,
-      }),
+    const result = await withSigint((signal) =>
+      withWorkspace(command, (ws) =>
+        runSftStage(ws, {
+          beams,
+          pools,
+          dataset,
+          embedding,
+          init,
+          name,
+          config,
+          progress: flags.quiet ? null : process.stderr,
+          note,
+          signal,
+        }),
+      ),
     );
     printSummary(result, flags.json === true);
   });
@@ -136,14 +140,17 @@ export function register(program: Command): void {
       const vlm = resolve(cmd, vlmSettings);
       // `config` was parsed by this stage's own schema (bound above).
       const stageSettings = { stage, config } as RlStageSettings;
-      const result = await withWorkspace(cmd, (ws) =>
-        runRlStage(ws, {
-          ...stageSettings,
-          inputs: { rollouts, pools, dataset, embedding, init, reference, name },
-          vlm,
-          progress: flags.quiet ? null : process.stderr,
-          note,
-        }),
+      const result = await withSigint((signal) =>
+        withWorkspace(cmd, (ws) =>
+          runRlStage(ws, {
+            ...stageSettings,
+            inputs: { rollouts, pools, dataset, embedding, init, reference, name },
+            vlm,
+            progress: flags.quiet ? null : process.stderr,
+            note,
+            signal,
+          }),
+        ),
       );
       printRlSummary(result, flags.json === true);
     });
@@ -159,10 +166,12 @@ export function register(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const progress = flags.quiet ? null : process.stderr;
-      await withWorkspace(command, async (ws) => {
-        if (ws.getRun(runId)?.kind === "sft")
-          printSummary(await resumeSftStage(ws, runId, progress, note), flags.json === true);
-        else printRlSummary(await resumeRlStage(ws, runId, progress, note), flags.json === true);
-      });
+      await withSigint((signal) =>
+        withWorkspace(command, async (ws) => {
+          const how = { progress, note, signal };
+          if (ws.getRun(runId)?.kind === "sft") printSummary(await resumeSftStage(ws, runId, how), flags.json === true);
+          else printRlSummary(await resumeRlStage(ws, runId, how), flags.json === true);
+        }),
+      );
     });
 }

@@ -107,7 +107,7 @@ export async function evaluate(
     );
     artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
     stageRun.complete([artifact]);
-  }
+  } else stageRun.release(); // interrupted (Ctrl-C): the run stays unfinished and reads as interrupted
   return {
     runId,
     resumed: prepared.resumed,

@@ -7,6 +7,7 @@
  * report of the methods evaluated now (src/experiment/compare.ts).
  */
 import type { Workspace } from "../store/workspace.js";
+import { InterruptedError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import { compareAndReport } from "./compare.js";
 import { evaluateVariants } from "./evaluate.js";
@@ -46,11 +47,13 @@ export interface RunHooks {
 export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promise<RunReport> {
   const stages = await runStages(ws, p, hooks);
   const progress = hooks.progress as unknown as ProgressStream | null;
-  const evaluation = await evaluateVariants(ws, p, stages.outputs, {
-    log: (line) => hooks.log(line),
-    progress,
-    signal: hooks.signal,
-  });
+  const evaluation = await interruptible(`${p.unique.length} stages done`, () =>
+    evaluateVariants(ws, p, stages.outputs, {
+      log: (line) => hooks.log(line),
+      progress,
+      signal: hooks.signal,
+    }),
+  );
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
@@ -62,7 +65,10 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   const outputs: StageOutputMap = new Map();
   const runLabels: Record<string, string> = {};
   for (const { stage, variants } of p.unique) {
-    if (hooks.signal?.aborted) throw interruptedError();
+    if (hooks.signal?.aborted)
+      await interruptible(`${outputs.size} of ${p.unique.length} stages done`, () => {
+        throw interruptedError();
+      });
     let out = readStageRecord(ws, stage);
     if (out !== null) {
       counts[stage.stage].reused += variants.length;
@@ -73,7 +79,10 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
       hooks.log(
         `${stage.stage} ${stage.id}: running${variants.length > 1 ? ` (shared by ${variants.length} variants)` : ""}`,
       );
-      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, hooks);
+      const kept = `${outputs.size} of ${p.unique.length} stages done`;
+      out = await interruptible(kept, () =>
+        runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, hooks),
+      );
       writeStageRecord(ws, stage, out);
       counts[stage.stage].run += 1;
       counts[stage.stage].reused += variants.length - 1;
@@ -82,6 +91,21 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
     if ("runId" in out) runLabels[out.runId] = stage.label;
   }
   return { counts, outputs, runLabels };
+}
+
+/**
+ * Runs `fn`; Ctrl-C inside it (an InterruptedError saying what the stage at work kept) is said again
+ * with what the chain kept and how to resume.
+ */
+async function interruptible<T>(kept: string, fn: () => Promise<T> | T): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!(error instanceof InterruptedError)) throw error;
+    throw new InterruptedError(
+      `${error.message}; kept: ${kept} and every finished item and epoch; run the same command again to resume (done stages are reused)`,
+    );
+  }
 }
 
 /** Runs one stage through its entry, with the outputs of the stages it reads. */

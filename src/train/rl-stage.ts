@@ -44,7 +44,14 @@ import {
 import { RlValidator } from "./rl-validate.js";
 import { rlVlmServices } from "./rl-vlm.js";
 import { runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
-import { checkInputsUnchanged, checkpointDirOf, executeStage, imagesOf, type StageResult } from "./stage.js";
+import {
+  checkInputsUnchanged,
+  checkpointDirOf,
+  executeStage,
+  imagesOf,
+  type StageIo,
+  type StageResult,
+} from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
 /** What the wiring does differently per stage. */
@@ -159,10 +166,7 @@ function resolveData(
 export type RlStageOptions<S extends RlStage = RlStage> = RlStageSettings<S> & {
   inputs: RlInputs;
   vlm: VlmSettings;
-  progress?: ProgressStream | null;
-  /** Informational lines (a resumed run, a lease taken over). */
-  note?: (text: string) => void;
-};
+} & StageIo;
 
 export interface RlStageResult extends Omit<TrainingRunResult, "model"> {
   runId: string;
@@ -222,18 +226,13 @@ export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStage
     note: opts.note,
   });
   // An existing run goes on from its saved state: a done one's is final, so nothing is trained.
-  const run = { id: opened.runId, resumed: opened.opened !== "new", progress: opts.progress, note: opts.note };
+  const run = { id: opened.runId, resumed: opened.opened !== "new", progress: opts.progress, note: opts.note, signal: opts.signal };
   const result = await execute(ws, run, settings, opts.inputs, inputs, opts.vlm);
   return opened.opened === "done" ? { ...result, resumed: false } : result;
 }
 
 /** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */
-export async function resumeRlStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<RlStageResult> {
+export async function resumeRlStage(ws: Workspace, runId: string, how: StageIo = {}): Promise<RlStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   const parsed = StoredSchema.safeParse(run.config);
@@ -246,15 +245,13 @@ export async function resumeRlStage(
   const inputs = resolveInputs(ws, parsed.data.inputs, onlineOf(settings));
   checkInputsUnchanged(runId, parsed.data.dataHashes, inputs.dataHashes);
   const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
-  return execute(ws, { id: runId, resumed: true, progress, note }, settings, parsed.data.inputs, inputs, vlm);
+  return execute(ws, { id: runId, resumed: true, ...how }, settings, parsed.data.inputs, inputs, vlm);
 }
 
 /** The run being trained, whether it continues an interrupted one, and where it reports. */
-interface RunHandle {
+interface RunHandle extends StageIo {
   id: string;
   resumed: boolean;
-  progress?: ProgressStream | null;
-  note?: (text: string) => void;
 }
 
 async function execute<S extends RlStage>(
@@ -304,6 +301,7 @@ async function execute<S extends RlStage>(
       note: run.note,
       display: wiring.display,
       health: wiring.health(online !== null),
+      signal: run.signal,
     },
     (dir, hooks) =>
       runTraining<RlGroup>({
@@ -337,6 +335,7 @@ async function execute<S extends RlStage>(
         },
         checkpointDir: dir,
         checkpoint: { trainedK: stats.K, shots: stats.shots, provenance: provenance(run.id, config, refs, inputs) },
+        signal: hooks.signal,
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),

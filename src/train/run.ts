@@ -94,6 +94,8 @@ export interface TrainingRunInput<G extends QueryGroup> {
     shots: number;
     provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
   };
+  /** Ctrl-C: training stops before the next batch (src/train/loop.ts). */
+  signal?: AbortSignal;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void | Promise<void>;
   /** Clock for provenance timestamps (tests pass a fixed one). */
@@ -155,6 +157,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     input.optim,
     seed,
     {
+      signal: input.signal,
       onStep: input.onStep,
       onEpoch: async (info, snapshot) => {
         const path = save(epochFile(info.epoch), info.epoch, info.metrics);

@@ -20,7 +20,7 @@ import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, executeStage, imagesOf } from "./stage.js";
+import { checkInputsUnchanged, executeStage, imagesOf, type StageIo } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -39,6 +39,8 @@ export type SftInputs = z.output<typeof SftInputsSchema>;
 export interface SftStageOptions extends SftInputs {
   config: SftConfig;
   progress?: ProgressStream | null;
+  /** Ctrl-C: training stops before the next batch, the run stays resumable (an InterruptedError says what was kept). */
+  signal?: AbortSignal;
   /** Things the user should know before training starts (the CLI prints them on stderr). */
   note?: (text: string) => void;
 }
@@ -114,13 +116,14 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     work: "epochs",
     note: opts.note,
   });
-  if (run.opened !== "new") return continueSftStage(ws, run.runId, opts.progress, opts.note);
+  if (run.opened !== "new") return continueSftStage(ws, run.runId, opts);
   const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
   return execute(ws, run.runId, inputs, opts.config, {
     init,
     initFile: opts.init,
     progress: opts.progress,
     note: opts.note,
+    signal: opts.signal,
   });
 }
 
@@ -128,24 +131,15 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
  * Continues an interrupted SFT run from the state saved after its last finished epoch. The inputs
  * must be unchanged (same sha256 as recorded); the result is the same as an uninterrupted run.
  */
-export async function resumeSftStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<SftStageResult> {
+export async function resumeSftStage(ws: Workspace, runId: string, how: StageIo = {}): Promise<SftStageResult> {
   if (ws.getStage(runId, "sft")?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
-  return continueSftStage(ws, runId, progress, note);
+  return continueSftStage(ws, runId, how);
 }
 
+
 /** Trains an existing SFT run on from its saved state (a done run's state is final: its result). */
-async function continueSftStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<SftStageResult> {
+async function continueSftStage(ws: Workspace, runId: string, how: StageIo): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   if (run.kind !== "sft") throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
@@ -155,7 +149,7 @@ async function continueSftStage(
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
-  return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, progress, note });
+  return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, ...how });
 }
 
 /** Holds the run, records its inputs and trains it as the run's one stage ("sft"). */
@@ -169,9 +163,7 @@ async function execute(
     /** The starting checkpoint's file (for errors). */
     initFile?: string;
     resume?: SavedState;
-    progress?: ProgressStream | null;
-    note?: (text: string) => void;
-  },
+  } & StageIo,
 ): Promise<SftStageResult> {
   const done = await executeStage(
     ws,
@@ -182,6 +174,7 @@ async function execute(
       inputs: inputs.files,
       progress: extra.progress,
       note: extra.note,
+      signal: extra.signal,
     },
     (checkpointDir, hooks) =>
       runSft({
@@ -199,6 +192,7 @@ async function execute(
         init: extra.init,
         resume: extra.resume,
         provenance: { runId, dataHashes: inputs.dataHashes },
+        signal: hooks.signal,
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),

@@ -15,15 +15,24 @@ import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import type { HealthWarning } from "./health.js";
 import type { EpochInfo, StepInfo } from "./loop.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
-import type { TrainingRunResult } from "./run.js";
+import { BEST_FILE, epochFile, type TrainingRunResult } from "./run.js";
 
 export interface StageHooks {
+  /** Ctrl-C (the stage's `signal`): training stops before the next batch. */
+  signal?: AbortSignal;
   onStep(info: StepInfo): void;
   onEpoch(info: EpochInfo & { checkpoint: string | null }): void;
+}
+
+/** Where a training stage reports (progress, notes) and what stops it (Ctrl-C). */
+export interface StageIo {
+  progress?: ProgressStream | null;
+  note?: (text: string) => void;
+  signal?: AbortSignal;
 }
 
 export interface StageOptions {
@@ -40,6 +49,8 @@ export interface StageOptions {
   display?: readonly string[];
   /** Health checks of an epoch's metrics (RL stages). */
   health?: (epoch: number, metrics: Record<string, number>) => HealthWarning[];
+  /** Ctrl-C: training stops before the next batch, the run is left interrupted (resumable), and an InterruptedError says what was kept. */
+  signal?: AbortSignal;
 }
 
 export interface StageResult<R> {
@@ -65,9 +76,9 @@ export async function executeStage<R extends TrainingRunResult>(
 ): Promise<StageResult<R>> {
   const { runId, stage } = opts;
   const run = holdStageRun(ws, runId, stage, "epochs", opts.note);
+  const checkpointDir = checkpointDirOf(ws, runId, stage);
   try {
     ws.recordRunInputs(runId, opts.inputs);
-    const checkpointDir = checkpointDirOf(ws, runId, stage);
     // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
     const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
     if (run.opened === "done")
@@ -78,6 +89,7 @@ export async function executeStage<R extends TrainingRunResult>(
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
     const result = await run.produce(async () => {
       const result = await train(checkpointDir, {
+        ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
         onStep: (info) => {
           run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
           ws.logMetrics(
@@ -120,9 +132,25 @@ export async function executeStage<R extends TrainingRunResult>(
       return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
     });
     return { runId, checkpointDir, result, warnings };
+  } catch (error) {
+    if (error instanceof InterruptedError) throw interruptedTraining(ws, opts, checkpointDir, error);
+    throw error;
   } finally {
     run.release();
   }
+}
+
+/** What an interrupted run kept (its finished epochs, from the stage record) and how to resume it. */
+function interruptedTraining(ws: Workspace, opts: StageOptions, dir: string, error: InterruptedError): InterruptedError {
+  const { runId, stage, epochs } = opts;
+  const done = ws.getStage(runId, stage)?.progressDone ?? 0;
+  const kept =
+    done === 0
+      ? "no finished epoch (it starts again from its first)"
+      : `${done} finished epoch${done === 1 ? "" : "s"} of ${epochs}: checkpoints ${epochFile(0)}${done > 1 ? `…${epochFile(done - 1)}` : ""}, ${BEST_FILE} and the resumable state in ${dir}`;
+  return new InterruptedError(
+    `${stage} run ${runId} ${error.message}; kept: ${kept}; resume: lever train resume ${runId} (or run the same command again)`,
+  );
 }
 
 /** The hooks of a done run's replay: an epoch that would run means its saved state is not the final one. */

@@ -288,7 +288,7 @@ describe("resuming a run that started from a checkpoint", () => {
         runSftStage(ws, { ...inputs, name: "from-init-crash", progress: crashingProgress("epoch 2/3") }),
       ).rejects.toThrow(/simulated crash/);
       const crashed = ws.listRuns({ kind: "sft" }).at(-1)!.id;
-      const resumed = await resumeSftStage(ws, crashed, null);
+      const resumed = await resumeSftStage(ws, crashed, { progress: null });
       expect(resumed.epochsRun).toBe(3);
       const a = loadCheckpoint(straight.checkpoints.at(-1)!);
       const b = loadCheckpoint(resumed.checkpoints.at(-1)!);

@@ -147,7 +147,7 @@ describe("lever train rce / grpo (workspace stage)", () => {
         }),
       ).rejects.toThrow(/simulated crash/);
       crashed = ws.listRuns({ kind: "grpo" }).at(-1)!.id;
-      const resumed = await resumeRlStage(ws, crashed, null);
+      const resumed = await resumeRlStage(ws, crashed, { progress: null });
       expect(resumed.runId).toBe(crashed);
       expect(weights(resumed.checkpoints.at(-1)!)).toEqual(weights(straight.checkpoints.at(-1)!));
       // The same command again trains nothing: the done run's result is handed back.
