@@ -20,10 +20,11 @@ interface Stopped {
   afterSigint: number | null;
 }
 
-/** Runs `lever ARGS`; sends SIGINT once stderr matches `trigger`. */
+/** Runs `lever ARGS`; sends SIGINT once stderr matches `trigger`; killed when still running after 90 s. */
 function leverUntil(args: string[], trigger: RegExp): Promise<Stopped> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    const guard = setTimeout(() => child.kill("SIGKILL"), 90_000);
     let stderr = "";
     let sentAt: number | null = null;
     child.stderr.on("data", (chunk: Buffer) => {
@@ -34,7 +35,10 @@ function leverUntil(args: string[], trigger: RegExp): Promise<Stopped> {
       }
     });
     child.on("error", fail);
-    child.on("close", (code) => done({ code, stderr, afterSigint: sentAt === null ? null : Date.now() - sentAt }));
+    child.on("close", (code) => {
+      clearTimeout(guard);
+      done({ code, stderr, afterSigint: sentAt === null ? null : Date.now() - sentAt });
+    });
   });
 }
 
