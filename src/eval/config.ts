@@ -31,7 +31,7 @@ export const EvalSettingsSchema = z
     retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
       flag: "retriever",
       description:
-        "retrievers: zero, random, topk-image, topk-text, topk-joint, vote, oracle and informed (sim only), selector:CKPT",
+        "retrievers: zero, random, topk-image, topk-text, topk-joint, vote, oracle and informed (sim only), selector:CKPT (CKPT a file or a training run RUN[:best|last|epoch-N])",
     }),
     k: z
       .number()

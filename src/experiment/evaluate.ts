@@ -13,7 +13,7 @@ import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
-import { InterruptedError, LeverError } from "../util/errors.js";
+import { InterruptedError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";

@@ -15,7 +15,7 @@ import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
 import type { Workspace } from "../store/workspace.js";
-import type { RlStageSettings } from "../train/rl-settings.js";
+import { RANDOM_INIT, type RlStageSettings } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
@@ -197,6 +197,8 @@ async function runRl(
 ): Promise<TrainedOutputs> {
   const data = c.input("data");
   const init = (c.optional("rce") ?? c.optional("sft"))?.bestFile;
+  if (init === undefined)
+    c.note(`${stage} starts from a seeded random init (the experiment has no sft or rce section)`);
   const result = await runRlStage(c.ws, {
     ...settings,
     inputs: {
@@ -204,7 +206,7 @@ async function runRl(
       pools: c.input("pools").name,
       dataset: data.train,
       embedding: c.experiment.embedding,
-      ...(init !== undefined ? { init } : {}),
+      init: init ?? RANDOM_INIT,
       name: c.tag,
     },
     vlm: withWorld(c.experiment.vlm, data),

@@ -1,14 +1,14 @@
 /**
  * An evaluation run's predictions as methods of the comparison engine (src/metrics/compare.ts): one
  * method per retriever, id "RUN/RETRIEVER", labelled by the retriever's short name (a selector by its
- * checkpoint's file name: "selector:grpo_epoch2") behind an optional prefix, the simulator's oracle and
+ * training run, "selector:sft-0002", else its checkpoint's file name: "selector:grpo_epoch2") behind an optional prefix, the simulator's oracle and
  * informed ceiling flagged as references, in display order (zero, random, top-k, informed, oracle,
  * selectors). `lever eval`'s summary and `lever compare` both build a run's methods here, so they get
  * the same ids and labels — and, since the engine keys its random streams by label, the same intervals.
  */
-import { basename, extname } from "node:path";
 import type { ComparedRow, MethodInput } from "../metrics/compare.js";
 import { isSimReference, SIM_REFERENCES } from "../sim/oracle.js";
+import { checkpointLabel } from "./checkpoint-ref.js";
 
 /** The fields of a stored prediction a method reads. */
 export type MethodRow = ComparedRow & { retriever: string };
@@ -20,11 +20,14 @@ export interface RetrieverMethod {
   short: string;
 }
 
-/** "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; others unchanged. */
+/**
+ * "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; a training run's checkpoint
+ * by its run ("selector:…/runs/sft-0002/sft/best.safetensors@…" → "selector:sft-0002"); others unchanged.
+ */
 export function shortRetriever(retriever: string): string {
   if (!retriever.startsWith("selector:")) return retriever;
   const path = retriever.slice("selector:".length).replace(/@[0-9a-f]{6,}$/, "");
-  return `selector:${basename(path, extname(path))}`;
+  return `selector:${checkpointLabel(path)}`;
 }
 
 /**

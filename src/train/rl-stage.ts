@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
 import { PointerSelector } from "../selector/model.js";
 import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
@@ -28,12 +29,12 @@ import { type HealthWarning, healthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { Objective } from "./loop.js";
 import type { OnlineConfig, OnlineSampler } from "./online.js";
-import type { ProgressStream } from "./progress.js";
 import { buildOnlineGroups, buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { type RlObjectiveData, rceObjective } from "./rl-objectives.js";
 import {
   onlineOf,
   parseRlSettings,
+  RANDOM_INIT,
   type RlInputs,
   RlInputsSchema,
   type RlStage,
@@ -212,7 +213,8 @@ const StoredSchema = z.object({
  * Runs an RL stage, or continues the run of the same stage, settings and inputs (src/store/stage-run.ts):
  * one that did not finish is continued from its last finished epoch, a done one's result is handed back.
  */
-export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStageOptions<S>): Promise<RlStageResult> {
+export async function runRlStage<S extends RlStage>(ws: Workspace, given: RlStageOptions<S>): Promise<RlStageResult> {
+  const opts = { ...given, inputs: startingFiles(ws, given.stage, given.inputs) };
   const settings = resolveSettings<S>(opts);
   const { config } = settings;
   const inputs = resolveInputs(ws, opts.inputs, onlineOf(settings));
@@ -226,9 +228,34 @@ export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStage
     note: opts.note,
   });
   // An existing run goes on from its saved state: a done one's is final, so nothing is trained.
-  const run = { id: opened.runId, resumed: opened.opened !== "new", progress: opts.progress, note: opts.note, signal: opts.signal };
+  const run = {
+    id: opened.runId,
+    resumed: opened.opened !== "new",
+    progress: opts.progress,
+    note: opts.note,
+    signal: opts.signal,
+  };
   const result = await execute(ws, run, settings, opts.inputs, inputs, opts.vlm);
   return opened.opened === "done" ? { ...result, resumed: false } : result;
+}
+
+/**
+ * The starting checkpoint and the KL reference as files (a training run RUN[:best|last|epoch-N]
+ * resolved to its file). A starting point is required: a checkpoint, or `random` for a seeded init
+ * (stored as no checkpoint, as runs made before this was required).
+ */
+function startingFiles(ws: Workspace, stage: RlStage, inputs: RlInputs): RlInputs {
+  const { init, reference, ...rest } = inputs;
+  if (init === undefined)
+    throw new LeverError(
+      `${stage.toUpperCase()} starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random to train from a seeded random init`,
+      { field: "--init" },
+    );
+  return {
+    ...rest,
+    ...(init !== RANDOM_INIT ? { init: resolveCheckpoint(ws, init, "--init") } : {}),
+    ...(reference !== undefined ? { reference: resolveCheckpoint(ws, reference, "--reference") } : {}),
+  };
 }
 
 /** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */

@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
+import { BEST_FILE, epochFile } from "../icl/checkpoint-ref.js";
 import { type Checkpoint, checkpointFits, type ProvenanceInput, saveCheckpoint } from "../selector/checkpoint.js";
 import { ModelOptionsSchema, type SelectorConfig, SelectorConfigSchema } from "../selector/config.js";
 import { PointerSelector } from "../selector/model.js";
@@ -32,8 +33,7 @@ export const TrainingFields = {
 /** Resumable training state beside the checkpoints. */
 export const STATE_FILE = "state.safetensors";
 
-export const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
-export const BEST_FILE = "best.safetensors";
+export { BEST_FILE, epochFile };
 
 /** The architecture and weights a run starts from, before any resume. */
 export interface StartingPoint {

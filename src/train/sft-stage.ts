@@ -10,6 +10,7 @@ import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
@@ -30,7 +31,11 @@ export const SftInputsSchema = z
     pools: z.string().min(1).describe("pool set the beams were searched in: a file, or a name under artifacts/pools/"),
     dataset: z.string().min(1).describe("index dataset (the candidates)"),
     embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
-    init: z.string().min(1).optional().describe("start from this selector checkpoint instead of a fresh init"),
+    init: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("start from this selector checkpoint (a file or RUN[:best|last|epoch-N]) instead of a fresh init"),
     name: z.string().min(1).optional().describe("run name"),
   })
   .strict();
@@ -96,7 +101,9 @@ const StoredRunSchema = z.object({
  * resuming re-checks them); a done one is not trained again, its result is handed back. A run another
  * live process is training is refused, naming that process.
  */
-export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
+export async function runSftStage(ws: Workspace, given: SftStageOptions): Promise<SftStageResult> {
+  // The starting checkpoint as a file (a training run RUN[:best|last|epoch-N] resolved to its file).
+  const opts = given.init === undefined ? given : { ...given, init: resolveCheckpoint(ws, given.init, "--init") };
   const inputs = resolveInputs(ws, opts);
   const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
@@ -136,7 +143,6 @@ export async function resumeSftStage(ws: Workspace, runId: string, how: StageIo 
     throw new LeverError(`run ${runId} is already done`, { record: runId });
   return continueSftStage(ws, runId, how);
 }
-
 
 /** Trains an existing SFT run on from its saved state (a done run's state is final: its result). */
 async function continueSftStage(ws: Workspace, runId: string, how: StageIo): Promise<SftStageResult> {

@@ -141,7 +141,12 @@ export async function executeStage<R extends TrainingRunResult>(
 }
 
 /** What an interrupted run kept (its finished epochs, from the stage record) and how to resume it. */
-function interruptedTraining(ws: Workspace, opts: StageOptions, dir: string, error: InterruptedError): InterruptedError {
+function interruptedTraining(
+  ws: Workspace,
+  opts: StageOptions,
+  dir: string,
+  error: InterruptedError,
+): InterruptedError {
   const { runId, stage, epochs } = opts;
   const done = ws.getStage(runId, stage)?.progressDone ?? 0;
   const kept =

@@ -101,7 +101,9 @@ eval: { queries: first:20, shots: [1], baselines: [random] }
       `note: run ${beamsRun} with these settings and inputs was interrupted (its process stopped); resuming it`,
     );
     const sftLine = expectInterrupted(sft);
-    const m = sftLine.match(/sft run (sft-\d+) stopped in epoch (\d+), before .*; kept: (\d+) finished epochs? of 100000/);
+    const m = sftLine.match(
+      /sft run (sft-\d+) stopped in epoch (\d+), before .*; kept: (\d+) finished epochs? of 100000/,
+    );
     expect(m, sftLine).not.toBeNull();
     const [, sftRun, stoppedIn, kept] = m!;
     expect(Number(stoppedIn)).toBe(Number(kept) + 1);

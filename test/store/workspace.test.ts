@@ -237,7 +237,13 @@ describe("runs, stages, metrics", () => {
     const rb = ws.getRun(b)!;
     expect(ra.configHash).toBe(rb.configHash);
     // No process holds it: an unfinished run nobody works on reads as interrupted (runs.ts).
-    expect(rb).toMatchObject({ parentRunId: a, name: "x", status: "interrupted", seed: 7, config: { a: [1, 2], b: 1 } });
+    expect(rb).toMatchObject({
+      parentRunId: a,
+      name: "x",
+      status: "interrupted",
+      seed: 7,
+      config: { a: [1, 2], b: 1 },
+    });
     expect(ws.listRuns({ configHash: ra.configHash }).map((r) => r.id)).toEqual([a, b]);
     ws.finishRun(a, "failed", "boom");
     expect(ws.getRun(a)).toMatchObject({ status: "failed", error: "boom" });
