@@ -405,3 +405,29 @@ describe("interrupted training", () => {
     await runCliOk([...pools, "--out", "fresh", "--seed", "1", "--replace"]); // no run read it: replaced
   });
 });
+
+describe("checkpoints named by run", () => {
+  it("lever selector inspect RUN:epoch-N, lever train sft --init RUN; lever train rce without --init is refused", async () => {
+    const first = JSON.parse(
+      await run([...base, "--epochs", "2", "--hidden", "8", "--name", "named", "--quiet", "--json"]),
+    );
+    const inspect = (ref: string) =>
+      runCliOk(["--workspace", wsDir, "selector", "inspect", ref, "--json"]).then((out) => JSON.parse(out));
+    expect((await inspect(`${first.runId}:epoch-1`)).provenance).toMatchObject({ runId: first.runId, epoch: 0 });
+    expect((await inspect("named:last")).provenance).toMatchObject({ runId: first.runId, epoch: 1 });
+    expectUserError(
+      await runCli(["--workspace", wsDir, "selector", "inspect", `${first.runId}:epoch-5`]),
+      `run ${first.runId} has no epoch-5 checkpoint (finished epochs: 1, 2;`,
+    );
+    const next = JSON.parse(
+      await run([...base, "--epochs", "1", "--hidden", "8", "--init", "named", "--quiet", "--json"]),
+    );
+    const ws = Workspace.open(wsDir, { create: false });
+    expect(ws.getRun(next.runId)?.config).toMatchObject({ init: first.bestCheckpoint });
+    ws.close();
+    expectUserError(
+      await runTrainCli(["rce", "--rollouts", join(dir, "beams.json"), "--dataset", "synth"]),
+      'field "--init": RCE starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random',
+    );
+  });
+});
