@@ -133,6 +133,8 @@ export interface StepInfo {
 export interface EpochInfo {
   epoch: number;
   metrics: Record<string, number>;
+  /** Every epoch's metrics so far, this one last (a resumed run's earlier epochs included). */
+  history: readonly Record<string, number>[];
   /** The early-stopping metric improved (this epoch is the new best). */
   improved: boolean;
   bestEpoch: number;
@@ -216,7 +218,7 @@ export async function train<G>(
     const { improved, stop } = judgeEpoch(metrics, validation, optim.earlyStopping.metric, stopper, epoch);
     const nextEpoch = epoch + 1;
     const stepsDone = run.step;
-    await hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
+    await hooks.onEpoch?.({ epoch, metrics, history: run.history, improved, bestEpoch: stopper.bestEpoch }, () => ({
       loop: {
         nextEpoch,
         step: stepsDone,

@@ -52,6 +52,7 @@ import {
   imagesOf,
   type StageIo,
   type StageResult,
+  splitNote,
 } from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
@@ -363,6 +364,13 @@ async function execute<S extends RlStage>(
         checkpointDir: dir,
         checkpoint: { trainedK: stats.K, shots: stats.shots, provenance: provenance(run.id, config, refs, inputs) },
         signal: hooks.signal,
+        onSplit: (split) =>
+          hooks.note?.(
+            splitNote(stage, split, config.seed, {
+              count: groups.length - trainGroups.length,
+              why: "with all-equal rewards (--drop-zero-variance)",
+            }),
+          ),
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),

@@ -96,6 +96,8 @@ export interface TrainingRunInput<G extends QueryGroup> {
   };
   /** Ctrl-C: training stops before the next batch (src/train/loop.ts). */
   signal?: AbortSignal;
+  /** Told the train/validation split (query counts) before the first epoch. */
+  onSplit?(split: { train: number; val: number }): void;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void | Promise<void>;
   /** Clock for provenance timestamps (tests pass a fixed one). */
@@ -123,6 +125,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     train: groups.filter((g) => !valIds.has(g.queryId)),
     val: groups.filter((g) => valIds.has(g.queryId)),
   };
+  input.onSplit?.({ train: data.train.length, val: data.val.length });
   const modelConfig = input.start.config;
   if (input.resume && input.resume.dtype !== input.dtype)
     throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${input.dtype}`, {

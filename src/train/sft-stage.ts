@@ -17,11 +17,12 @@ import { openStageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
+import { type HealthWarning, sftHealthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, executeStage, imagesOf, type StageIo } from "./stage.js";
+import { checkInputsUnchanged, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -53,6 +54,8 @@ export interface SftStageOptions extends SftInputs {
 export interface SftStageResult extends Omit<SftRunResult, "model"> {
   runId: string;
   checkpointDir: string;
+  /** Health warnings of its epochs (src/train/health.ts), also in health.json beside the checkpoints. */
+  warnings: HealthWarning[];
 }
 
 interface ResolvedInputs extends TrainingInputs {
@@ -181,6 +184,7 @@ async function execute(
       progress: extra.progress,
       note: extra.note,
       signal: extra.signal,
+      health: (epoch, _metrics, history) => sftHealthWarnings(epoch, history),
     },
     (checkpointDir, hooks) =>
       runSft({
@@ -199,10 +203,11 @@ async function execute(
         resume: extra.resume,
         provenance: { runId, dataHashes: inputs.dataHashes },
         signal: hooks.signal,
+        onSplit: (split) => hooks.note?.(splitNote("sft", split, config.seed)),
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),
   );
   const { model: _model, ...rest } = done.result;
-  return { ...rest, runId, checkpointDir: done.checkpointDir };
+  return { ...rest, runId, checkpointDir: done.checkpointDir, warnings: done.warnings };
 }

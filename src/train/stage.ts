@@ -24,6 +24,8 @@ import { BEST_FILE, epochFile, type TrainingRunResult } from "./run.js";
 export interface StageHooks {
   /** Ctrl-C (the stage's `signal`): training stops before the next batch. */
   signal?: AbortSignal;
+  /** Informational lines of the training (absent when a done run's result is handed back). */
+  note?: (text: string) => void;
   onStep(info: StepInfo): void;
   onEpoch(info: EpochInfo & { checkpoint: string | null }): void;
 }
@@ -47,8 +49,12 @@ export interface StageOptions {
   note?: (text: string) => void;
   /** Metric names shown on the per-epoch progress line (default: all). */
   display?: readonly string[];
-  /** Health checks of an epoch's metrics (RL stages). */
-  health?: (epoch: number, metrics: Record<string, number>) => HealthWarning[];
+  /** Health checks of an epoch's metrics (with every epoch's so far, this one last). */
+  health?: (
+    epoch: number,
+    metrics: Record<string, number>,
+    history: readonly Record<string, number>[],
+  ) => HealthWarning[];
   /** Ctrl-C: training stops before the next batch, the run is left interrupted (resumable), and an InterruptedError says what was kept. */
   signal?: AbortSignal;
 }
@@ -58,6 +64,22 @@ export interface StageResult<R> {
   checkpointDir: string;
   result: R;
   warnings: HealthWarning[];
+}
+
+/** The note saying which queries validate a run (`dropped`: left out before the split, and why). */
+export function splitNote(
+  stage: string,
+  split: { train: number; val: number },
+  seed: number,
+  dropped?: { count: number; why: string },
+): string {
+  const all = split.train + split.val + (dropped?.count ?? 0);
+  return (
+    `${stage} validates on ${split.val} of ${all} queries (held out by image, seed ${seed})` +
+    (dropped !== undefined && dropped.count > 0
+      ? `; ${dropped.count} queries ${dropped.why} are left out of training and validation, so this split differs from that of another stage on the same data`
+      : "")
+  );
 }
 
 /** Directory of a run's checkpoints and state. */
@@ -83,6 +105,7 @@ export async function executeStage<R extends TrainingRunResult>(
     const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
     if (run.opened === "done")
       return { runId, checkpointDir, result: await train(checkpointDir, finishedHooks(runId)), warnings };
+    const printed = new Set<string>();
     const progress =
       opts.progress === null
         ? null
@@ -90,6 +113,7 @@ export async function executeStage<R extends TrainingRunResult>(
     const result = await run.produce(async () => {
       const result = await train(checkpointDir, {
         ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+        ...(opts.note !== undefined ? { note: opts.note } : {}),
         onStep: (info) => {
           run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
           ws.logMetrics(
@@ -105,7 +129,7 @@ export async function executeStage<R extends TrainingRunResult>(
           progress?.step(info);
         },
         onEpoch: (info) => {
-          const found = opts.health?.(info.epoch, info.metrics) ?? [];
+          const found = opts.health?.(info.epoch, info.metrics, info.history) ?? [];
           const earlier = warnings.filter((w) => w.epoch < info.epoch);
           warnings.splice(0, warnings.length, ...earlier, ...found);
           ws.logMetrics([
@@ -121,7 +145,14 @@ export async function executeStage<R extends TrainingRunResult>(
           if (opts.health !== undefined) writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
           run.progress(info.epoch + 1, opts.epochs);
           progress?.epoch(info);
-          for (const w of found) progress?.warn(describeHealthWarning(w));
+          // A warning is printed the first time its check fires; later epochs' repeats are only stored.
+          for (const w of found) {
+            if (printed.has(w.code)) continue;
+            printed.add(w.code);
+            progress?.warn(
+              `${describeHealthWarning(w)} (not repeated for later epochs; ${HEALTH_FILE} lists every epoch)`,
+            );
+          }
         },
       });
       const files = [

@@ -83,7 +83,7 @@ describe("lever train sft", () => {
       const runRecord = ws.getRun(out.runId)!;
       expect(runRecord.status).toBe("done");
       expect(ws.getStage(out.runId, "sft")?.status).toBe("done");
-      expect(ws.getStage(out.runId, "sft")?.artifacts).toHaveLength(4);
+      expect(ws.getStage(out.runId, "sft")?.artifacts).toHaveLength(5); // 3 epochs, best, health.json
       const epochRows = ws.getMetrics(out.runId, { name: "epoch.valTop1" });
       expect(epochRows.map((r) => r.epoch)).toEqual([0, 1, 2]);
       expect(ws.getMetrics(out.runId, { name: "loss" })).toHaveLength(3 * 6);
@@ -224,6 +224,7 @@ describe("running the same training command again", () => {
       expect(result.runId).toBe(failed.id);
       expect(notes).toEqual([
         `run ${failed.id} with these settings and inputs failed (simulated crash); resuming it (the same as: lever train resume ${failed.id})`,
+        "sft validates on 6 of 60 queries (held out by image, seed 42)",
       ]);
       // Only the third epoch is trained again; the first two are kept.
       expect(lines.map((l) => l.split("  ")[0])).toEqual(["sft epoch 3/3"]);
