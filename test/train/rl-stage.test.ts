@@ -99,6 +99,23 @@ describe("lever train rce / grpo (workspace stage)", () => {
       ws.close();
     }
     const warm = await run("rce", rce({ optim: { epochs: 2, batchQueries: 16, lr: 1e-2 } }), { name: "warm-by-name" });
+    // Which queries validate is said (and, when tied queries are dropped first, why GRPO's split is not RCE's).
+    const notes: string[] = [];
+    const noted = Workspace.open(wsDir, { create: false });
+    try {
+      await runRlStage(noted, {
+        stage: "grpo",
+        inputs: { ...inputs, name: "noted" },
+        config: grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }),
+        vlm,
+        progress: null,
+        note: (text) => notes.push(text),
+      });
+    } finally {
+      noted.close();
+    }
+    // (no query of these rollouts has all-equal rewards, so none is dropped before the split)
+    expect(notes).toEqual(["grpo validates on 30 of 120 queries (held out by image, seed 5)"]);
     const byName = await run("grpo", grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }), {
       init: "warm-by-name",
     });

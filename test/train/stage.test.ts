@@ -16,12 +16,29 @@ const fakeTraining =
   (epochs: number[], crash: boolean) =>
   async (_dir: string, hooks: StageHooks): Promise<TrainingRunResult> => {
     for (const epoch of epochs)
-      hooks.onEpoch({ epoch, metrics: { loss: 1 }, improved: false, bestEpoch: 0, checkpoint: null });
+      hooks.onEpoch({ epoch, metrics: { loss: 1 }, history: [], improved: false, bestEpoch: 0, checkpoint: null });
     if (crash) throw new Error("simulated crash");
     return { checkpoints: [], bestCheckpoint: null, epochsRun: epochs.length } as unknown as TrainingRunResult;
   };
 
 describe("executeStage", () => {
+  it("prints a health warning the first time its check fires, stores it for every epoch", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "grpo", config: {}, seed: 1 });
+      const lines: string[] = [];
+      const progress = { isTTY: false, write: (text: string) => lines.push(text) };
+      const opts = { stage: "grpo", runId, epochs: 3, inputs: [], progress, health };
+      const done = await executeStage(ws, opts, fakeTraining([0, 1, 2], false));
+      expect(done.warnings.map((w) => w.epoch)).toEqual([0, 1, 2]);
+      expect(lines.filter((l) => l.startsWith("warning:"))).toEqual([
+        `warning: epoch 1: epoch 0 clipped nothing (not repeated for later epochs; ${HEALTH_FILE} lists every epoch)\n`,
+      ]);
+    } finally {
+      ws.close();
+    }
+  });
+
   it("a resumed run keeps the health warnings its earlier epochs stored; an epoch run again replaces its own", async () => {
     const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
     try {
