@@ -317,6 +317,7 @@ async function execute<S extends RlStage>(
     sampling: { sources: inputs.sources, shots: stats.shots, reward: config.reward },
   });
   const trainGroups = wiring.trainGroups(config, groups, inputs.data.rollouts?.file ?? null);
+  const dropped = { count: groups.length - trainGroups.length, why: "with all-equal rewards (--drop-zero-variance)" };
   const resume = savedState(ws, run, stage);
   const done = await executeStage(
     ws,
@@ -364,13 +365,7 @@ async function execute<S extends RlStage>(
         checkpointDir: dir,
         checkpoint: { trainedK: stats.K, shots: stats.shots, provenance: provenance(run.id, config, refs, inputs) },
         signal: hooks.signal,
-        onSplit: (split) =>
-          hooks.note?.(
-            splitNote(stage, split, config.seed, {
-              count: groups.length - trainGroups.length,
-              why: "with all-equal rewards (--drop-zero-variance)",
-            }),
-          ),
+        onSplit: (split) => hooks.note?.(splitNote(stage, split, config.seed, dropped)),
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),
