@@ -6,7 +6,7 @@ import { HEALTH_FILE, HealthFileSchema } from "../../src/data/health-file.js";
 import { Workspace } from "../../src/store/workspace.js";
 import type { HealthWarning } from "../../src/train/health.js";
 import type { TrainingRunResult } from "../../src/train/run.js";
-import { checkpointDirOf, executeStage, type StageHooks } from "../../src/train/stage.js";
+import { checkpointDirOf, executeStage, type StageHooks, splitNote } from "../../src/train/stage.js";
 
 /** One warning per epoch; a "training" that reports `epochs` and then crashes or returns. */
 const health = (epoch: number): HealthWarning[] => [
@@ -76,5 +76,16 @@ describe("executeStage", () => {
     } finally {
       ws.close();
     }
+  });
+});
+
+describe("the validation split note", () => {
+  it("says how many queries validate, and when some were left out before the split, that it differs", () => {
+    expect(splitNote("rce", { train: 90, val: 10 }, 42)).toBe(
+      "rce validates on 10 of 100 queries (held out by image, seed 42)",
+    );
+    expect(splitNote("grpo", { train: 72, val: 8 }, 42, { count: 20, why: "with all-equal rewards" })).toBe(
+      "grpo validates on 8 of 100 queries (held out by image, seed 42); 20 queries with all-equal rewards are left out of training and validation, so this split differs from that of another stage on the same data",
+    );
   });
 });
