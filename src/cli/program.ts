@@ -1,4 +1,5 @@
 import { Command, CommanderError } from "commander";
+import { InterruptedError } from "../util/errors.js";
 import { userError } from "../util/files.js";
 import { registerCommands } from "./commands.js";
 
@@ -26,6 +27,11 @@ export async function runLever(args: string[]): Promise<number> {
     // --help and --version exit 0; every usage error (unknown option or command, missing argument) is
     // the one line commander printed and exit 2, like every other bad input.
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    // Ctrl-C: what was kept and how to resume, and the shell's exit code for SIGINT.
+    if (error instanceof InterruptedError) {
+      process.stderr.write(`interrupted: ${error.message}\n`);
+      return 130;
+    }
     // Bad input and system conditions (a missing file, a full disk, a locked or read-only database,
     // an input too large for one string) are one line naming the path, never a stack trace.
     const user = userError(error);

@@ -7,6 +7,7 @@ import { loadExperiment } from "../experiment/load.js";
 import { describePlan, plan } from "../experiment/plan.js";
 import { LeverError } from "../util/errors.js";
 import { printJson, withWorkspace } from "./common.js";
+import { withSigint } from "./interrupt.js";
 
 interface RunFlags {
   set: string[];
@@ -79,27 +80,17 @@ async function runExperiment(command: Command, file: string, flags: RunFlags): P
         }
         return;
       }
-      const controller = new AbortController();
-      const onSigint = () => {
-        process.stderr.write(
-          "\ninterrupt: stopping once the work in flight is stored (a training stage finishes its run first); Ctrl-C again stops at once — a rerun resumes either way\n",
-        );
-        controller.abort();
-      };
-      process.once("SIGINT", onSigint);
-      try {
-        const report = await execute(ws, p, {
+      const report = await withSigint((signal) =>
+        execute(ws, p, {
           log: (line) => process.stderr.write(`${line}\n`),
           progress: flags.quiet ? null : process.stderr,
-          signal: controller.signal,
-        });
-        if (flags.json) printJson({ plan: described, ...report });
-        else {
-          if (report.comparison !== null) process.stdout.write(`${report.comparison}\n`);
-          if (report.reportPath !== null) process.stdout.write(`report: ${report.reportPath}\n`);
-        }
-      } finally {
-        process.removeListener("SIGINT", onSigint);
+          signal,
+        }),
+      );
+      if (flags.json) printJson({ plan: described, ...report });
+      else {
+        if (report.comparison !== null) process.stdout.write(`${report.comparison}\n`);
+        if (report.reportPath !== null) process.stdout.write(`report: ${report.reportPath}\n`);
       }
     },
     { create: true },

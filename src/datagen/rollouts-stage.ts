@@ -23,6 +23,7 @@ import {
   type RolloutSet,
 } from "../data/trajectories.js";
 import { type AnswerDeps, vqaAnswering } from "../icl/answer.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
 import { type OpenedSelector, openSelector } from "../icl/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
@@ -60,7 +61,7 @@ export const RolloutsSettingsSchema = z
       .min(1)
       .optional()
       .describe(
-        "selector checkpoint proposing greedy, beam and sampled trajectories (without it: retrieval and random only)",
+        "selector checkpoint proposing greedy, beam and sampled trajectories: a file or RUN[:best|last|epoch-N] (without it: retrieval and random only)",
       ),
     embedding: z
       .enum(EMBEDDING_KINDS)
@@ -137,11 +138,16 @@ export interface RolloutsResult {
 
 export async function runRollouts(
   ws: Workspace,
-  settings: RolloutsSettings,
+  given: RolloutsSettings,
   vlmSettings: VlmSettings,
   hooks: RolloutsHooks = {},
 ): Promise<RolloutsResult> {
   const started = performance.now();
+  // The checkpoint as a file (a training run RUN[:best|last|epoch-N] resolved to its file).
+  const settings =
+    given.checkpoint === undefined
+      ? given
+      : { ...given, checkpoint: resolveCheckpoint(ws, given.checkpoint, "--checkpoint") };
   rolloutArtifactPath(settings.out);
   const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];

@@ -108,7 +108,7 @@ export async function evaluate(
     artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
     writeEvaluationEvents(ws.dir, runId, summary);
     stageRun.complete([artifact]);
-  }
+  } else stageRun.release(); // interrupted (Ctrl-C): the run stays unfinished and reads as interrupted
   return {
     runId,
     resumed: prepared.resumed,

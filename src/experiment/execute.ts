@@ -8,7 +8,7 @@
  */
 import { RunSettingsConflict } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import { compareAndReport } from "./compare.js";
 import { evaluateVariants } from "./evaluate.js";
@@ -48,11 +48,13 @@ export interface RunHooks {
 export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promise<RunReport> {
   const stages = await runStages(ws, p, hooks).catch(inThisRun);
   const progress = hooks.progress as unknown as ProgressStream | null;
-  const evaluation = await evaluateVariants(ws, p, stages.outputs, {
-    log: (line) => hooks.log(line),
-    progress,
-    signal: hooks.signal,
-  }).catch(inThisRun);
+  const evaluation = await interruptible(`${p.unique.length} stages done`, () =>
+    evaluateVariants(ws, p, stages.outputs, {
+      log: (line) => hooks.log(line),
+      progress,
+      signal: hooks.signal,
+    }),
+  ).catch(inThisRun);
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
@@ -76,7 +78,10 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   const outputs: StageOutputMap = new Map();
   const runLabels: Record<string, string> = {};
   for (const { stage, variants } of p.unique) {
-    if (hooks.signal?.aborted) throw interruptedError();
+    if (hooks.signal?.aborted)
+      await interruptible(`${outputs.size} of ${p.unique.length} stages done`, () => {
+        throw interruptedError();
+      });
     let out = readStageRecord(ws, stage);
     if (out !== null) {
       counts[stage.stage].reused += variants.length;
@@ -85,7 +90,10 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
       hooks.log(`${stageTitle(p, stage, variants)}: running`);
       const progress =
         p.variants.length > 1 && hooks.progress !== null ? labelledStream(hooks.progress, stage.label) : hooks.progress;
-      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, { ...hooks, progress });
+      const kept = `${outputs.size} of ${p.unique.length} stages done`;
+      out = await interruptible(kept, () =>
+        runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, { ...hooks, progress }),
+      );
       writeStageRecord(ws, stage, out);
       counts[stage.stage].run += 1;
       counts[stage.stage].reused += variants.length - 1;
@@ -119,6 +127,21 @@ export function labelledStream(stream: NodeJS.WritableStream, label: string): No
     },
   };
   return proxy as unknown as NodeJS.WritableStream;
+}
+
+/**
+ * Runs `fn`; Ctrl-C inside it (an InterruptedError saying what the stage at work kept) is said again
+ * with what the chain kept and how to resume.
+ */
+async function interruptible<T>(kept: string, fn: () => Promise<T> | T): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!(error instanceof InterruptedError)) throw error;
+    throw new InterruptedError(
+      `${error.message}; kept: ${kept} and every finished item and epoch; run the same command again to resume (done stages are reused)`,
+    );
+  }
 }
 
 /** Runs one stage through its entry, with the outputs of the stages it reads. */

@@ -1,13 +1,14 @@
 /**
  * An evaluation run's predictions as methods of the comparison engine (src/metrics/compare.ts): one
  * method per retriever, id "RUN/RETRIEVER", labelled by the retriever's short name (a selector by its
- * checkpoint's file name: "selector:grpo_epoch2") behind an optional prefix, the catalog's references
- * (the simulator's informed ceiling and oracle) flagged, in the catalog's display order
- * (src/icl/retriever-catalog.ts: zero, random, top-k, vote, informed, oracle, selectors). `lever eval`'s summary and `lever compare` both build a run's methods here, so they get
+ * checkpoint's training run, "selector:sft-0002", else its file name: "selector:grpo_epoch2") behind an
+ * optional prefix, the catalog's references (the simulator's informed ceiling and oracle) flagged, in
+ * the catalog's display order (src/icl/retriever-catalog.ts: zero, random, top-k, vote, informed, oracle,
+ * selectors). `lever eval`'s summary and `lever compare` both build a run's methods here, so they get
  * the same ids and labels — and, since the engine keys its random streams by label, the same intervals.
  */
-import { basename, extname } from "node:path";
 import type { ComparedRow, MethodInput } from "../metrics/compare.js";
+import { checkpointLabel } from "./checkpoint-ref.js";
 import { isReferenceRetriever, retrieverRank } from "./retriever-catalog.js";
 
 /** The fields of a stored prediction a method reads. */
@@ -20,11 +21,14 @@ export interface RetrieverMethod {
   short: string;
 }
 
-/** "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; others unchanged. */
+/**
+ * "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; a training run's checkpoint
+ * by its run ("selector:…/runs/sft-0002/sft/best.safetensors@…" → "selector:sft-0002"); others unchanged.
+ */
 export function shortRetriever(retriever: string): string {
   if (!retriever.startsWith("selector:")) return retriever;
   const path = retriever.slice("selector:".length).replace(/@[0-9a-f]{6,}$/, "");
-  return `selector:${basename(path, extname(path))}`;
+  return `selector:${checkpointLabel(path)}`;
 }
 
 /**

@@ -59,7 +59,7 @@ export const RETRIEVERS = {
     names: ["selector:CKPT"],
     prefix: "selector:",
     fromPool: true,
-    description: "a trained selector's checkpoint",
+    description: "a trained selector: CKPT a checkpoint file or a training run RUN[:best|last|epoch-N]",
   },
 } as const satisfies Record<string, RetrieverEntry>;
 

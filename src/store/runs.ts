@@ -50,7 +50,8 @@ function toRun(row: RunRow): RunRecord {
           started_at: row.lease_started_at!,
           heartbeat_at: row.heartbeat_at!,
         });
-  const interrupted = row.status === "running" && holder !== null && isStale(holder);
+  // Unfinished and no live process works on it: its holder died, or let it go unfinished (Ctrl-C).
+  const interrupted = row.status === "running" && (holder === null || isStale(holder));
   return {
     id: row.id,
     kind: row.kind,

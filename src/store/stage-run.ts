@@ -15,7 +15,7 @@
  * - **begin / progress / complete / fail**: the stage record, and the run finished with its stage
  *   (done, or failed with the message). Beginning a stage makes its run running again.
  */
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import { canonicalJson } from "../util/hash.js";
 import type { ArtifactRef, RunRecord } from "./types.js";
 import type { Workspace } from "./workspace.js";
@@ -61,7 +61,7 @@ export interface StageRun {
   complete(artifacts: ArtifactRef[], runError?: string): void;
   /** The stage and the run failed with the message. */
   fail(message: string): void;
-  /** Begin, produce the artefacts, complete; a throw fails the stage and the run and is rethrown. */
+  /** Begin, produce the artefacts, complete; a throw fails the stage and the run (an InterruptedError leaves them unfinished) and is rethrown. */
   produce<T>(fn: () => Promise<{ artifacts: ArtifactRef[]; value: T }>): Promise<T>;
   release(): void;
 }
@@ -140,7 +140,8 @@ function hold(
         run.complete(artifacts);
         return value;
       } catch (error) {
-        run.fail(error instanceof Error ? error.message : String(error));
+        // Ctrl-C is no failure: the stage stays unfinished and, its lease released, reads as interrupted.
+        if (!(error instanceof InterruptedError)) run.fail(error instanceof Error ? error.message : String(error));
         throw error;
       }
     },

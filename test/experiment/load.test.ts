@@ -200,7 +200,9 @@ describe("experiment files", () => {
           progress: null,
           signal: controller.signal,
         }),
-      ).rejects.toThrow(/interrupted; rerun the same command to resume/);
+      ).rejects.toThrow(
+        /^stopped before the next stage; kept: 0 of \d+ stages done .*; run the same command again to resume/,
+      );
       expect(lines).toEqual([]);
       expect(ws.listDatasets()).toEqual([]);
     } finally {

@@ -236,11 +236,18 @@ describe("runs, stages, metrics", () => {
     const ra = ws.getRun(a)!;
     const rb = ws.getRun(b)!;
     expect(ra.configHash).toBe(rb.configHash);
-    expect(rb).toMatchObject({ parentRunId: a, name: "x", status: "running", seed: 7, config: { a: [1, 2], b: 1 } });
+    // No process holds it: an unfinished run nobody works on reads as interrupted (runs.ts).
+    expect(rb).toMatchObject({
+      parentRunId: a,
+      name: "x",
+      status: "interrupted",
+      seed: 7,
+      config: { a: [1, 2], b: 1 },
+    });
     expect(ws.listRuns({ configHash: ra.configHash }).map((r) => r.id)).toEqual([a, b]);
     ws.finishRun(a, "failed", "boom");
     expect(ws.getRun(a)).toMatchObject({ status: "failed", error: "boom" });
-    expect(ws.listRuns({ status: "running" }).map((r) => r.id)).toEqual([b]);
+    expect(ws.listRuns({ status: "interrupted" }).map((r) => r.id)).toEqual([b]);
     expect(() => ws.createRun({ kind: "x", config: {}, seed: 1, parentRunId: "nope" })).toThrow(/no run "nope"/);
     ws.close();
   });

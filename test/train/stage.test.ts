@@ -7,7 +7,7 @@ import { tensorboardDirOf } from "../../src/store/tensorboard.js";
 import { Workspace } from "../../src/store/workspace.js";
 import type { HealthWarning } from "../../src/train/health.js";
 import type { TrainingRunResult } from "../../src/train/run.js";
-import { checkpointDirOf, executeStage, type StageHooks } from "../../src/train/stage.js";
+import { checkpointDirOf, executeStage, type StageHooks, splitNote } from "../../src/train/stage.js";
 import { readEvents } from "../helpers/tfevents-reader.js";
 
 /** One warning per epoch; a "training" that reports `epochs` and then crashes or returns. */
@@ -18,12 +18,29 @@ const fakeTraining =
   (epochs: number[], crash: boolean) =>
   async (_dir: string, hooks: StageHooks): Promise<TrainingRunResult> => {
     for (const epoch of epochs)
-      hooks.onEpoch({ epoch, metrics: { loss: 1 }, improved: false, bestEpoch: 0, checkpoint: null });
+      hooks.onEpoch({ epoch, metrics: { loss: 1 }, history: [], improved: false, bestEpoch: 0, checkpoint: null });
     if (crash) throw new Error("simulated crash");
     return { checkpoints: [], bestCheckpoint: null, epochsRun: epochs.length } as unknown as TrainingRunResult;
   };
 
 describe("executeStage", () => {
+  it("prints a health warning the first time its check fires, stores it for every epoch", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "grpo", config: {}, seed: 1 });
+      const lines: string[] = [];
+      const progress = { isTTY: false, write: (text: string) => lines.push(text) };
+      const opts = { stage: "grpo", runId, epochs: 3, inputs: [], progress, health };
+      const done = await executeStage(ws, opts, fakeTraining([0, 1, 2], false));
+      expect(done.warnings.map((w) => w.epoch)).toEqual([0, 1, 2]);
+      expect(lines.filter((l) => l.startsWith("warning:"))).toEqual([
+        `warning: epoch 1: epoch 0 clipped nothing (not repeated for later epochs; ${HEALTH_FILE} lists every epoch)\n`,
+      ]);
+    } finally {
+      ws.close();
+    }
+  });
+
   it("a resumed run keeps the health warnings its earlier epochs stored; an epoch run again replaces its own", async () => {
     const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
     try {
@@ -79,7 +96,14 @@ describe("executeStage's TensorBoard events", () => {
             batches: 2,
             metrics: { loss: 2 - step, lr: 0.5 },
           });
-        hooks.onEpoch({ epoch: 0, metrics: { valLoss: 0.75 }, improved: true, bestEpoch: 0, checkpoint: null });
+        hooks.onEpoch({
+          epoch: 0,
+          metrics: { valLoss: 0.75 },
+          improved: true,
+          bestEpoch: 0,
+          checkpoint: null,
+          history: [{ valLoss: 0.75 }],
+        });
         return { checkpoints: [], bestCheckpoint: null, epochsRun: 1 } as unknown as TrainingRunResult;
       };
       await executeStage(ws, { stage: "sft", runId, epochs: 1, inputs: [], progress: null }, train);
@@ -101,5 +125,16 @@ describe("executeStage's TensorBoard events", () => {
     } finally {
       ws.close();
     }
+  });
+});
+
+describe("the validation split note", () => {
+  it("says how many queries validate, and when some were left out before the split, that it differs", () => {
+    expect(splitNote("rce", { train: 90, val: 10 }, 42)).toBe(
+      "rce validates on 10 of 100 queries (held out by image, seed 42)",
+    );
+    expect(splitNote("grpo", { train: 72, val: 8 }, 42, { count: 20, why: "with all-equal rewards" })).toBe(
+      "grpo validates on 8 of 100 queries (held out by image, seed 42); 20 queries with all-equal rewards are left out of training and validation, so this split differs from that of another stage on the same data",
+    );
   });
 });
