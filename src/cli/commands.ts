@@ -11,6 +11,7 @@ import * as pools from "./pools.js";
 import * as report from "./report.js";
 import * as run from "./run.js";
 import * as selector from "./selector.js";
+import * as status from "./status.js";
 import * as synth from "./synth.js";
 import * as train from "./train.js";
 
@@ -18,6 +19,7 @@ import * as train from "./train.js";
 export function registerCommands(program: Command): void {
   for (const module of [
     run,
+    status,
     data,
     synth,
     formats,

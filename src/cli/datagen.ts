@@ -1,4 +1,3 @@
-import { setMaxListeners } from "node:events";
 import type { Command } from "commander";
 import { type BeamsResult, BeamsSettingsSchema, failedAnchorsError, runBeams } from "../datagen/beams-stage.js";
 import {
@@ -8,10 +7,11 @@ import {
   runRollouts,
 } from "../datagen/rollouts-stage.js";
 import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, withWorkspace } from "./common.js";
+import { withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 /**
@@ -99,23 +99,14 @@ function bindVlm(command: Command) {
 const note = (text: string) => process.stderr.write(`note: ${text}\n`);
 
 /** Opens the workspace and runs `fn` with a signal that Ctrl-C aborts (the work done so far is kept). */
-async function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
-  const controller = new AbortController();
-  // Every batch in flight listens to this one signal (one per item in flight, more than Node's default 10).
-  setMaxListeners(0, controller.signal);
-  const onSigint = () => controller.abort();
-  process.once("SIGINT", onSigint);
-  try {
-    return await withWorkspace(cmd, (ws) => fn(ws, controller.signal));
-  } finally {
-    process.removeListener("SIGINT", onSigint);
-  }
+function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
+  return withSigint((signal) => withWorkspace(cmd, (ws) => fn(ws, signal)));
 }
 
-function interrupted(done: number, planned: number, what: string, runId: string): LeverError {
-  return new LeverError(`interrupted after ${done} of ${planned} ${what}; rerun the same command to resume`, {
-    record: runId,
-  });
+function interrupted(done: number, planned: number, what: string, runId: string): InterruptedError {
+  return new InterruptedError(
+    `run ${runId} stopped after ${done} of ${planned} ${what} (those are stored); rerun the same command to resume`,
+  );
 }
 
 function vlmPart(v: { calls: number; cacheHits: number; failures: number }): string {

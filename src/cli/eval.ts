@@ -4,10 +4,11 @@ import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
 import type { RunStats } from "../eval/runner.js";
 import { renderComparison } from "../report/compare-render.js";
 import { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, workspaceDir } from "./common.js";
+import { withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 /** Registers `lever eval`. */
@@ -26,23 +27,18 @@ export function register(program: Command): void {
   command.action(async (flags: { json?: boolean }, cmd: Command) => {
     const options = parseEvalOptions({ ...resolve(cmd, evalSettings), ...resolve(cmd, vlmSettings) });
     const ws = Workspace.open(workspaceDir(cmd), { create: false });
-    const controller = new AbortController();
-    const onSigint = () => controller.abort();
-    process.once("SIGINT", onSigint);
     let result: EvaluateResult;
     try {
-      result = await evaluate(ws, options, { signal: controller.signal, clusterByImage: options.clusterByImage });
+      result = await withSigint((signal) => evaluate(ws, options, { signal, clusterByImage: options.clusterByImage }));
     } finally {
-      process.removeListener("SIGINT", onSigint);
       ws.close();
     }
     for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
     for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
     process.stderr.write(`${runLine(result)}\n`);
     if (result.stats.aborted)
-      throw new LeverError(
-        `interrupted after ${result.stats.skipped + result.stats.evaluated} of ${result.stats.planned} predictions; rerun the same command to resume`,
-        { record: result.runId },
+      throw new InterruptedError(
+        `run ${result.runId} stopped after ${result.stats.skipped + result.stats.evaluated} of ${result.stats.planned} predictions (those are stored); rerun the same command to resume`,
       );
     if (flags.json) printJson(result);
     else if (result.summary !== null) process.stdout.write(`${renderComparison(result.summary, "table")}\n`);

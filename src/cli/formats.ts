@@ -136,9 +136,10 @@ function registerExportBeams(data: Command): void {
     .command("export-beams <name>")
     .description("write a stored beam set as a Lever-Plus beam-data JSON file")
     .requiredOption("--out <file>", "output file")
-    .action((name: string, flags: { out: string }, command: Command) => {
+    .option("--replace", "overwrite --out when it exists with other content")
+    .action((name: string, flags: { out: string; replace?: boolean }, command: Command) => {
       return withWorkspace(command, (ws) => {
-        const summary = exportBeamsFile(ws, name, flags.out);
+        const summary = exportBeamsFile(ws, name, flags.out, { replace: flags.replace });
         process.stdout.write(`wrote ${summary.beams} beams of ${summary.queries} queries to ${flags.out}\n`);
       });
     });
@@ -150,9 +151,10 @@ function registerExportRollouts(data: Command): void {
     .command("export-rollouts <name>")
     .description("write a stored rollout set as a Lever-Plus RL-data JSON file")
     .requiredOption("--out <file>", "output file")
-    .action((name: string, flags: { out: string }, command: Command) => {
+    .option("--replace", "overwrite --out when it exists with other content")
+    .action((name: string, flags: { out: string; replace?: boolean }, command: Command) => {
       return withWorkspace(command, (ws) => {
-        const summary = exportRolloutsFile(ws, name, flags.out);
+        const summary = exportRolloutsFile(ws, name, flags.out, { replace: flags.replace });
         process.stdout.write(
           `wrote ${summary.trajectories} trajectories of ${summary.queries} queries to ${flags.out}\n`,
         );
@@ -199,14 +201,7 @@ function registerEmbedImport(embed: Command): void {
             normalize: flags.normalize,
             replace: flags.replace,
           });
-          const warnings =
-            result.replacedInputOf.length > 0
-              ? [
-                  `replaced the "${result.kind}" embedding that run ${result.replacedInputOf.join(", ")} read; ` +
-                    "those runs can no longer be resumed",
-                ]
-              : [];
-          report(warnings, flags.json, result, embedImportLines(result));
+          report([], flags.json, result, embedImportLines(result));
         });
       },
     );

@@ -67,7 +67,7 @@ export function bindSettings<S extends z.ZodType>(
     claim(command, field.flag);
     const option =
       field.kind === "boolean"
-        ? new Option(`--${flag}`, fieldHelp(field))
+        ? new Option(`--${flag}`, negate ? negatedHelp(field) : fieldHelp(field))
         : new Option(`--${field.flag} <${PLACEHOLDER[field.kind]}>`, fieldHelp(field));
     if (field.kind === "list" && field.length === undefined)
       option.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
@@ -83,6 +83,16 @@ export function bindSettings<S extends z.ZodType>(
     );
   }
   return { schema, fields, fileOption: options.fileOption };
+}
+
+/**
+ * Help of a setting that is on by default and so shows as `--no-<flag>`: "(default: true)" beside
+ * `--no-greedy` read as if the flag were on, so the text says what the setting does and that the flag
+ * turns it off.
+ */
+export function negatedHelp(field: SettingField): string {
+  const what = fieldHelp({ ...field, hasDefault: false, required: false });
+  return `${what} — on by default; --no-${field.flag} turns it off`;
 }
 
 /** The values the user passed as flags, as a nested object (parsed to the fields' types). */

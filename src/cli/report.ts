@@ -5,7 +5,7 @@ import { renderReportHtml } from "../report/html.js";
 import { compareEvalRuns, resolveRun } from "../report/methods.js";
 import { buildReportModel } from "../report/model.js";
 import { CompareSettingsSchema, ReportSettingsSchema } from "../report/options.js";
-import { writeFileAtomic } from "../util/atomic.js";
+import { writeFileAtomic, writeUserFile } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { printJson, withWorkspace } from "./common.js";
@@ -60,7 +60,9 @@ export function register(program: Command): void {
             model.runs.map((run) => run.id),
           ),
       );
-      writeFileAtomic(path, html);
+      // A file the user named is never overwritten silently; the default reports/ file is the report's own.
+      if (settings.out !== undefined) writeUserFile(path, html, { replace: settings.replace });
+      else writeFileAtomic(path, html);
       if (flags.json) printJson({ path, bytes: Buffer.byteLength(html), model });
       else process.stdout.write(`${path}\n`);
     });

@@ -7,6 +7,7 @@ import { loadExperiment } from "../experiment/load.js";
 import { describePlan, plan } from "../experiment/plan.js";
 import { LeverError } from "../util/errors.js";
 import { printJson, withWorkspace } from "./common.js";
+import { withSigint } from "./interrupt.js";
 
 interface RunFlags {
   set: string[];
@@ -27,7 +28,7 @@ export function demoExperimentFile(): string {
   throw new LeverError("examples/demo.yaml is missing from this installation");
 }
 
-/** Registers `lever run`, `lever demo` and `lever status`. */
+/** Registers `lever run` and `lever demo` (`lever status`: src/cli/status.ts). */
 export function register(program: Command): void {
   const addRunOptions = (command: Command) =>
     command
@@ -57,46 +58,6 @@ export function register(program: Command): void {
         "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random, top-k, the answer vote, the informed ceiling and the oracle with intervals, the HTML report",
       ),
   ).action(async (flags: RunFlags, command: Command) => runExperiment(command, demoExperimentFile(), flags));
-
-  program
-    .command("status")
-    .description(
-      "runs of the workspace: kind, name, status (interrupted when the process died), stages with progress, failures",
-    )
-    .option("--json", "print the runs as JSON")
-    .action(async (flags: { json?: boolean }, command: Command) => {
-      await withWorkspace(
-        command,
-        (ws) => {
-          const rows = ws.listRuns().map((run) => ({
-            id: run.id,
-            kind: run.kind,
-            name: run.name,
-            status: run.status,
-            createdAt: run.createdAt,
-            error: run.error,
-            stages: ws.listStages(run.id).map((s) => ({
-              name: s.name,
-              status: s.status,
-              progress: s.progressTotal > 0 ? `${s.progressDone}/${s.progressTotal}` : "",
-              error: s.error,
-            })),
-          }));
-          if (flags.json) {
-            printJson(rows);
-            return;
-          }
-          if (rows.length === 0) process.stdout.write("no runs yet\n");
-          for (const r of rows) {
-            const stages = r.stages.map((s) => `${s.name} ${s.status}${s.progress ? ` ${s.progress}` : ""}`).join(", ");
-            process.stdout.write(
-              `${r.id.padEnd(14)} ${(r.name ?? "").padEnd(28)} ${r.status.padEnd(11)} ${stages}${r.error ? `  error: ${r.error}` : ""}\n`,
-            );
-          }
-        },
-        { readOnly: true },
-      );
-    });
 }
 
 async function runExperiment(command: Command, file: string, flags: RunFlags): Promise<void> {
@@ -119,27 +80,17 @@ async function runExperiment(command: Command, file: string, flags: RunFlags): P
         }
         return;
       }
-      const controller = new AbortController();
-      const onSigint = () => {
-        process.stderr.write(
-          "\ninterrupt: stopping once the work in flight is stored (a training stage finishes its run first); Ctrl-C again stops at once — a rerun resumes either way\n",
-        );
-        controller.abort();
-      };
-      process.once("SIGINT", onSigint);
-      try {
-        const report = await execute(ws, p, {
+      const report = await withSigint((signal) =>
+        execute(ws, p, {
           log: (line) => process.stderr.write(`${line}\n`),
           progress: flags.quiet ? null : process.stderr,
-          signal: controller.signal,
-        });
-        if (flags.json) printJson({ plan: described, ...report });
-        else {
-          if (report.comparison !== null) process.stdout.write(`${report.comparison}\n`);
-          if (report.reportPath !== null) process.stdout.write(`report: ${report.reportPath}\n`);
-        }
-      } finally {
-        process.removeListener("SIGINT", onSigint);
+          signal,
+        }),
+      );
+      if (flags.json) printJson({ plan: described, ...report });
+      else {
+        if (report.comparison !== null) process.stdout.write(`${report.comparison}\n`);
+        if (report.reportPath !== null) process.stdout.write(`report: ${report.reportPath}\n`);
       }
     },
     { create: true },

@@ -1,6 +1,7 @@
 import { existsSync, realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { CHECKPOINT_REF_HELP, resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/checkpoint.js";
 import { variantName } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
@@ -10,7 +11,7 @@ import { PointerSelector } from "../selector/model.js";
 import { parameterCount } from "../selector/params.js";
 import { trajectoryLogProbs } from "../selector/score.js";
 import { LeverError } from "../util/errors.js";
-import { group, printJson } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 
 function positiveInt(name: string) {
   return (value: string): number => {
@@ -37,6 +38,15 @@ function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: str
   return { c, model, input };
 }
 
+/**
+ * The file a CKPT argument names: a file as it is, else a training run RUN[:best|last|epoch-N] of the
+ * workspace (read-only; src/icl/checkpoint-ref.ts).
+ */
+export async function checkpointFile(command: Command, ref: string): Promise<string> {
+  if (existsSync(ref)) return ref;
+  return withWorkspace(command, (ws) => resolveCheckpoint(ws, ref, "<ckpt>"), { readOnly: true });
+}
+
 /** Whether two paths name one file (also through links). */
 function sameFile(a: string, b: string): boolean {
   if (resolve(a) === resolve(b)) return true;
@@ -57,10 +67,10 @@ function registerInspect(selector: Command): void {
   selector
     .command("inspect")
     .description("architecture, parameter counts per group and provenance of a checkpoint")
-    .argument("<ckpt>", "selector checkpoint (.safetensors)")
+    .argument("<ckpt>", `selector checkpoint: ${CHECKPOINT_REF_HELP}`)
     .option("--json", "print JSON")
-    .action((ckpt: string, opts: { json?: boolean }) => {
-      const c = loadCheckpoint(ckpt);
+    .action(async (ref: string, opts: { json?: boolean }, command: Command) => {
+      const c = loadCheckpoint(await checkpointFile(command, ref));
       const info = {
         architecture: "lever-plus.pointer-selector",
         variant: variantName(c.config),
@@ -163,7 +173,7 @@ function registerPredict(selector: Command): void {
   selector
     .command("predict")
     .description("choose demonstrations for each query (greedy, or beam search with --beam)")
-    .argument("<ckpt>", "selector checkpoint")
+    .argument("<ckpt>", `selector checkpoint: ${CHECKPOINT_REF_HELP}`)
     .requiredOption("--query-emb <Q.npy>", "query embeddings [queries, d]")
     .requiredOption("--cand-emb <C.npy>", "candidates [queries, K, d], or an index [N, d] with --pools")
     .option("--pools <P.json>", "per-query lists of rows of the index")
@@ -171,11 +181,12 @@ function registerPredict(selector: Command): void {
     .option("--beam <w>", "beam width (1 = greedy)", positiveInt("--beam"), 1)
     .option("--json", "print JSON")
     .action(
-      (
-        ckpt: string,
+      async (
+        ref: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; shots?: number; beam: number; json?: boolean },
+        command: Command,
       ) => {
-        const { c, model, input } = loadModelAndInput(ckpt, opts);
+        const { c, model, input } = loadModelAndInput(await checkpointFile(command, ref), opts);
         const out = predict(model, input, { shots: opts.shots ?? c.shots, beam: opts.beam }).map((t, query) => ({
           query,
           positions: t.positions,
@@ -195,18 +206,19 @@ function registerLogprob(selector: Command): void {
   selector
     .command("logprob")
     .description("log-probability of given trajectories under the selector (teacher forced, summed over steps)")
-    .argument("<ckpt>", "selector checkpoint")
+    .argument("<ckpt>", `selector checkpoint: ${CHECKPOINT_REF_HELP}`)
     .requiredOption("--query-emb <Q.npy>", "query embeddings [queries, d]")
     .requiredOption("--cand-emb <C.npy>", "candidates [queries, K, d], or an index [N, d] with --pools")
     .option("--pools <P.json>", "per-query lists of rows of the index")
     .requiredOption("--trajectories <T.json>", 'array of {"query": i, "positions": [...]}')
     .option("--json", "print JSON")
     .action(
-      (
-        ckpt: string,
+      async (
+        ref: string,
         opts: { queryEmb: string; candEmb: string; pools?: string; trajectories: string; json?: boolean },
+        command: Command,
       ) => {
-        const { model, input } = loadModelAndInput(ckpt, opts);
+        const { model, input } = loadModelAndInput(await checkpointFile(command, ref), opts);
         const logprobs = trajectoryLogProbs(model, input, loadTrajectories(opts.trajectories), opts.trajectories);
         if (opts.json) return printJson(logprobs);
         process.stdout.write(logprobs.map((v) => `${v}\n`).join(""));

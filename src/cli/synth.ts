@@ -1,12 +1,14 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
+import { importSynthSplit } from "../sim/ingest.js";
 import { type WorldParamsInput, WorldParamsSchema } from "../sim/params.js";
 import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
+import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
 import { parseOrThrow } from "../util/validate.js";
-import { group, printJson } from "./common.js";
+import { group, printJson, withWorkspace } from "./common.js";
 
 interface SynthFlags {
   items: string;
@@ -18,6 +20,7 @@ interface SynthFlags {
   params?: string;
   images: boolean;
   force?: boolean;
+  import?: string;
   json?: boolean;
 }
 
@@ -46,16 +49,27 @@ export function register(program: Command): void {
     .option("--params <file>", "JSON file of world parameters (docs/simulator.md); the flags above override it")
     .option("--no-images", "do not write placeholder image files")
     .option("--force", "overwrite a synthetic dataset already in --out")
+    .option(
+      "--import <name>",
+      "also import both splits with their image, text and joint embeddings into the workspace, as datasets NAME-train and NAME-val",
+    )
     .option("--json", "print the summary as JSON")
-    .action((flags: SynthFlags) => {
+    .action(async (flags: SynthFlags, command: Command) => {
       const params = resolveParams(flags);
       if (existsSync(join(flags.out, WORLD_FILE)) && !flags.force)
         throw new LeverError("a synthetic dataset is already there (use --force to overwrite it)", {
           file: join(flags.out, WORLD_FILE),
         });
+      const names = flags.import !== undefined ? importNames(flags.import) : undefined;
+      if (names !== undefined) await withWorkspace(command, (ws) => checkFree(ws, names), { create: true });
       const summary = writeSynthDataset({ out: flags.out, params, images: flags.images });
+      if (names !== undefined)
+        await withWorkspace(command, (ws) => {
+          importSynthSplit(ws, flags.out, "train", names.train);
+          importSynthSplit(ws, flags.out, "val", names.val);
+        });
       if (flags.json) {
-        printJson(summary);
+        printJson(names !== undefined ? { ...summary, imported: names } : summary);
         return;
       }
       const { train, val } = summary.counts;
@@ -66,10 +80,31 @@ export function register(program: Command): void {
           `  val:   ${val.questions} questions on ${val.images} images`,
           `  embeddings: image, text, joint (dim ${summary.embeddingDim}) per split`,
           `  world: ${summary.worldFile} (fingerprint ${summary.fingerprint.slice(0, 12)})`,
+          ...(names !== undefined
+            ? [
+                `  imported: datasets ${names.train} and ${names.val} with their embeddings (--world ${summary.worldFile})`,
+              ]
+            : []),
           "",
         ].join("\n"),
       );
     });
+}
+
+/** The dataset names `--import NAME` gives the two splits. */
+function importNames(name: string): { train: string; val: string } {
+  if (!/^[A-Za-z0-9._-]+$/.test(name))
+    throw new LeverError(`expected a name of letters, digits, '.', '_' and '-', got "${name}"`, { field: "--import" });
+  return { train: `${name}-train`, val: `${name}-val` };
+}
+
+/** Refuses before anything is written when the workspace already holds one of the datasets. */
+function checkFree(ws: Workspace, names: { train: string; val: string }): void {
+  for (const name of [names.train, names.val])
+    if (ws.getDataset(name) !== undefined)
+      throw new LeverError(`the workspace already has a dataset "${name}" (choose another --import name)`, {
+        field: "--import",
+      });
 }
 
 /** --params file, then the flags, validated as one parameter set; errors name the flag or the file field. */

@@ -1,4 +1,6 @@
 import type { Command } from "commander";
+import type { HealthWarning } from "../train/health.js";
+import { formatMetric } from "../train/progress.js";
 import {
   checkGrpoSettings,
   GrpoStageConfigSchema,
@@ -11,6 +13,7 @@ import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { group, printJson, withWorkspace } from "./common.js";
+import { withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 function printSummary(result: SftStageResult, json: boolean): void {
@@ -26,6 +29,7 @@ function printSummary(result: SftStageResult, json: boolean): void {
     bestEpoch: result.bestEpoch + 1,
     best: result.history[result.bestEpoch] ?? null,
     bestCheckpoint: result.bestCheckpoint,
+    warnings: result.warnings,
   };
   if (json) {
     printJson(summary);
@@ -36,8 +40,8 @@ function printSummary(result: SftStageResult, json: boolean): void {
       `(${summary.shots} shots, K=${summary.K}${summary.skippedBeams > 0 ? `, ${summary.skippedBeams} skipped` : ""}); ` +
       `${summary.epochsRun} epochs${summary.stoppedEarly ? " (stopped early)" : ""}; best epoch ${summary.bestEpoch}: ` +
       `${Object.entries(summary.best ?? {})
-        .map(([k, v]) => `${k} ${v.toFixed(4)}`)
-        .join(", ")}\nbest checkpoint ${summary.bestCheckpoint}\n`,
+        .map(([k, v]) => `${k} ${formatMetric(k, v)}`)
+        .join(", ")}; ${healthCount(summary.warnings)}\nbest checkpoint ${summary.bestCheckpoint} (${summary.runId})\n`,
   );
 }
 
@@ -73,9 +77,18 @@ function printRlSummary(result: RlStageResult, json: boolean): void {
       `${summary.trajectories} trajectories (${summary.shots} shots, K=${summary.K}; ${summary.failedTrajectories} failed left out, ` +
       `${summary.zeroVarianceQueries} queries with tied rewards); ${summary.trainable.parameters}/${summary.trainable.total} parameters trained; ` +
       `${summary.epochsRun} epochs${summary.stoppedEarly ? " (stopped early)" : ""}; best epoch ${summary.bestEpoch}: ` +
-      `${shown.map((k) => `${k} ${b[k].toFixed(4)}`).join(", ")}; ${summary.warnings.length} health warnings\n` +
-      `best checkpoint ${summary.bestCheckpoint}\nlast checkpoint ${last}\n`,
+      `${shown.map((k) => `${k} ${formatMetric(k, b[k])}`).join(", ")}; ${healthCount(summary.warnings)}\n` +
+      `best checkpoint ${summary.bestCheckpoint} (${summary.runId})\nlast checkpoint ${last} (${summary.runId}:last)\n`,
   );
+}
+
+/** "no health warnings", or "3 health warnings (kl-dominates in epochs 2–4)". */
+function healthCount(warnings: readonly HealthWarning[]): string {
+  if (warnings.length === 0) return "no health warnings";
+  const epochs = new Map<string, number[]>();
+  for (const w of warnings) epochs.set(w.code, [...(epochs.get(w.code) ?? []), w.epoch + 1]);
+  const codes = [...epochs].map(([code, e]) => `${code} in epoch${e.length > 1 ? "s" : ""} ${e.join(", ")}`);
+  return `${warnings.length} health warning${warnings.length > 1 ? "s" : ""} (${codes.join("; ")})`;
 }
 
 const note = (text: string) => process.stderr.write(`note: ${text}\n`);
@@ -94,18 +107,21 @@ export function register(program: Command): void {
   });
   sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
-    const result = await withWorkspace(command, (ws) =>
-      runSftStage(ws, {
-        beams,
-        pools,
-        dataset,
-        embedding,
-        init,
-        name,
-        config,
-        progress: flags.quiet ? null : process.stderr,
-        note,
-      }),
+    const result = await withSigint((signal) =>
+      withWorkspace(command, (ws) =>
+        runSftStage(ws, {
+          beams,
+          pools,
+          dataset,
+          embedding,
+          init,
+          name,
+          config,
+          progress: flags.quiet ? null : process.stderr,
+          note,
+          signal,
+        }),
+      ),
     );
     printSummary(result, flags.json === true);
   });
@@ -136,14 +152,17 @@ export function register(program: Command): void {
       const vlm = resolve(cmd, vlmSettings);
       // `config` was parsed by this stage's own schema (bound above).
       const stageSettings = { stage, config } as RlStageSettings;
-      const result = await withWorkspace(cmd, (ws) =>
-        runRlStage(ws, {
-          ...stageSettings,
-          inputs: { rollouts, pools, dataset, embedding, init, reference, name },
-          vlm,
-          progress: flags.quiet ? null : process.stderr,
-          note,
-        }),
+      const result = await withSigint((signal) =>
+        withWorkspace(cmd, (ws) =>
+          runRlStage(ws, {
+            ...stageSettings,
+            inputs: { rollouts, pools, dataset, embedding, init, reference, name },
+            vlm,
+            progress: flags.quiet ? null : process.stderr,
+            note,
+            signal,
+          }),
+        ),
       );
       printRlSummary(result, flags.json === true);
     });
@@ -159,10 +178,12 @@ export function register(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const progress = flags.quiet ? null : process.stderr;
-      await withWorkspace(command, async (ws) => {
-        if (ws.getRun(runId)?.kind === "sft")
-          printSummary(await resumeSftStage(ws, runId, progress, note), flags.json === true);
-        else printRlSummary(await resumeRlStage(ws, runId, progress, note), flags.json === true);
-      });
+      await withSigint((signal) =>
+        withWorkspace(command, async (ws) => {
+          const how = { progress, note, signal };
+          if (ws.getRun(runId)?.kind === "sft") printSummary(await resumeSftStage(ws, runId, how), flags.json === true);
+          else printRlSummary(await resumeRlStage(ws, runId, how), flags.json === true);
+        }),
+      );
     });
 }

@@ -1,7 +1,8 @@
 /**
  * Settings files (`--config FILE`, `--vlm-config FILE`, experiment files): JSON or YAML (by
  * extension; `.yaml`/`.yml` through the `yaml` package, which keeps node positions), read strictly as
- * UTF-8. `locate(path)` gives the 1-based line of a key so validation errors can name it.
+ * UTF-8. `locate(path)` gives the 1-based line of a key so validation errors can name it. A YAML file
+ * whose aliases expand more than MAX_YAML_ALIASES times is refused (one LeverError naming the file).
  */
 import { isMap, isSeq, LineCounter, parseDocument } from "yaml";
 import { LeverError } from "../util/errors.js";
@@ -50,5 +51,20 @@ export function readSettingsFile(file: string): SettingsFile {
     }
     return offset === undefined ? undefined : lines.linePos(offset).line;
   };
-  return { file, value: doc.toJS({ maxAliasCount: 100 }), locate };
+  return { file, value: yamlValue(doc, file), locate };
+}
+
+/** At most this many alias expansions: a file of nested aliases ("billion laughs") is refused, not expanded. */
+export const MAX_YAML_ALIASES = 100;
+
+function yamlValue(doc: ReturnType<typeof parseDocument>, file: string): unknown {
+  try {
+    return doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (error) {
+    // The yaml package throws a ReferenceError for an alias that expands too far (or is unknown).
+    throw new LeverError(
+      `YAML aliases expand too far or cannot be resolved (${(error as Error).message}; at most ${MAX_YAML_ALIASES} alias expansions)`,
+      { file },
+    );
+  }
 }

@@ -6,7 +6,8 @@
  *    same paths;
  *  - the resolved value (`resolveSettings`): schema defaults < settings files < flags, merged by
  *    object key and validated ONCE, the first problem reported where the user wrote it (the flag, or
- *    the file with its key and line).
+ *    the file with its key and line). `__proto__`, `constructor` and `prototype` are never settings:
+ *    merging or setting them is refused, so no input reaches an object's prototype.
  *
  * Flag names: the kebab-case path without its first segment when the field is nested in a section
  * (`optim.lr` → `--lr`, `optim.schedule.kind` → `--schedule-kind`), the key itself at the top level,
@@ -212,8 +213,19 @@ export function parseFieldText(field: SettingField, text: string, where: string)
   }
 }
 
+/**
+ * Keys that would reach an object's prototype instead of a setting (`--set __proto__.x=1` once wrote to
+ * every object of the process): no schema has them, so they are refused wherever settings are merged.
+ */
+const UNSAFE_KEYS = new Set(["__proto__", "constructor", "prototype"]);
+
+function checkKey(key: string, path: readonly string[]): void {
+  if (UNSAFE_KEYS.has(key)) throw new LeverError("not a setting", { field: formatPath([...path, key]) || key });
+}
+
 /** Sets `value` at `path` inside `target`, creating sections. */
 export function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  for (const [i, key] of path.entries()) checkKey(key, path.slice(0, i));
   let node = target;
   for (const key of path.slice(0, -1)) {
     const next = node[key];
@@ -228,10 +240,17 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** Deep merge by object key; arrays and scalars of `over` replace those of `base`. */
-export function mergeSettings(base: unknown, over: unknown): unknown {
+export function mergeSettings(base: unknown, over: unknown, path: readonly string[] = []): unknown {
   if (!isPlainObject(base) || !isPlainObject(over)) return over === undefined ? base : over;
-  const out: Record<string, unknown> = { ...base };
-  for (const [key, value] of Object.entries(over)) out[key] = mergeSettings(base[key], value);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(base)) {
+    checkKey(key, path);
+    out[key] = value;
+  }
+  for (const [key, value] of Object.entries(over)) {
+    checkKey(key, path);
+    out[key] = mergeSettings(base[key], value, [...path, key]);
+  }
   return out;
 }
 

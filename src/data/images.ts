@@ -1,11 +1,13 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { LeverError } from "../util/errors.js";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { type ErrorLocation, LeverError } from "../util/errors.js";
 
 /**
  * Image paths of VQA items. A dataset records one path template; each item's path is rendered
  * from it. Placeholders: {split}, {image_id}, {question_id}, optionally zero-padded as
- * {image_id:012}; "{{" and "}}" are literal braces.
+ * {image_id:012}; "{{" and "}}" are literal braces. A rendered path must stay inside the image folder
+ * (the folder the template's text before its first placeholder names): an image id such as
+ * `../../etc/passwd` is refused, so no file outside it is ever read and sent to a VLM server.
  */
 export type ImageSource = { root: string } | { template: string };
 
@@ -46,8 +48,11 @@ export function imageTemplate(source: ImageSource | undefined, split: string): s
 
 type Part = string | { name: keyof ImageIds; width: number };
 
+/** Renders one item's image path; throws a LeverError (at `where`, field image_id) for a path that leaves the image folder. */
+export type ImageRenderer = (ids: ImageIds, where?: ErrorLocation) => string;
+
 /** Parses a template once; the returned function renders a path per item. */
-export function compileImageTemplate(template: string): (ids: ImageIds) => string {
+export function compileImageTemplate(template: string): ImageRenderer {
   const parts: Part[] = [];
   let literal = "";
   let usesImage = false;
@@ -81,11 +86,24 @@ export function compileImageTemplate(template: string): (ids: ImageIds) => strin
   }
   if (literal.length > 0) parts.push(literal);
   if (!usesImage) throw templateError(template, "must contain {image_id}, otherwise every item shares one image");
-  return (ids) => {
+  const folder = imageFolder(typeof parts[0] === "string" ? parts[0] : "");
+  return (ids, where) => {
     let out = "";
     for (const part of parts) out += typeof part === "string" ? part : ids[part.name].padStart(part.width, "0");
+    const rel = relative(folder, resolve(out));
+    if (rel.length === 0 || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel))
+      throw new LeverError(
+        `image id ${JSON.stringify(ids.imageId)} makes the image path ${out}, which leaves the image folder ${folder}`,
+        { ...where, field: "image_id" },
+      );
     return out;
   };
+}
+
+/** The folder a template's fixed beginning names: up to its last "/" (the whole text when it ends with one). */
+function imageFolder(prefix: string): string {
+  const cut = prefix.lastIndexOf("/");
+  return resolve(cut < 0 ? "." : cut === 0 ? "/" : prefix.slice(0, cut));
 }
 
 function templateError(template: string, message: string): LeverError {

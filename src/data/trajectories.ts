@@ -112,7 +112,21 @@ export type BeamSet = z.infer<typeof BeamSetSchema>;
 // ── rollouts ────────────────────────────────────────────────────────────────────────────────
 
 const nullableFinite = finite.nullable();
+/** A finite number in [lo, hi]; `hiText` names the bound when it is not a plain number. */
+const between = (lo: number, hi: number, hiText = String(hi)) =>
+  finite.refine((x) => x >= lo && x <= hi, `must be in [${lo}, ${hiText}]`);
+const logprob = finite.refine((x) => x <= 0, "a log-probability must be ≤ 0");
+/**
+ * Upper bound of `vqaGtProb`: Σ_a acc(a)·P(a) ≤ Σ_a acc(a) ≤ 10/3 over the distinct answers of ten
+ * annotators (acc(a) ≤ n_a/3). Ours is also ≤ 1; Lever-Plus's (P(a) the exp of a per-token MEAN over a
+ * mis-masked span) can exceed 1 but not 10/3.
+ */
+export const MAX_GT_PROB = 10 / 3;
 
+/**
+ * Every value rule of a trajectory's fields is here (the importer of Lever-Plus RL data checks its
+ * fields with these same schemas); rules between fields are `TRAJECTORY_RULES` below.
+ */
 export const TrajectorySchema = z.object({
   /** ICD question ids in selection order. */
   selected: z.array(questionId).min(1),
@@ -122,11 +136,14 @@ export const TrajectorySchema = z.object({
   genMethod: z.string().optional(),
   beamRank: z.number().int().nonnegative().nullable().optional(),
   beamScore: nullableFinite.optional(),
-  /** Σ_t log p of the trajectory under the proposing selector (its own softmax temperature). */
-  logprobScore: nullableFinite.optional(),
-  /** Samples: Σ_t log q of the draws under the sampling temperature (q ∝ exp(scores / temperature)). */
-  sampleLogprob: nullableFinite.optional(),
-  temperature: nullableFinite.optional(),
+  /** Σ_t log p of the trajectory under the proposing selector (its own softmax temperature; ≤ 0). */
+  logprobScore: logprob.nullable().optional(),
+  /** Samples: Σ_t log q of the draws under the sampling temperature (q ∝ exp(scores / temperature); ≤ 0). */
+  sampleLogprob: logprob.nullable().optional(),
+  temperature: finite
+    .refine((x) => x >= 0, "a temperature must be ≥ 0")
+    .nullable()
+    .optional(),
   similarityScore: nullableFinite.optional(),
   rawGeneration: z.string().nullable().optional(),
   predAnswer: z.string().nullable().optional(),
@@ -134,24 +151,22 @@ export const TrajectorySchema = z.object({
    * VQA accuracy of the prediction for this question, in [0, 1]. The one required reward field; null
    * only for a trajectory whose VLM call failed (`evalFailed`), which no reward may use.
    */
-  vqaAccScore: finite.refine((x) => x >= 0 && x <= 1, "must be in [0, 1]").nullable(),
+  vqaAccScore: between(0, 1).nullable(),
   /** 1 iff the prediction counts as correct (Lever-Plus: acc > 0, at least one annotator agreed). */
   vqaCorrect: z.union([z.literal(0), z.literal(1)]).optional(),
   /**
    * Expected VQA accuracy of the VLM's answer distribution under this prompt, Σ_a acc(a)·P(a) over
    * the distinct annotator answers a, acc(a) the official accuracy of a as a prediction and P(a) the
    * probability of a's answer tokens. Lever-Plus files hold Σ_a min(n_a/3, 1)·P(a) with a known
-   * masking flaw in P.
+   * masking flaw in P. In [0, MAX_GT_PROB].
    */
-  vqaGtProb: nullableFinite.optional(),
+  vqaGtProb: between(0, MAX_GT_PROB, "10/3").nullable().optional(),
   /** Σ log p of the majority annotator answer's tokens under this prompt (our rollouts; ≤ 0). */
-  gtLogprob: finite
-    .refine((x) => x <= 0, "a log-probability must be ≤ 0")
-    .nullable()
-    .optional(),
-  vqaRelTokenF1: nullableFinite.optional(),
-  vqaRelEditSim: nullableFinite.optional(),
-  vqaRelScore: nullableFinite.optional(),
+  gtLogprob: logprob.nullable().optional(),
+  /** Relevance of a wrong answer to the annotators' (Lever-Plus): token F1, edit similarity, their score; in [0, 1]. */
+  vqaRelTokenF1: between(0, 1).nullable().optional(),
+  vqaRelEditSim: between(0, 1).nullable().optional(),
+  vqaRelScore: between(0, 1).nullable().optional(),
   /** vqaEval | fallback | error */
   evalMode: z.string().nullable().optional(),
   evalSplitUsed: z.string().nullable().optional(),
@@ -160,6 +175,50 @@ export const TrajectorySchema = z.object({
   extra: z.record(z.string(), z.unknown()).optional(),
 });
 export type Trajectory = z.infer<typeof TrajectorySchema>;
+export type TrajectoryField = keyof Trajectory;
+
+/**
+ * Rules between a trajectory's fields, checked on every stored artefact (`checkRolloutSet`) and on
+ * imported RL data, where `name` turns a field into the file's own name (`vqaAccScore` → `vqa_acc_score`).
+ * A failed evaluation has no score; a correct answer has an accuracy above 0, a wrong one below 1
+ * (vqaCorrect is accuracy > 0, or ≥ a threshold in (0, 1]).
+ */
+export const TRAJECTORY_RULES: readonly {
+  field: TrajectoryField;
+  broken: (t: Trajectory) => boolean;
+  message: (t: Trajectory, name: (field: TrajectoryField) => string) => string;
+}[] = [
+  {
+    field: "vqaAccScore",
+    broken: (t) => t.vqaAccScore === null && t.evalFailed !== true,
+    message: (_, name) => `is null but the trajectory is not marked ${name("evalFailed")}`,
+  },
+  {
+    field: "evalFailed",
+    broken: (t) => t.evalFailed === true && (t.vqaAccScore !== null || t.vqaCorrect !== undefined),
+    message: (t, name) =>
+      `is true, yet the trajectory has a score (${t.vqaAccScore !== null ? `${name("vqaAccScore")} ${t.vqaAccScore}` : `${name("vqaCorrect")} ${t.vqaCorrect}`}); a failed evaluation has none`,
+  },
+  {
+    field: "vqaCorrect",
+    broken: (t) => t.vqaCorrect === 1 && t.vqaAccScore === 0,
+    message: (_, name) => `is 1 but ${name("vqaAccScore")} is 0: no annotator gave that answer`,
+  },
+  {
+    field: "vqaCorrect",
+    broken: (t) => t.vqaCorrect === 0 && t.vqaAccScore === 1,
+    message: (_, name) => `is 0 but ${name("vqaAccScore")} is 1`,
+  },
+];
+
+/** The first rule `trajectory` breaks: its field and message (field names as `name` gives them). */
+export function brokenTrajectoryRule(
+  trajectory: Trajectory,
+  name: (field: TrajectoryField) => string = (field) => field,
+): { field: TrajectoryField; message: string } | undefined {
+  const rule = TRAJECTORY_RULES.find((r) => r.broken(trajectory));
+  return rule === undefined ? undefined : { field: rule.field, message: rule.message(trajectory, name) };
+}
 
 export const RolloutQuerySchema = z.object({
   /** The query's candidate pool (question ids), when trajectories were drawn from a fixed pool. */
@@ -216,8 +275,8 @@ export function checkBeamSet(set: BeamSet, file: string): void {
 
 /**
  * At least one trajectory; pools hold no duplicates; a trajectory has positions exactly when its
- * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory; no
- * accuracy only when the trajectory's evaluation failed.
+ * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory; the
+ * rules between fields (`TRAJECTORY_RULES`).
  */
 export function checkRolloutSet(set: RolloutSet, file: string): void {
   if (!Object.values(set.queries).some((query) => query.trajectories.length > 0))
@@ -235,8 +294,8 @@ export function checkRolloutSet(set: RolloutSet, file: string): void {
       const at = (field: string) => ({ file, record: queryId, field: `trajectories[${t}].${field}` });
       const dup = duplicateIn(trajectory.selected);
       if (dup !== undefined) throw new LeverError(`"${dup}" is selected twice`, at("selected"));
-      if (trajectory.vqaAccScore === null && trajectory.evalFailed !== true)
-        throw new LeverError("is null but the trajectory is not marked evalFailed", at("vqaAccScore"));
+      const broken = brokenTrajectoryRule(trajectory);
+      if (broken !== undefined) throw new LeverError(broken.message, at(broken.field));
       const { positions } = trajectory;
       if ((pool === undefined) !== (positions === undefined))
         throw new LeverError(

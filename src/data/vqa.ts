@@ -2,7 +2,13 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
-import { compileImageTemplate, findMissingImages, type ImageSource, imageTemplate } from "./images.js";
+import {
+  compileImageTemplate,
+  findMissingImages,
+  type ImageRenderer,
+  type ImageSource,
+  imageTemplate,
+} from "./images.js";
 import { type AnnotatorAnswer, compareQuestionIds, type VqaItem } from "./item.js";
 import { streamJsonArrayField } from "./json-stream.js";
 import type { SubsetRecord } from "./splits.js";
@@ -214,7 +220,7 @@ interface JoinedAnnotations {
 interface JoinOptions {
   keep: Set<string> | null;
   split: string;
-  renderImage: ReturnType<typeof compileImageTemplate> | null;
+  renderImage: ImageRenderer | null;
 }
 
 /** Streams the annotations, checks each against its question and builds the items the subset keeps. */
@@ -241,7 +247,8 @@ function joinAnnotations(
     const render = options.renderImage;
     items.push({
       ...item,
-      imagePath: render === null ? null : render({ split: options.split, imageId: item.imageId, questionId: id }),
+      imagePath:
+        render === null ? null : render({ split: options.split, imageId: item.imageId, questionId: id }, where),
     });
   });
   return {

@@ -23,6 +23,7 @@ import {
   type RolloutSet,
 } from "../data/trajectories.js";
 import { type AnswerDeps, vqaAnswering } from "../icl/answer.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
 import { type OpenedSelector, openSelector, type SelectorEmbeddings } from "../icl/selector.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
@@ -60,7 +61,7 @@ export const RolloutsSettingsSchema = z
       .min(1)
       .optional()
       .describe(
-        "selector checkpoint proposing greedy, beam and sampled trajectories (without it: retrieval and random only)",
+        "selector checkpoint proposing greedy, beam and sampled trajectories: a file or RUN[:best|last|epoch-N] (without it: retrieval and random only)",
       ),
     embedding: z
       .enum(EMBEDDING_KINDS)
@@ -137,11 +138,16 @@ export interface RolloutsResult {
 
 export async function runRollouts(
   ws: Workspace,
-  settings: RolloutsSettings,
+  given: RolloutsSettings,
   vlmSettings: VlmSettings,
   hooks: RolloutsHooks = {},
 ): Promise<RolloutsResult> {
   const started = performance.now();
+  // The checkpoint as a file (a training run RUN[:best|last|epoch-N] resolved to its file).
+  const settings =
+    given.checkpoint === undefined
+      ? given
+      : { ...given, checkpoint: resolveCheckpoint(ws, given.checkpoint, "--checkpoint") };
   rolloutArtifactPath(settings.out);
   const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
@@ -155,7 +161,7 @@ export async function runRollouts(
   const similarity = new Similarity(queryMatrix, indexMatrix);
   const rollout = rolloutSettings(settings, selector, inputs.pools.set.k);
   const stage = openVlmStage(ws, vlmSettings, inputs.dataset, settings.seed, hooks);
-  const generator = generatorRecord(settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
+  const generator = generatorRecord(ws, settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
   const config = runConfig(ws, settings, inputs, embedding, generator);
   const run = openItemRun(stage, ROLLOUTS_STAGE, config, settings.seed);
   const earlier = new Set((ws.getStage(run.runId, run.stage)?.artifacts ?? []).map((a) => a.sha256));
@@ -278,8 +284,12 @@ function rolloutSettings(settings: RolloutsSettings, selector: OpenedSelector | 
   };
 }
 
-/** How the rollouts were made, as the artefact records it (`meta.generator`); the checkpoint by file and sha256. */
+/**
+ * How the rollouts were made, as the artefact records it (`meta.generator`); the checkpoint by file
+ * (workspace-relative inside the workspace, so a moved workspace assembles the same bytes) and sha256.
+ */
 function generatorRecord(
+  ws: Workspace,
   settings: RolloutsSettings,
   pools: PoolRef,
   embedding: EmbeddingKind,
@@ -288,7 +298,7 @@ function generatorRecord(
 ) {
   const checkpoint =
     settings.checkpoint !== undefined
-      ? { file: settings.checkpoint, sha256: hashFileSync(settings.checkpoint).sha256 }
+      ? { file: ws.storedPath(settings.checkpoint), sha256: hashFileSync(settings.checkpoint).sha256 }
       : null;
   return {
     method: "lever rollouts",

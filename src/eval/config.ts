@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
+import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
@@ -24,22 +25,27 @@ export const EvalSettingsSchema = z
   .object({
     dataset: z.string().min(1).describe("query dataset (the eval split)"),
     index: z.string().min(1).describe("index dataset the demonstrations come from (the train split)"),
-    queries: SubsetSpecSchema.default("first:100").describe(
-      "query subset: first:N (lowest question ids), random:N (seeded) or all",
+    // Every query by default: an evaluation's claim is about the split, and a small or id-ordered subset
+    // gives wide intervals on a non-random sample (docs/report.md, "Which questions `lever eval` asks").
+    queries: SubsetSpecSchema.default("all").describe(
+      "query subset: all, first:N (lowest question ids) or random:N (seeded)",
     ),
     shots: z.array(z.number().int().min(0).max(32)).min(1).default([1, 2, 3, 4]).describe("shot counts"),
-    retrievers: z.array(z.string().min(1)).min(1).default(["zero", "random"]).meta({
-      flag: "retriever",
-      description:
-        "retrievers: zero, random, topk-image, topk-text, topk-joint, vote, oracle and informed (sim only), selector:CKPT",
-    }),
+    retrievers: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(["zero", "random"])
+      .meta({
+        flag: "retriever",
+        description: `retrievers to evaluate — ${retrieverHelp()}`,
+      }),
     k: z
       .number()
       .int()
       .positive()
       .optional()
       .describe(
-        `pool size K of each query's pool (vote, oracle, informed, selectors; default ${DEFAULT_POOL.k} / the checkpoint's)`,
+        `pool size K of each query's pool (${POOL_RETRIEVER_NAMES.join(", ")}; default ${DEFAULT_POOL.k} / the checkpoint's)`,
       ),
     poolSampler: z
       .enum(SAMPLERS)

@@ -16,6 +16,7 @@ import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { type RunStats, runEvaluation } from "./runner.js";
 import { prepareEvaluation } from "./setup.js";
 import { summarizeEvaluation } from "./summary.js";
+import { writeEvaluationEvents } from "./tensorboard.js";
 
 export interface EvaluateResult {
   runId: string;
@@ -101,13 +102,13 @@ export async function evaluate(
   let artifact: EvaluateResult["artifact"] = null;
   if (!stats.aborted) {
     const body = { format: "lever.eval-summary/2", runId, config: prepared.config, stats, vlm, summary };
-    const name = hashValue({ cells: [...cells].sort(), resamples: options.resamples, clusters: !!clusters }).slice(
-      0,
-      12,
-    );
+    // Named by its cells in their stored form (selector paths workspace-relative): a moved workspace rewrites the same file.
+    const named = ws.stored([...cells]).sort();
+    const name = hashValue({ cells: named, resamples: options.resamples, clusters: !!clusters }).slice(0, 12);
     artifact = ws.writeArtifact(`eval/${runId}/summary-${name}.json`, `${JSON.stringify(body, null, 2)}\n`);
+    writeEvaluationEvents(ws.dir, runId, summary);
     stageRun.complete([artifact]);
-  }
+  } else stageRun.release(); // interrupted (Ctrl-C): the run stays unfinished and reads as interrupted
   return {
     runId,
     resumed: prepared.resumed,

@@ -2,21 +2,23 @@
  * Test-time demonstration retrievers. Each maps (query, shots) to demonstration ids in SELECTION
  * order (first selected first). Every retriever that draws from the index goes through the pool
  * contract (docs/architecture.md), so the query and its same-image items are excluded the same way
- * everywhere, and choices are deterministic per query (no dependence on the batch).
+ * everywhere, and choices are deterministic per query (no dependence on the batch). The kinds, their
+ * names and help are the catalog's (src/icl/retriever-catalog.ts); this file parses the names and
+ * builds each kind from the BUILDERS table, keyed by the catalog's kinds.
  */
 import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
+import { RETRIEVER_NAMES, RETRIEVERS, type RetrieverKind, retrieverKind } from "../icl/retriever-catalog.js";
 import type { SelectorHandle } from "../icl/selector.js";
 import type { SamplerName } from "../pools/samplers.js";
-import { isSimReference, SIM_REFERENCES, type SimReference } from "../sim/oracle.js";
 import { LeverError } from "../util/errors.js";
 
+/** The kinds named by their name alone (the others carry an embedding or a checkpoint). */
+type PlainKind = Exclude<RetrieverKind, "topk" | "selector">;
+
 export type RetrieverSpec =
-  | { kind: "zero" }
-  | { kind: "random" }
+  | { [K in PlainKind]: { kind: K } }[PlainKind]
   | { kind: "topk"; embedding: EmbeddingKind }
-  | { kind: "vote" }
-  | { kind: SimReference }
   | { kind: "selector"; checkpoint: string };
 
 /**
@@ -58,12 +60,6 @@ export interface RetrieverContext {
   loadSelector?: (checkpoint: string) => Promise<SelectorHandle>;
 }
 
-const TOPK_EMBEDDINGS: Record<string, EmbeddingKind> = {
-  "topk-image": "image",
-  "topk-text": "text",
-  "topk-joint": "joint",
-};
-
 /** Old names still accepted, with the warning the CLI prints. */
 export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason: string }> = {
   "topk-mix": {
@@ -72,28 +68,19 @@ export const DEPRECATED_RETRIEVERS: Record<string, { replacement: string; reason
   },
 };
 
-export const RETRIEVER_NAMES = [
-  "zero",
-  "random",
-  ...Object.keys(TOPK_EMBEDDINGS),
-  "vote",
-  ...SIM_REFERENCES,
-  "selector:CKPT",
-];
-
-/** Parses one retriever name (`zero`, `random`, `topk-image|text|joint`, `vote`, `oracle`, `informed`, `selector:CKPT`). */
+/** Parses one retriever name (one of the catalog's: `zero`, `random`, `topk-image|text|joint`, …, `selector:CKPT`). */
 export function parseRetrieverSpec(text: string): RetrieverSpec {
   const given = text.trim();
   const name = DEPRECATED_RETRIEVERS[given]?.replacement ?? given;
-  if (name === "zero" || name === "random" || name === "vote") return { kind: name };
-  if (isSimReference(name)) return { kind: name };
-  if (name in TOPK_EMBEDDINGS) return { kind: "topk", embedding: TOPK_EMBEDDINGS[name] };
-  if (name.startsWith("selector:")) {
-    const checkpoint = name.slice("selector:".length);
+  const kind = retrieverKind(name);
+  if (kind === "selector") {
+    const checkpoint = name.slice(RETRIEVERS.selector.prefix.length);
     if (checkpoint.length === 0)
       throw new LeverError("selector needs a checkpoint path: selector:CKPT", { field: "--retriever" });
-    return { kind: "selector", checkpoint };
+    return { kind, checkpoint };
   }
+  if (kind !== undefined && (RETRIEVERS[kind].names as readonly string[]).includes(name))
+    return kind === "topk" ? { kind, embedding: name.slice(RETRIEVERS.topk.prefix.length) as EmbeddingKind } : { kind };
   throw new LeverError(`unknown retriever "${name}" (expected one of ${RETRIEVER_NAMES.join(", ")})`, {
     field: "--retriever",
   });
@@ -144,71 +131,77 @@ function checkPoolShape(queries: readonly VqaItem[], pools: string[][], sampler:
   });
 }
 
+/** Builds one kind's retriever from its spec; a selector's checkpoint is loaded here (once). */
+type Builder<K extends RetrieverKind> = (
+  spec: Extract<RetrieverSpec, { kind: K }>,
+  context: RetrieverContext,
+) => Retriever | Promise<Retriever>;
+
+/**
+ * A retriever choosing within the query's pool of the configured sampler and K, like a selector, with
+ * the context's chooser of its kind (its error, naming what it needs, when the evaluation has none).
+ */
+function poolChooserRetriever(spec: { kind: "vote" | "oracle" | "informed" }, context: RetrieverContext): Retriever {
+  const choose = context[spec.kind];
+  if (!choose)
+    throw new LeverError(`the ${spec.kind} retriever needs ${RETRIEVERS[spec.kind].needs}`, { field: "--retriever" });
+  return {
+    name: spec.kind,
+    shots: positiveShots,
+    select: async (queries, shots) => {
+      const pools = await context.pools(queries, context.poolSampler, context.k);
+      return queries.map((query, i) => choose(query, pools[i], shots));
+    },
+  };
+}
+
+/** How each of the catalog's kinds is built. */
+const BUILDERS: { [K in RetrieverKind]: Builder<K> } = {
+  zero: () => ({
+    name: "zero",
+    shots: () => [0],
+    select: async (queries) => queries.map(() => []),
+  }),
+  // The random sampler of the pool contract with K = shots: uniform without replacement,
+  // seeded per query, exclusions applied.
+  random: (_spec, context) => ({
+    name: "random",
+    shots: positiveShots,
+    select: (queries, shots) => context.pools(queries, "random", shots),
+  }),
+  topk: (spec, context) => {
+    const sampler: SamplerName = `${spec.embedding}-sim` as SamplerName;
+    return {
+      name: `topk-${spec.embedding}`,
+      shots: positiveShots,
+      // Most similar first: the first `shots` of the similarity pool over the whole index.
+      select: async (queries, shots) =>
+        (await context.pools(queries, sampler, context.maxShots)).map((pool) => pool.slice(0, shots)),
+    };
+  },
+  vote: poolChooserRetriever,
+  informed: poolChooserRetriever,
+  oracle: poolChooserRetriever,
+  selector: async (spec, context) => {
+    if (!context.loadSelector)
+      throw new LeverError("selectors are not available in this build", { field: "--retriever" });
+    const selector = await context.loadSelector(spec.checkpoint);
+    return {
+      name: selector.label,
+      shots: positiveShots,
+      select: async (queries, shots) => {
+        // The selector chooses from ITS OWN QUERY'S POOL (never a fixed set of rows; docs/selector.md).
+        const pools = await context.pools(queries, selector.sampler, selector.k);
+        const positions = await selector.choose(queries, pools, shots);
+        return positions.map((chosen, i) => positionsToIds(queries[i], pools[i], chosen, selector.label));
+      },
+    };
+  },
+};
+
 /** Builds the retriever for a spec. Selector checkpoints are loaded here (once). */
 export async function createRetriever(spec: RetrieverSpec, context: RetrieverContext): Promise<Retriever> {
-  switch (spec.kind) {
-    case "zero":
-      return {
-        name: "zero",
-        shots: () => [0],
-        select: async (queries) => queries.map(() => []),
-      };
-    case "random":
-      // The random sampler of the pool contract with K = shots: uniform without replacement,
-      // seeded per query, exclusions applied.
-      return {
-        name: "random",
-        shots: positiveShots,
-        select: (queries, shots) => context.pools(queries, "random", shots),
-      };
-    case "topk": {
-      const sampler: SamplerName = `${spec.embedding}-sim` as SamplerName;
-      const name = `topk-${spec.embedding}`;
-      return {
-        name,
-        shots: positiveShots,
-        // Most similar first: the first `shots` of the similarity pool over the whole index.
-        select: async (queries, shots) =>
-          (await context.pools(queries, sampler, context.maxShots)).map((pool) => pool.slice(0, shots)),
-      };
-    }
-    case "vote":
-    case "oracle":
-    case "informed": {
-      const choose = context[spec.kind];
-      if (!choose)
-        throw new LeverError(
-          spec.kind === "vote"
-            ? "the vote retriever needs the index's annotations and joint embeddings"
-            : `the ${spec.kind} retriever needs the simulated VLM (--vlm sim)`,
-          { field: "--retriever" },
-        );
-      return {
-        name: spec.kind,
-        shots: positiveShots,
-        // Chooses within the query's pool of the configured sampler and K, like a selector.
-        select: async (queries, shots) => {
-          const pools = await context.pools(queries, context.poolSampler, context.k);
-          return queries.map((query, i) => choose(query, pools[i], shots));
-        },
-      };
-    }
-    case "selector": {
-      if (!context.loadSelector)
-        throw new LeverError("selectors are not available in this build", { field: "--retriever" });
-      const selector = await context.loadSelector(spec.checkpoint);
-      return {
-        name: selector.label,
-        shots: positiveShots,
-        select: async (queries, shots) => {
-          // The selector chooses from ITS OWN QUERY'S POOL (never a fixed set of rows; docs/selector.md).
-          const pools = await context.pools(queries, selector.sampler, selector.k);
-          const positions = await selector.choose(queries, pools, shots);
-          return positions.map((chosen, i) => positionsToIds(queries[i], pools[i], chosen, selector.label));
-        },
-      };
-    }
-  }
+  return (BUILDERS[spec.kind] as Builder<RetrieverKind>)(spec as never, context);
 }
 
 function positiveShots(requested: readonly number[]): number[] {

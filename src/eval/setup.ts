@@ -3,6 +3,7 @@ import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
 import { vqaAnswering } from "../icl/answer.js";
 import { createVlm, type VlmSetup } from "../icl/backend.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
@@ -175,7 +176,7 @@ export async function prepareEvaluation(
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(
-            checkpoint,
+            resolveCheckpoint(ws, checkpoint, "--retriever"),
             { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
             {
               query: (kind) => embeddings.get(options.dataset, kind),

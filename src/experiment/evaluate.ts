@@ -13,7 +13,7 @@ import { parseEvalOptions } from "../eval/config.js";
 import { evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
@@ -109,7 +109,10 @@ async function evaluateGroup(
       clusterByImage: settings.clusterByImage,
     },
   );
-  if (result.stats.aborted) throw new LeverError("interrupted during the evaluation; rerun the same command to resume");
+  if (result.stats.aborted)
+    throw new InterruptedError(
+      `evaluation run ${result.runId} stopped after ${result.stats.skipped + result.stats.evaluated} of ${result.stats.planned} predictions (those are stored)`,
+    );
   return result;
 }
 

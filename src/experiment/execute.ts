@@ -6,7 +6,9 @@
  * Then one evaluation per evaluation identity (src/experiment/evaluate.ts) and one comparison and HTML
  * report of the methods evaluated now (src/experiment/compare.ts).
  */
+import { RunSettingsConflict } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import { compareAndReport } from "./compare.js";
 import { evaluateVariants } from "./evaluate.js";
@@ -44,16 +46,30 @@ export interface RunHooks {
 
 /** Executes the plan (resuming and reusing what is done). */
 export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promise<RunReport> {
-  const stages = await runStages(ws, p, hooks);
+  const stages = await runStages(ws, p, hooks).catch(inThisRun);
   const progress = hooks.progress as unknown as ProgressStream | null;
-  const evaluation = await evaluateVariants(ws, p, stages.outputs, {
-    log: (line) => hooks.log(line),
-    progress,
-    signal: hooks.signal,
-  });
+  const evaluation = await interruptible(`${p.unique.length} stages done`, () =>
+    evaluateVariants(ws, p, stages.outputs, {
+      log: (line) => hooks.log(line),
+      progress,
+      signal: hooks.signal,
+    }),
+  ).catch(inThisRun);
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
+}
+
+/**
+ * A stage's or the evaluation's run, named by `lever run`, found made with other settings: its inputs
+ * changed under it (the names are the stages' identities, so the user cannot choose another one).
+ */
+function inThisRun(error: unknown): never {
+  if (!(error instanceof RunSettingsConflict)) throw error;
+  throw new LeverError(
+    `this experiment's run "${error.runName}" (${error.runId}) was made with other ${error.differs.join(", ")}: ` +
+      "what it read changed since; restore it, or run the experiment in a new workspace",
+  );
 }
 
 /** Runs or reuses every distinct stage; the training runs of the chain (run id → the stage's label), in order. */
@@ -62,18 +78,22 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   const outputs: StageOutputMap = new Map();
   const runLabels: Record<string, string> = {};
   for (const { stage, variants } of p.unique) {
-    if (hooks.signal?.aborted) throw interruptedError();
+    if (hooks.signal?.aborted)
+      await interruptible(`${outputs.size} of ${p.unique.length} stages done`, () => {
+        throw interruptedError();
+      });
     let out = readStageRecord(ws, stage);
     if (out !== null) {
       counts[stage.stage].reused += variants.length;
-      hooks.log(
-        `${stage.stage} ${stage.id}: done earlier, reused${variants.length > 1 ? ` by ${variants.length} variants` : ""}`,
-      );
+      hooks.log(`${stageTitle(p, stage, variants)}: done earlier, reused`);
     } else {
-      hooks.log(
-        `${stage.stage} ${stage.id}: running${variants.length > 1 ? ` (shared by ${variants.length} variants)` : ""}`,
+      hooks.log(`${stageTitle(p, stage, variants)}: running`);
+      const progress =
+        p.variants.length > 1 && hooks.progress !== null ? labelledStream(hooks.progress, stage.label) : hooks.progress;
+      const kept = `${outputs.size} of ${p.unique.length} stages done`;
+      out = await interruptible(kept, () =>
+        runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, { ...hooks, progress }),
       );
-      out = await runStage(ws, stage, p.variants[variants[0]].variant.experiment, outputs, hooks);
       writeStageRecord(ws, stage, out);
       counts[stage.stage].run += 1;
       counts[stage.stage].reused += variants.length - 1;
@@ -82,6 +102,46 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
     if ("runId" in out) runLabels[out.runId] = stage.label;
   }
   return { counts, outputs, runLabels };
+}
+
+/**
+ * A stage as the log names it: its kind and id and, in a sweep, its label (the swept values that reach
+ * it) and the variants it serves — "grpo 1a2b3c4d5e grpo_beta-0.12_seed-2 (variant 4 of 9)".
+ */
+export function stageTitle(p: RunPlan, stage: PlannedStage, variants: readonly number[]): string {
+  const head = `${stage.stage} ${stage.id}`;
+  if (p.variants.length <= 1) return head;
+  const which =
+    variants.length > 1 ? `variants ${variants.map((i) => i + 1).join(", ")}` : `variant ${variants[0] + 1}`;
+  return `${head} ${stage.label} (${which} of ${p.variants.length}${variants.length > 1 ? ", shared" : ""})`;
+}
+
+/** A progress stream whose lines start with `[label]`, so a sweep's progress says which variant it is. */
+export function labelledStream(stream: NodeJS.WritableStream, label: string): NodeJS.WritableStream {
+  const tty = (stream as { isTTY?: boolean }).isTTY;
+  const proxy = {
+    isTTY: tty,
+    write(text: string | Uint8Array): boolean {
+      const line = String(text);
+      return stream.write(line.startsWith("\r") ? `\r[${label}] ${line.slice(1)}` : `[${label}] ${line}`);
+    },
+  };
+  return proxy as unknown as NodeJS.WritableStream;
+}
+
+/**
+ * Runs `fn`; Ctrl-C inside it (an InterruptedError saying what the stage at work kept) is said again
+ * with what the chain kept and how to resume.
+ */
+async function interruptible<T>(kept: string, fn: () => Promise<T> | T): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (!(error instanceof InterruptedError)) throw error;
+    throw new InterruptedError(
+      `${error.message}; kept: ${kept} and every finished item and epoch; run the same command again to resume (done stages are reused)`,
+    );
+  }
 }
 
 /** Runs one stage through its entry, with the outputs of the stages it reads. */

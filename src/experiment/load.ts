@@ -3,7 +3,8 @@
  * expects a single value (or a list of lists where it expects a list) is a sweep; several sweeps form a
  * grid, expanded in file order into variants. `--set a.b=v` overrides any setting (v is read as YAML, so
  * `--set grpo.kl.beta=[0.1,0.2]` is a sweep too). Every variant is validated on its own; an error names
- * the file, the key path and its line.
+ * the file, the key path and its line. An empty sweep (`seed: []`) and a grid over MAX_VARIANTS are
+ * refused before anything is expanded.
  */
 import { parse as parseYaml } from "yaml";
 import { readSettingsFile } from "../config/file.js";
@@ -93,12 +94,13 @@ export function loadExperiment(file: string, sets: readonly string[] = []): Load
           `${pathText(sweep.path)}=…`,
         { file, field: pathText(sweep.path) },
       );
-  const grid: { path: string[]; value: unknown }[][] = [[]];
+  checkGrid(file, sweeps as { path: string[]; value: unknown[] }[]);
+  let grid: { path: string[]; value: unknown }[][] = [[]];
   for (const sweep of sweeps) {
     const next: { path: string[]; value: unknown }[][] = [];
     for (const partial of grid)
       for (const v of sweep.value as unknown[]) next.push([...partial, { path: sweep.path, value: v }]);
-    grid.splice(0, grid.length, ...next);
+    grid = next;
   }
   const variants = grid.map((assignments): Variant => {
     const patch: Record<string, unknown> = {};
@@ -111,6 +113,26 @@ export function loadExperiment(file: string, sets: readonly string[] = []): Load
     return { label, assignments, experiment };
   });
   return { file, variants, sweeps: sweeps.map((s) => s.path) };
+}
+
+/** The most variants one experiment may expand to; a larger grid is refused before anything is expanded. */
+export const MAX_VARIANTS = 1000;
+
+/** Every sweep has a value (an empty list would silently make zero variants) and the grid is not huge. */
+function checkGrid(file: string, sweeps: readonly { path: string[]; value: unknown[] }[]): void {
+  for (const sweep of sweeps)
+    if (sweep.value.length === 0)
+      throw new LeverError("an empty list sweeps over no values: give at least one value, or remove the key", {
+        file,
+        field: pathText(sweep.path),
+      });
+  const size = sweeps.reduce((n, s) => n * s.value.length, 1);
+  if (size > MAX_VARIANTS)
+    throw new LeverError(
+      `the sweeps make ${size.toLocaleString("en-US")} variants (${sweeps.map((s) => `${pathText(s.path)}: ${s.value.length}`).join(" × ")}); ` +
+        `at most ${MAX_VARIANTS} in one experiment — split it into several`,
+      { file },
+    );
 }
 
 /** "a.b[2]" for messages. */

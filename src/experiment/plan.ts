@@ -118,8 +118,34 @@ function evalIdentity(e: Experiment, dataId: string): string {
   });
 }
 
+/** The stages whose checkpoints the evaluation compares (`selector:<label>`). */
+const TRAINING_STAGES: readonly StageName[] = ["sft", "rce", "grpo", "online"];
+
+/**
+ * The comparison's baseline must be one of the methods the run will evaluate — a baseline retriever, a
+ * trained stage's label (`rce`, `selector:rce`, `grpo_beta-0.12_seed-1`) or a seed group — so a typo is
+ * refused before any training, not after all of it. A "RUN/RETRIEVER" reference is checked when compared.
+ */
+function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVariant[]): void {
+  const e0 = loaded.variants[0].experiment;
+  const ref = e0.compare?.baseline;
+  if (ref === undefined || ref.includes("/")) return;
+  const methods = new Set(variants.flatMap((pv) => pv.variant.experiment.eval.baselines));
+  for (const pv of variants)
+    for (const s of pv.stages)
+      if (TRAINING_STAGES.includes(s.stage))
+        for (const name of [s.label, ...(s.seedGroup !== null ? [s.seedGroup] : [])])
+          methods.add(`selector:${name}`).add(name);
+  if (!methods.has(ref))
+    throw new LeverError(`no method "${ref}" will be evaluated (methods: ${[...methods].join(", ")})`, {
+      file: loaded.file,
+      field: "compare.baseline",
+    });
+}
+
 export function plan(loaded: LoadedExperiment): RunPlan {
   const variants = loaded.variants.map(planVariant);
+  checkBaseline(loaded, variants);
   const unique = new Map<string, { stage: PlannedStage; variants: number[] }>();
   for (const stageName of STAGES)
     variants.forEach((pv, i) => {

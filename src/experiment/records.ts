@@ -1,7 +1,9 @@
 /**
  * Stage records: a done stage of `lever run` writes `artifacts/experiments/stages/<stage>-<id>.json`
  * (`{stage, id, outputs}`, outputs as in src/experiment/stages.ts), and the next run reuses the stage
- * while the record exists and the files it names (outputs whose key ends in `File`) still do.
+ * while the record exists and the files it names (outputs whose key ends in `File`) still do. Paths
+ * inside the workspace are recorded workspace-relative (src/store/files.ts), so a moved workspace
+ * reuses its stages.
  */
 import { existsSync } from "node:fs";
 import type { Workspace } from "../store/workspace.js";
@@ -24,7 +26,7 @@ export function stageRecordPath(ws: Workspace, stage: StageKey): string {
 export function readStageRecord(ws: Workspace, stage: StageKey): AnyStageOutputs | null {
   const path = stageRecordPath(ws, stage);
   if (!existsSync(path)) return null;
-  const record = readJsonFile(path) as { outputs: Record<string, string> };
+  const record = ws.resolved(readJsonFile(path) as { outputs: Record<string, string> });
   // A record whose files were deleted since is not a done stage.
   const files = Object.entries(record.outputs)
     .filter(([k]) => k.endsWith("File"))
@@ -35,6 +37,6 @@ export function readStageRecord(ws: Workspace, stage: StageKey): AnyStageOutputs
 export function writeStageRecord(ws: Workspace, stage: StageKey, outputs: AnyStageOutputs): void {
   writeFileAtomic(
     stageRecordPath(ws, stage),
-    `${JSON.stringify({ stage: stage.stage, id: stage.id, outputs }, null, 2)}\n`,
+    `${JSON.stringify({ stage: stage.stage, id: stage.id, outputs: ws.stored(outputs) }, null, 2)}\n`,
   );
 }

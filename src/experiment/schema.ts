@@ -12,6 +12,7 @@ import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { BeamsSettingsSchema } from "../datagen/beams-stage.js";
 import { RolloutsSettingsSchema } from "../datagen/rollouts-stage.js";
 import { EvalSettingsSchema } from "../eval/config.js";
+import { RETRIEVER_KINDS, retrieverHelp } from "../icl/retriever-catalog.js";
 import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
 import { WorldParamsSchema } from "../sim/params.js";
@@ -57,14 +58,15 @@ const DataSchema = z
       ctx.addIssue({ code: "custom", path: [], message: "give exactly one of data.synth and data.import" });
   });
 
+/** The retrievers `eval.baselines` takes: every kind but the trained selectors, which the chain adds. */
+const BASELINE_KINDS = RETRIEVER_KINDS.filter((kind) => kind !== "selector");
+
 export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index: true, run: true })
   .extend({
     baselines: z
       .array(z.string().min(1))
       .default(["zero", "random", "topk-image", "topk-text", "topk-joint"])
-      .describe(
-        "baseline retrievers evaluated beside the trained selectors (zero, random, topk-image|text|joint, vote; oracle, informed: simulator only)",
-      ),
+      .describe(`baseline retrievers evaluated beside the trained selectors: ${retrieverHelp(BASELINE_KINDS)}`),
   })
   // Set by the chain: the trained selectors are the retrievers, and every pool is built like the training pools.
   .omit({ retrievers: true, k: true, poolSampler: true, selectorEmbedding: true });

@@ -15,10 +15,10 @@ import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
 import type { Workspace } from "../store/workspace.js";
-import type { RlStageSettings } from "../train/rl-settings.js";
+import { RANDOM_INIT, type RlStageSettings } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { VlmSettings } from "../vlm/settings.js";
 import { type DataOutputs, runData } from "./data-stage.js";
@@ -139,7 +139,9 @@ async function runBeamsStage(c: StageContext<"beams">): Promise<ArtefactOutputs>
     { progress: c.progress, note: c.note, signal: c.signal },
   );
   if (result.artifact === null && c.signal?.aborted === true)
-    throw new LeverError("interrupted during the beam search; rerun the same command to resume");
+    throw new InterruptedError(
+      `beam search run ${result.runId} stopped after ${result.anchors.skipped + result.anchors.searched} of ${result.anchors.planned} anchors (those are stored)`,
+    );
   if (result.artifact === null)
     throw new LeverError(`beam search stopped with ${result.failures.length} failed anchors; rerun to retry them`);
   return { name: result.artifact.name, runId: result.runId };
@@ -155,6 +157,7 @@ async function runSft(c: StageContext<"sft">): Promise<TrainedOutputs> {
     config: c.settings,
     progress: c.progress,
     note: c.note,
+    signal: c.signal,
   });
   return trained(result.runId, result.bestCheckpoint, result.checkpoints);
 }
@@ -177,7 +180,9 @@ async function runRolloutsStage(c: StageContext<"rollouts">): Promise<ArtefactOu
     { progress: c.progress, note: c.note, signal: c.signal },
   );
   if (result.artifact === null && c.signal?.aborted === true)
-    throw new LeverError("interrupted during the rollouts; rerun the same command to resume");
+    throw new InterruptedError(
+      `rollouts run ${result.runId} stopped after ${result.queries.skipped + result.queries.processed} of ${result.queries.planned} queries (those are stored)`,
+    );
   if (result.artifact === null) throw new LeverError("rollouts stopped before every query was scored; rerun to resume");
   // As `lever rollouts`: the stage is not done while trajectories failed, so the rerun retries them.
   if (result.stats.failed.trajectories > 0) throw failedTrajectoriesError(result);
@@ -192,6 +197,8 @@ async function runRl(
 ): Promise<TrainedOutputs> {
   const data = c.input("data");
   const init = (c.optional("rce") ?? c.optional("sft"))?.bestFile;
+  if (init === undefined)
+    c.note(`${stage} starts from a seeded random init (the experiment has no sft or rce section)`);
   const result = await runRlStage(c.ws, {
     ...settings,
     inputs: {
@@ -199,12 +206,13 @@ async function runRl(
       pools: c.input("pools").name,
       dataset: data.train,
       embedding: c.experiment.embedding,
-      ...(init !== undefined ? { init } : {}),
+      init: init ?? RANDOM_INIT,
       name: c.tag,
     },
     vlm: withWorld(c.experiment.vlm, data),
     progress: c.progress,
     note: c.note,
+    signal: c.signal,
   });
   return trained(result.runId, result.bestCheckpoint, result.checkpoints);
 }
@@ -220,7 +228,7 @@ export function withWorld(vlm: VlmSettings, data: DataOutputs): VlmSettings {
   return data.world !== undefined && vlm.vlm === "sim" && vlm.world === undefined ? { ...vlm, world: data.world } : vlm;
 }
 
-/** After Ctrl-C: the stage at work stores what it finished and stops (a training stage runs to its end); nothing further starts. */
-export function interruptedError(): LeverError {
-  return new LeverError("interrupted; rerun the same command to resume (finished stages and work are kept)");
+/** After Ctrl-C: the stage at work stores what it finished and stops (training: after the batch in flight); nothing further starts. */
+export function interruptedError(): InterruptedError {
+  return new InterruptedError("stopped before the next stage");
 }

@@ -1,7 +1,8 @@
 /**
- * The VLM a stage talks to, built from the shared VLM settings (src/vlm/settings.ts): the simulator
- * (its world file given, or the `world.json` beside a synthetic dataset's files) or the
- * OpenAI-compatible client, wrapped in the workspace's response cache (`cache`: on, off, or auto = servers only).
+ * The VLM a stage talks to, built from the shared VLM settings (src/vlm/settings.ts) by the FACTORIES
+ * table, one entry per backend: the simulator (its world file given, or the `world.json` beside a
+ * synthetic dataset's files) or the OpenAI-compatible client; wrapped in the workspace's response
+ * cache (`cache`: on, off, or auto = the backend's default: servers only).
  * Used by `lever eval`, `lever beams`, `lever rollouts` and online GRPO alike.
  */
 import { existsSync } from "node:fs";
@@ -13,7 +14,7 @@ import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { OpenAiVlm, openAiVlmConfigSchema } from "../vlm/openai.js";
-import type { VlmSettings } from "../vlm/settings.js";
+import { cachedByDefault, type VlmBackend, type VlmSettings } from "../vlm/settings.js";
 import type { Vlm } from "../vlm/types.js";
 
 /** The VLM of an evaluation, and the simulator's oracle when the backend is `sim`. */
@@ -40,19 +41,17 @@ export function resolveWorldFile(settings: Pick<VlmSettings, "world">, dataset: 
   );
 }
 
-export function createVlm(
-  ws: Workspace,
-  settings: VlmSettings,
-  dataset: DatasetRecord,
-  options: { seed?: number; wrapBackend?: (backend: Vlm) => Vlm } = {},
-): VlmSetup {
-  let backend: Vlm;
-  let sim: SimVlm | undefined;
-  const { vlm: kind, cache, baseUrls, model } = settings;
-  if (kind === "sim") {
-    sim = SimVlm.fromWorldFile(resolveWorldFile(settings, dataset));
-    backend = sim;
-  } else {
+/** Builds one backend from the settings (`sim`: the simulator, which is also the evaluation's oracle). */
+type BackendFactory = (settings: VlmSettings, dataset: DatasetRecord, seed: number) => { backend: Vlm; sim?: SimVlm };
+
+/** How each backend of src/vlm/settings.ts is built. */
+const FACTORIES: Record<VlmBackend, BackendFactory> = {
+  sim: (settings, dataset) => {
+    const sim = SimVlm.fromWorldFile(resolveWorldFile(settings, dataset));
+    return { backend: sim, sim };
+  },
+  openai: (settings, _dataset, seed) => {
+    const { baseUrls, model } = settings;
     if (baseUrls === undefined || model === undefined)
       throw new LeverError("the openai backend needs --base-url and --model", { field: "--base-url" });
     // Only the client's own settings (callers may pass a larger object, e.g. all of `lever eval`'s options).
@@ -61,10 +60,20 @@ export function createVlm(
         .filter((key) => key in settings)
         .map((key) => [key, settings[key as keyof VlmSettings]]),
     );
-    backend = new OpenAiVlm({ ...client, baseUrls, model, seed: options.seed ?? 0 });
-  }
+    return { backend: new OpenAiVlm({ ...client, baseUrls, model, seed }) };
+  },
+};
+
+export function createVlm(
+  ws: Workspace,
+  settings: VlmSettings,
+  dataset: DatasetRecord,
+  options: { seed?: number; wrapBackend?: (backend: Vlm) => Vlm } = {},
+): VlmSetup {
+  const { backend, sim } = FACTORIES[settings.vlm](settings, dataset, options.seed ?? 0);
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
-  const useCache = cache === "on" || (cache === "auto" && kind !== "sim");
-  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db)) : sent;
+  const { cache } = settings;
+  const useCache = cache === "on" || (cache === "auto" && cachedByDefault(settings.vlm));
+  const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db), ws.dir) : sent;
   return { vlm, backend, sim };
 }

@@ -1,14 +1,15 @@
 /**
  * An evaluation run's predictions as methods of the comparison engine (src/metrics/compare.ts): one
  * method per retriever, id "RUN/RETRIEVER", labelled by the retriever's short name (a selector by its
- * checkpoint's file name: "selector:grpo_epoch2") behind an optional prefix, the simulator's oracle and
- * informed ceiling flagged as references, in display order (zero, random, top-k, informed, oracle,
+ * checkpoint's training run, "selector:sft-0002", else its file name: "selector:grpo_epoch2") behind an
+ * optional prefix, the catalog's references (the simulator's informed ceiling and oracle) flagged, in
+ * the catalog's display order (src/icl/retriever-catalog.ts: zero, random, top-k, vote, informed, oracle,
  * selectors). `lever eval`'s summary and `lever compare` both build a run's methods here, so they get
  * the same ids and labels — and, since the engine keys its random streams by label, the same intervals.
  */
-import { basename, extname } from "node:path";
 import type { ComparedRow, MethodInput } from "../metrics/compare.js";
-import { isSimReference, SIM_REFERENCES } from "../sim/oracle.js";
+import { checkpointLabel } from "./checkpoint-ref.js";
+import { isReferenceRetriever, retrieverRank } from "./retriever-catalog.js";
 
 /** The fields of a stored prediction a method reads. */
 export type MethodRow = ComparedRow & { retriever: string };
@@ -20,11 +21,14 @@ export interface RetrieverMethod {
   short: string;
 }
 
-/** "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; others unchanged. */
+/**
+ * "selector:/ckpts/grpo_epoch2.safetensors@3f2a…" → "selector:grpo_epoch2"; a training run's checkpoint
+ * by its run ("selector:…/runs/sft-0002/sft/best.safetensors@…" → "selector:sft-0002"); others unchanged.
+ */
 export function shortRetriever(retriever: string): string {
   if (!retriever.startsWith("selector:")) return retriever;
   const path = retriever.slice("selector:".length).replace(/@[0-9a-f]{6,}$/, "");
-  return `selector:${basename(path, extname(path))}`;
+  return `selector:${checkpointLabel(path)}`;
 }
 
 /**
@@ -51,7 +55,7 @@ export function retrieverMethods(runId: string, predictions: Iterable<MethodRow>
       const method: MethodInput = {
         id: `${runId}/${retriever}`,
         label: `${labelPrefix}${short}`,
-        ...(isSimReference(retriever) ? { reference: true } : {}),
+        ...(isReferenceRetriever(retriever) ? { reference: true } : {}),
         rows,
       };
       return { method, retriever, short };
@@ -63,14 +67,4 @@ export function distinctLabels(methods: readonly MethodInput[]): void {
   const counts = new Map<string, number>();
   for (const m of methods) counts.set(m.label, (counts.get(m.label) ?? 0) + 1);
   for (const m of methods) if ((counts.get(m.label) ?? 0) > 1) m.label = m.id;
-}
-
-/** zero, random, top-k, the answer vote, the simulator's informed ceiling, its oracle, then selectors. */
-function retrieverRank(name: string): number {
-  if (name === "zero") return 0;
-  if (name === "random") return 1;
-  if (name.startsWith("topk-")) return 2;
-  if (name === "vote") return 3;
-  if (isSimReference(name)) return 4 + SIM_REFERENCES.indexOf(name);
-  return 4 + SIM_REFERENCES.length;
 }

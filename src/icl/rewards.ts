@@ -4,19 +4,13 @@
  * A trajectory's reward is a function of its stored fields: h = vqaCorrect (1 iff the answer got
  * any annotator agreement), s = vqaAccScore (VQA accuracy), g = vqaGtProb (expected VQA accuracy of
  * the VLM's answer distribution), r = vqaRelScore (string relevance to the annotator answers), and
- * the producer's beamScore / logprobScore. Modes (w_h, w_s, w_r = hardWeight, softWeight, relWeight):
- *
- *   hard_plus_soft                w_h·h + w_s·s                       (default; negatives 0, positives 1 + s)
- *   hard_plus_soft_v2, separated  2·w_h·h + w_s·s                     (Lever-Plus wrote "separated" as
- *                                                                      h = 1 ? 2·w_h + w_s·s : w_s·s — the same)
- *   hard_only                     w_h·h
- *   soft_only                     w_s·s
- *   hard01_plus_gtprob            w_h·h + w_s·g
- *   hard01_plus_gtprob_separated  2·w_h·h + w_s·g
- *   hard_plus_gtprob_plus_rel     w_h·h + w_s·g + w_r·(1 − h)·r       (relevance only shapes negatives)
- *   legacy                        α·quality + β·corr, quality = −logprobScore (useLogprob) or beamScore,
- *                                 corr = h ("01") or 2h − 1 ("pm1"), with s in place of h when h is absent
- *   hybrid                        w_s·s + gtWeight·g
+ * the producer's beamScore / logprobScore. The modes are the MODES table below, one entry each (its
+ * formula in w_h, w_s, w_r = hardWeight, softWeight, relWeight; the setting's choices and help come
+ * from it): hard_plus_soft (the default: negatives 0, positives 1 + s), hard_plus_soft_v2 and
+ * separated (Lever-Plus wrote "separated" as h = 1 ? 2·w_h + w_s·s : w_s·s — the same), hard_only,
+ * soft_only, the gtprob modes, hard_plus_gtprob_plus_rel (relevance only shapes negatives), legacy
+ * (quality = −logprobScore with useLogprob, else beamScore; correctness = h ("01") or 2h − 1 ("pm1"),
+ * with s in place of h when h is absent) and hybrid,
  * and the result is clipped to [−clip, clip]. These are the formulas of Lever-Plus
  * `reward_utils.py` (`compute_reward_for_candidate`, docs/provenance.md#rewards), except that a field the mode
  * needs but the trajectory lacks is an error naming the query and field, where Lever-Plus read it as 0
@@ -50,51 +44,118 @@ import type { Trajectory } from "../data/trajectories.js";
 import { averageRanks, meanStd } from "../metrics/stats.js";
 import { LeverError } from "../util/errors.js";
 
-export const REWARD_MODES = [
-  "hard_plus_soft",
-  "hard_plus_soft_v2",
-  "separated",
-  "hard_only",
-  "soft_only",
-  "hard01_plus_gtprob",
-  "hard01_plus_gtprob_separated",
-  "hard_plus_gtprob_plus_rel",
-  "legacy",
-  "hybrid",
-] as const;
-export type RewardMode = (typeof REWARD_MODES)[number];
-
 export const REWARD_NORMALIZATIONS = ["none", "zscore", "zscore-clamp", "rank"] as const;
 
 const weight = z.number().refine(Number.isFinite, "must be a finite number");
 
-export const RewardSchema = z
-  .object({
-    mode: z.enum(REWARD_MODES).default("hard_plus_soft").describe("How a trajectory's stored scores become its reward"),
-    hardWeight: weight.default(1).describe("w_h: weight of hard correctness vqaCorrect (0/1)"),
-    softWeight: weight
-      .default(1)
-      .describe("w_s: weight of the soft score (vqaAccScore; vqaGtProb in the gtprob modes; vqaAccScore in hybrid)"),
-    relWeight: weight.default(0.1).describe("w_r: weight of the relevance vqaRelScore of wrong answers"),
-    gtWeight: weight.default(1).describe("hybrid only: weight of vqaGtProb, the expected VQA accuracy"),
-    alpha: weight.default(0).describe("legacy only: weight of the producer's quality score"),
-    beta: weight.default(0).describe("legacy only: weight of correctness"),
-    correctness: z.enum(["01", "pm1"]).default("01").describe("legacy only: correctness as 0/1 or as −1/+1"),
-    useLogprob: z.boolean().default(false).describe("legacy only: quality = −logprobScore instead of beamScore"),
-    clip: z.number().positive().nullable().default(5).describe("rewards are clipped to [−clip, clip]"),
-    normalize: z
-      .enum(REWARD_NORMALIZATIONS)
-      .default("zscore-clamp")
-      .describe(
-        "per-query normalisation of a group's rewards, read by RCE with rewards: normalized (GRPO normalises through advantage.kind)",
-      ),
-    normalizeClamp: z.number().positive().default(3).describe("zscore-clamp: bound on |normalised reward|"),
-  })
-  .strict();
-export type RewardConfig = z.infer<typeof RewardSchema>;
+/** The settings a mode reads besides its name. */
+const RewardWeightsSchema = z.object({
+  hardWeight: weight.default(1).describe("w_h: weight of hard correctness vqaCorrect (0/1)"),
+  softWeight: weight
+    .default(1)
+    .describe("w_s: weight of the soft score (vqaAccScore; vqaGtProb in the gtprob modes; vqaAccScore in hybrid)"),
+  relWeight: weight.default(0.1).describe("w_r: weight of the relevance vqaRelScore of wrong answers"),
+  gtWeight: weight.default(1).describe("hybrid only: weight of vqaGtProb, the expected VQA accuracy"),
+  alpha: weight.default(0).describe("legacy only: weight of the producer's quality score"),
+  beta: weight.default(0).describe("legacy only: weight of correctness"),
+  correctness: z.enum(["01", "pm1"]).default("01").describe("legacy only: correctness as 0/1 or as −1/+1"),
+  useLogprob: z.boolean().default(false).describe("legacy only: quality = −logprobScore instead of beamScore"),
+  clip: z.number().positive().nullable().default(5).describe("rewards are clipped to [−clip, clip]"),
+  normalize: z
+    .enum(REWARD_NORMALIZATIONS)
+    .default("zscore-clamp")
+    .describe(
+      "per-query normalisation of a group's rewards, read by RCE with rewards: normalized (GRPO normalises through advantage.kind)",
+    ),
+  normalizeClamp: z.number().positive().default(3).describe("zscore-clamp: bound on |normalised reward|"),
+});
+type RewardWeights = z.infer<typeof RewardWeightsSchema>;
 
 /** Trajectory fields a reward can read. */
 type ScoreField = "vqaCorrect" | "vqaAccScore" | "vqaGtProb" | "vqaRelScore" | "beamScore" | "logprobScore";
+
+/** What a mode's formula reads: the settings, a required field, and a weighted term (weight 0: not read). */
+interface RewardTerms {
+  cfg: RewardWeights;
+  t: Trajectory;
+  need(field: ScoreField): number;
+  term(w: number, field: ScoreField): number;
+}
+
+/** A reward mode: its formula as help shows it, and the (unclipped, unnormalised) reward it computes. */
+interface RewardModeDef {
+  formula: string;
+  reward(x: RewardTerms): number;
+}
+
+const hardPlusSoftV2: RewardModeDef = {
+  formula: "2·w_h·h + w_s·s",
+  reward: ({ cfg, term }) => term(2 * cfg.hardWeight, "vqaCorrect") + term(cfg.softWeight, "vqaAccScore"),
+};
+
+/**
+ * THE reward modes (see the header for the fields): the mode setting's choices and its help come from
+ * this table, so a mode is added here and nowhere else (docs/training.md documents it).
+ */
+const MODES = {
+  hard_plus_soft: {
+    formula: "w_h·h + w_s·s",
+    reward: ({ cfg, term }) => term(cfg.hardWeight, "vqaCorrect") + term(cfg.softWeight, "vqaAccScore"),
+  },
+  hard_plus_soft_v2: hardPlusSoftV2,
+  separated: hardPlusSoftV2,
+  hard_only: { formula: "w_h·h", reward: ({ cfg, term }) => term(cfg.hardWeight, "vqaCorrect") },
+  soft_only: { formula: "w_s·s", reward: ({ cfg, term }) => term(cfg.softWeight, "vqaAccScore") },
+  hard01_plus_gtprob: {
+    formula: "w_h·h + w_s·g",
+    reward: ({ cfg, term }) => term(cfg.hardWeight, "vqaCorrect") + term(cfg.softWeight, "vqaGtProb"),
+  },
+  hard01_plus_gtprob_separated: {
+    formula: "2·w_h·h + w_s·g",
+    reward: ({ cfg, term }) => term(2 * cfg.hardWeight, "vqaCorrect") + term(cfg.softWeight, "vqaGtProb"),
+  },
+  hard_plus_gtprob_plus_rel: {
+    formula: "w_h·h + w_s·g + w_r·(1 − h)·r",
+    reward: ({ cfg, need, term }) => {
+      const wr = cfg.relWeight;
+      const rel = wr === 0 ? 0 : wr * (1 - need("vqaCorrect")) * need("vqaRelScore");
+      return term(cfg.hardWeight, "vqaCorrect") + term(cfg.softWeight, "vqaGtProb") + rel;
+    },
+  },
+  legacy: {
+    formula: "alpha·quality + beta·correctness",
+    reward: ({ cfg, t, need }) => {
+      const quality = cfg.alpha === 0 ? 0 : cfg.useLogprob ? -need("logprobScore") : need("beamScore");
+      let corr = 0;
+      if (cfg.beta !== 0) {
+        const c = t.vqaCorrect ?? need("vqaAccScore");
+        corr = cfg.correctness === "01" ? c : 2 * c - 1;
+      }
+      return cfg.alpha * quality + cfg.beta * corr;
+    },
+  },
+  hybrid: {
+    formula: "w_s·s + gtWeight·g",
+    reward: ({ cfg, term }) => term(cfg.softWeight, "vqaAccScore") + term(cfg.gtWeight, "vqaGtProb"),
+  },
+} satisfies Record<string, RewardModeDef>;
+export type RewardMode = keyof typeof MODES;
+
+/** The mode names, in the table's order. */
+export const REWARD_MODES = Object.keys(MODES) as [RewardMode, ...RewardMode[]];
+
+export const RewardSchema = z
+  .object({
+    mode: z
+      .enum(REWARD_MODES)
+      .default("hard_plus_soft")
+      .describe(
+        `How a trajectory's stored scores become its reward (h vqaCorrect, s vqaAccScore, g vqaGtProb, r vqaRelScore): ${REWARD_MODES.map((m) => `${m} = ${MODES[m].formula}`).join("; ")}`,
+      ),
+    ...RewardWeightsSchema.shape,
+  })
+  .strict();
+export type RewardConfig = z.infer<typeof RewardSchema>;
 
 /** Where a trajectory sits, for error messages: the query id and its index in the query's list. */
 export interface TrajectoryRef {
@@ -115,37 +176,7 @@ function rawReward(t: Trajectory, cfg: RewardConfig, at: TrajectoryRef): number 
     return v;
   };
   const term = (w: number, field: ScoreField) => (w === 0 ? 0 : w * need(field));
-  const { hardWeight: wh, softWeight: ws, relWeight: wr } = cfg;
-  switch (cfg.mode) {
-    case "hard_plus_soft":
-      return term(wh, "vqaCorrect") + term(ws, "vqaAccScore");
-    case "hard_plus_soft_v2":
-    case "separated":
-      return term(2 * wh, "vqaCorrect") + term(ws, "vqaAccScore");
-    case "hard_only":
-      return term(wh, "vqaCorrect");
-    case "soft_only":
-      return term(ws, "vqaAccScore");
-    case "hard01_plus_gtprob":
-      return term(wh, "vqaCorrect") + term(ws, "vqaGtProb");
-    case "hard01_plus_gtprob_separated":
-      return term(2 * wh, "vqaCorrect") + term(ws, "vqaGtProb");
-    case "hard_plus_gtprob_plus_rel": {
-      const rel = wr === 0 ? 0 : wr * (1 - need("vqaCorrect")) * need("vqaRelScore");
-      return term(wh, "vqaCorrect") + term(ws, "vqaGtProb") + rel;
-    }
-    case "legacy": {
-      const quality = cfg.alpha === 0 ? 0 : cfg.useLogprob ? -need("logprobScore") : need("beamScore");
-      let corr = 0;
-      if (cfg.beta !== 0) {
-        const c = t.vqaCorrect ?? need("vqaAccScore");
-        corr = cfg.correctness === "01" ? c : 2 * c - 1;
-      }
-      return cfg.alpha * quality + cfg.beta * corr;
-    }
-    case "hybrid":
-      return term(ws, "vqaAccScore") + term(cfg.gtWeight, "vqaGtProb");
-  }
+  return MODES[cfg.mode].reward({ cfg, t, need, term });
 }
 
 /** The reward of one trajectory, clipped to [−clip, clip]. */

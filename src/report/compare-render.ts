@@ -5,8 +5,8 @@
  * (one line per subset × row × shot with every number). JSON is the result object itself.
  */
 
+import { REFERENCE_RETRIEVERS } from "../icl/retriever-catalog.js";
 import type { CellComparison, CellResult, ComparisonResult, SeedSpread } from "../metrics/compare.js";
-import { SIM_REFERENCES } from "../sim/oracle.js";
 import { type Column, formatInterval, formatNumber, formatPValue, renderMarkdownTable, renderTable } from "./table.js";
 
 export const COMPARE_FORMATS = ["table", "markdown", "csv", "json"] as const;
@@ -65,7 +65,7 @@ export function legend(result: ComparisonResult): string[] {
   return [
     `Accuracy: official VQA accuracy (%), ${level} bootstrap CI over questions${resampling} (${s.resamples} resamples, seed ${s.seed}); failed VLM calls are excluded and counted.`,
     `Δ: method − baseline (${result.baseline}) in points on the questions both scored, ${level} paired bootstrap CI.`,
-    `${testDescription(result)}. Holm's correction over all comparisons of each table but the simulator's references (${SIM_REFERENCES.join(", ")}: ref, unadjusted); * = significant after Holm (p_Holm ≤ ${s.alpha}), ns = not.`,
+    `${testDescription(result)}. Holm's correction over all comparisons of each table but the simulator's references (${REFERENCE_RETRIEVERS.join(", ")}: ref, unadjusted); * = significant after Holm (p_Holm ≤ ${s.alpha}), ns = not.`,
     `MDE: smallest difference these questions detect with power ${s.power} at α = ${s.alpha} (two-sided), from the observed per-question differences.`,
   ];
 }

@@ -3,11 +3,19 @@
  * no scripts, no external styles, fonts or images, so it opens offline and can be mailed or archived.
  * A Content-Security-Policy meta tag forbids loading anything, as a second line of defence. Every
  * piece of user text (questions, answers, run names, configs) goes through `escapeHtml`.
+ *
+ * The result comes first: the headline (best method vs the baseline per shot), the comparison with
+ * accuracy by answer type, then health warnings, examples, what each stage cost, the training curves
+ * grouped by stage, the data and the configs. A significantly better Δ is green, a significantly worse
+ * one red and marked "worse" in words, the rest grey.
  */
 
 import type { CellComparison, CellResult, ComparisonResult } from "../metrics/compare.js";
+import type { AnswerTypes, StageCost } from "./breakdown.js";
 import { barChart, lineChart } from "./charts.js";
 import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
+import { type Headline, type Verdict, verdictOf } from "./headline.js";
+import { stageTitle } from "./metric-names.js";
 import type { Curve, Example, ReportModel, StageSummary } from "./model.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";
 
@@ -34,7 +42,8 @@ th { background: #f4f5f7; } td.num { text-align: right; font-variant-numeric: ta
 pre { background: #f6f8fa; padding: 10px; overflow: auto; max-height: 420px; font-size: 12px; }
 .cell .acc { font-weight: 600; } .cell .ci, .cell .p, .cell .mde, .cell .seeds { color: #555; font-size: 12px; }
 .cell .fail { color: #a15c00; font-size: 12px; }
-.sig { color: #0a6b2d; font-weight: 600; } .ns { color: #777; }
+.sig { font-weight: 600; } .sig.better { color: #0a6b2d; } .sig.worse { color: #b3261e; } .ns { color: #777; }
+.headline p.sentence { font-size: 15px; margin: 6px 0; }
 .warnings li { margin: 2px 0; } .warnings .src { font-family: ui-monospace, monospace; color: #555; }
 figure { display: inline-block; margin: 8px 16px 8px 0; vertical-align: top; } figcaption { color: #555; font-size: 12px; }
 .example { border: 1px solid #ddd; border-radius: 6px; padding: 8px 12px; margin: 10px 0; }
@@ -42,14 +51,27 @@ figure { display: inline-block; margin: 8px 16px 8px 0; vertical-align: top; } f
 .legend p { margin: 2px 0; color: #444; font-size: 13px; }
 `;
 
+const NAV = [
+  ["headline", "Headline"],
+  ["comparison", "Comparison"],
+  ["health", "Health"],
+  ["examples", "Examples"],
+  ["stages", "Stages"],
+  ["training", "Training"],
+  ["data", "Data"],
+  ["config", "Config"],
+] as const;
+
 export async function renderReportHtml(model: ReportModel): Promise<string> {
   const sections = [
-    configSection(model),
-    dataSection(model),
-    await trainingSection(model.curves, model.summaries),
+    headlineSection(model.headline),
+    await comparisonSection(model.comparison, model.answerTypes),
     healthSection(model),
-    await comparisonSection(model.comparison),
     examplesSection(model),
+    stagesSection(model.stageCosts),
+    await trainingSection(model.curves, model.summaries),
+    dataSection(model),
+    configSection(model),
   ];
   return [
     "<!doctype html>",
@@ -63,10 +85,10 @@ export async function renderReportHtml(model: ReportModel): Promise<string> {
     "</head>",
     "<body>",
     `<h1>${e(model.title)}</h1>`,
-    `<p class="meta">Generated ${e(model.createdAt)} from workspace <code>${e(model.workspace)}</code>; runs ${model.runs
+    `<p class="meta">Generated ${e(model.createdAt)} by lever ${e(model.lever.version)} (commit <code>${e(model.lever.commit ?? "unknown: not run from a git checkout")}</code>) from workspace <code>${e(model.workspace)}</code>; runs ${model.runs
       .map((r) => `<code>${e(r.id)}</code>`)
       .join(", ")}.</p>`,
-    '<nav><a href="#config">Config</a><a href="#data">Data</a><a href="#training">Training</a><a href="#health">Health</a><a href="#comparison">Comparison</a><a href="#examples">Examples</a></nav>',
+    `<nav>${NAV.map(([id, text]) => `<a href="#${id}">${text}</a>`).join("")}</nav>`,
     ...sections,
     "</body>",
     "</html>",
@@ -143,19 +165,28 @@ async function trainingSection(curves: readonly Curve[], summaries: readonly Sta
         ]),
       ),
     );
-  for (const curve of curves) {
-    const averaged = Math.max(...curve.series.map((s) => s.perPoint));
-    const svg = await lineChart({
-      title: curve.metric,
-      xTitle: curve.axis,
-      yTitle: curve.metric,
-      series: curve.series,
-      integerX: true,
-    });
-    const note = averaged > 1 ? `mean per ${averaged} ${curve.axis}s` : `per ${curve.axis}`;
-    figures.push(`<figure class="chart">${svg}<figcaption>${e(curve.metric)}, ${e(note)}</figcaption></figure>`);
+  for (const stage of [...new Set(curves.map((c) => c.stage))]) {
+    const ofStage = curves.filter((c) => c.stage === stage);
+    figures.push(
+      `<h3>${e(stageTitle(stage))} <span class="meta">(stage ${e(stage)}, ${ofStage.length} charts)</span></h3>`,
+    );
+    for (const curve of ofStage) figures.push(await curveFigure(curve));
   }
   return section("training", "Training curves", figures.join("\n"));
+}
+
+/** One metric of one stage: its own chart and y scale, titled readably, the logged name in the caption. */
+async function curveFigure(curve: Curve): Promise<string> {
+  const averaged = Math.max(...curve.series.map((s) => s.perPoint));
+  const svg = await lineChart({
+    title: curve.title,
+    xTitle: curve.axis,
+    yTitle: curve.title,
+    series: curve.series,
+    integerX: true,
+  });
+  const note = averaged > 1 ? `mean per ${averaged} ${curve.axis}s` : `per ${curve.axis}`;
+  return `<figure class="chart">${svg}<figcaption><code>${e(curve.metric)}</code>, ${e(note)}</figcaption></figure>`;
 }
 
 function healthSection(model: ReportModel): string {
@@ -164,7 +195,83 @@ function healthSection(model: ReportModel): string {
   return section("health", "Health warnings", `<ul class="warnings">${items.join("")}</ul>`);
 }
 
-async function comparisonSection(result: ComparisonResult | null): Promise<string> {
+function headlineSection(headline: Headline | null): string {
+  if (headline === null)
+    return section("headline", "Headline", "<p>No method was compared with a baseline among these runs.</p>");
+  const rows = headline.rows.map((r) => [
+    num(String(r.shot)),
+    e(r.label),
+    num(formatNumber(r.accuracy, 2)),
+    num(r.baselineAccuracy === null ? "n/a" : formatNumber(r.baselineAccuracy, 2)),
+    `<td class="num ${verdictClass(r.verdict)}">${e(`${formatNumber(r.difference, 2, true)} ${formatInterval([r.ci.lower, r.ci.upper], 2, true)}`)}</td>`,
+    num(r.pHolm === null ? "—" : formatPValue(r.pHolm)),
+    `<td class="${verdictClass(r.verdict)}">${e(r.verdict === "no significant difference" ? r.verdict : `significantly ${r.verdict}`)}</td>`,
+  ]);
+  return section(
+    "headline",
+    "Headline",
+    [
+      `<div class="headline"><p class="sentence">${e(headline.sentence)}</p>`,
+      table(
+        ["shot", "best method", "accuracy", `baseline (${headline.baseline})`, "Δ [95% CI]", "Holm p", "verdict"],
+        rows,
+      ),
+      `<p class="meta">Best = highest accuracy among the methods under test at that shot (not the baseline, not the simulator's references), on ${e(headline.table)} questions (${headline.questions}); Δ in points on the questions both scored; significant = Holm-adjusted p ≤ 0.05. Details in the comparison below.</p></div>`,
+    ].join("\n"),
+  );
+}
+
+/** The colour class of a Δ: green only when significantly better, red when significantly worse. */
+function verdictClass(verdict: Verdict): string {
+  return verdict === "better" ? "sig better" : verdict === "worse" ? "sig worse" : "ns";
+}
+
+function stagesSection(costs: readonly StageCost[]): string {
+  if (costs.length === 0)
+    return section("stages", "Stages: time and VLM calls", "<p>These runs recorded no stages.</p>");
+  const rows = costs.map((c) => [
+    e(c.run === c.runId ? c.run : `${c.run} (${c.runId})`),
+    e(c.stage),
+    e(c.status),
+    num(c.seconds === null ? "not finished" : duration(c.seconds)),
+    num(c.vlmCalls === null ? "—" : String(c.vlmCalls)),
+    num(c.cacheHits === null ? "—" : String(c.cacheHits)),
+  ]);
+  return section(
+    "stages",
+    "Stages: time and VLM calls",
+    [
+      table(["run", "stage", "status", "wall time", "VLM calls", "cache hits"], rows),
+      '<p class="meta">Wall time of the stage\'s last execution, start to finish. VLM calls: the requests the backend answered or failed, cache hits apart, as the beam search and rollouts log them and as each <code>lever eval</code> call stored them (summed); — where a stage recorded none (training without the VLM, or online GRPO, which does not count them yet).</p>',
+    ].join("\n"),
+  );
+}
+
+/** "42.1 s", "12 min 5 s", "3 h 02 min". */
+function duration(seconds: number): string {
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const s = Math.round(seconds);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+}
+
+function answerTypesHtml(answerTypes: AnswerTypes | null): string[] {
+  if (answerTypes === null || answerTypes.rows.length === 0) return [];
+  return [
+    "<h3>Accuracy by answer type</h3>",
+    table(
+      ["method", "shot", ...answerTypes.types],
+      answerTypes.rows.map((r) => [
+        e(r.label),
+        num(String(r.shot)),
+        ...r.cells.map((c) => num(c.accuracy === null ? "—" : `${formatNumber(c.accuracy, 2)} (n ${c.n})`)),
+      ]),
+    ),
+    '<p class="meta">Mean VQA accuracy (%) on every evaluated question of that answer type (the query dataset\'s <code>answer_type</code>), failed calls left out; n = questions scored.</p>',
+  ];
+}
+
+async function comparisonSection(result: ComparisonResult | null, answerTypes: AnswerTypes | null): Promise<string> {
   if (result === null) return section("comparison", "Comparison", "<p>No evaluation run among these runs.</p>");
   const parts = [
     `<div class="legend">${legend(result)
@@ -239,6 +346,7 @@ async function comparisonSection(result: ComparisonResult | null): Promise<strin
       ),
     );
   }
+  parts.push(...answerTypesHtml(answerTypes));
   if (result.notes.length > 0) parts.push(`<ul>${result.notes.map((n) => `<li>${e(n)}</li>`).join("")}</ul>`);
   return section("comparison", "Comparison", parts.join("\n"));
 }
@@ -253,7 +361,7 @@ function comparisonHtml(c: CellComparison): string[] {
   const mark = significanceMark(c);
   const test = c.mcnemar === null ? "sign-flip" : `McNemar ${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`;
   return [
-    `<div class="${c.significant ? "sig" : "ns"}">Δ ${e(formatNumber(c.difference, 2, true))} ${e(formatInterval([c.ci.lower, c.ci.upper], 2, true))} ${mark}</div>`,
+    `<div class="${verdictClass(verdictOf(c))}">Δ ${e(formatNumber(c.difference, 2, true))} ${e(formatInterval([c.ci.lower, c.ci.upper], 2, true))} ${mark}${verdictOf(c) === "worse" ? " worse" : ""}</div>`,
     `<div class="p">${e(test)}, p ${e(formatPValue(c.pValue))}, ${c.reference ? "reference, outside Holm" : `Holm ${e(holmText(c))}`}</div>`,
     `<div class="mde">${c.pairs} pairs${c.excluded > 0 ? `, ${c.excluded} excluded` : ""}${c.mde === null ? "" : `, MDE ${e(formatNumber(c.mde, 2))}`}</div>`,
     ...(c.seeds === null ? [] : [`<div class="seeds">Δ ${e(seedText(c.seeds))}</div>`]),

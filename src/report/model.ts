@@ -1,8 +1,10 @@
 /**
  * The report model: everything `lever report` shows, gathered from the workspace as plain data (so
- * it can be printed as JSON, tested, and rendered by src/report/html.ts). Sections: the runs and their
- * configs, data statistics, training curves (every metric series the runs logged, by name), health
- * warnings, the comparison of the evaluation runs' methods, and per-question examples.
+ * it can be printed as JSON, tested, and rendered by src/report/html.ts). Sections: the lever version
+ * and commit that made it, the headline (src/report/headline.ts), the comparison of the evaluation runs'
+ * methods, accuracy by answer type and each stage's wall time and VLM calls (src/report/breakdown.ts),
+ * health warnings, per-question examples, training curves (every metric series the runs logged, per
+ * stage and name), data statistics, and the runs and their configs.
  *
  * Health warnings come from the caller, from the runs' state (failed, unfinished, failed stages), from
  * their data (non-finite metrics, failed VLM calls, methods choosing identical demonstrations), and
@@ -17,8 +19,12 @@ import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { MetricRecord, RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { maxOf } from "../util/extent.js";
+import { type LeverVersion, leverVersion } from "../util/version.js";
+import { type AnswerTypes, answerTypeAccuracy, type StageCost, stageCosts } from "./breakdown.js";
 import type { Point } from "./charts.js";
+import { type Headline, headlineOf } from "./headline.js";
 import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
+import { metricTitle } from "./metric-names.js";
 import type { ReportOptions } from "./options.js";
 
 export interface ReportRun {
@@ -53,8 +59,13 @@ export interface CurveSeries {
   perPoint: number;
 }
 
+/** One metric of one stage (its own chart and y scale), a series per run. */
 export interface Curve {
+  /** The stage that logged it ("sft", "grpo", …): charts are grouped by stage. */
+  stage: string;
   metric: string;
+  /** A readable title (src/report/metric-names.ts); `metric` is the name as logged. */
+  title: string;
   axis: "step" | "epoch";
   series: CurveSeries[];
 }
@@ -97,9 +108,11 @@ export interface Example {
 }
 
 export interface ReportModel {
-  format: "lever.report/1";
+  format: "lever.report/2";
   title: string;
   createdAt: string;
+  /** The lever that wrote the report: package version and git commit. */
+  lever: LeverVersion;
   workspace: string;
   runs: ReportRun[];
   datasets: Omit<DatasetSummary, "examples" | "files">[];
@@ -108,6 +121,12 @@ export interface ReportModel {
   summaries: StageSummary[];
   warnings: HealthWarning[];
   comparison: ComparisonResult | null;
+  /** The best method against the baseline per shot, null without a comparison. */
+  headline: Headline | null;
+  /** Accuracy by answer type per method and shot, null without an evaluation. */
+  answerTypes: AnswerTypes | null;
+  /** Each stage's wall time and VLM calls. */
+  stageCosts: StageCost[];
   /** Shot the examples show (the largest evaluated), null without examples. */
   exampleShot: number | null;
   examples: Example[];
@@ -136,9 +155,10 @@ export function buildReportModel(
   if (comparison !== null) warnings.push(...comparisonWarnings(comparison));
 
   return {
-    format: "lever.report/1",
+    format: "lever.report/2",
     title: options.title,
     createdAt: now(),
+    lever: leverVersion(),
     workspace: ws.dir,
     runs: runs.map((run) => ({
       id: run.id,
@@ -173,6 +193,9 @@ export function buildReportModel(
     summaries: summaries(runs, metricsOf, labelOf),
     warnings,
     comparison,
+    headline: comparison === null ? null : headlineOf(comparison),
+    answerTypes: loaded === null ? null : answerTypeAccuracy(loaded.methods, answerTypesOf(ws, loaded.dataset)),
+    stageCosts: stageCosts(ws, runs, metricsOf, labelOf),
     ...examples(ws, loaded, options.examples),
   };
 }
@@ -241,46 +264,50 @@ function summaries(
 }
 
 /**
- * One curve per metric name, a series per run (and stage, when a run logs the name in several); names
- * logged only without step or epoch have no curve (`summaries`).
+ * One curve per stage and metric name — each its own chart and y scale, so SFT's loss and GRPO's are
+ * never drawn against one axis — with a series per run; grouped by stage in order of first appearance.
+ * Names logged only without step or epoch have no curve (`summaries`); `health.*` markers are the
+ * health warnings' (listed in their section), not curves.
  */
 function curves(runs: readonly RunRecord[], metricsOf: MetricsOf, labelOf: (run: RunRecord) => string): Curve[] {
-  const byName = new Map<
-    string,
-    { run: RunRecord; stage: string; step: number | null; epoch: number | null; value: number }[]
-  >();
+  type Row = { run: RunRecord; step: number | null; epoch: number | null; value: number };
+  const byKey = new Map<string, { stage: string; metric: string; rows: Row[] }>();
   for (const run of runs)
     for (const m of metricsOf(run)) {
-      let list = byName.get(m.name);
-      if (list === undefined) byName.set(m.name, (list = []));
-      list.push({ run, stage: m.stage, step: m.step, epoch: m.epoch, value: m.value });
+      if (m.name.startsWith("health.")) continue;
+      const key = `${m.stage}\u0000${m.name}`;
+      let entry = byKey.get(key);
+      if (entry === undefined) byKey.set(key, (entry = { stage: m.stage, metric: m.name, rows: [] }));
+      entry.rows.push({ run, step: m.step, epoch: m.epoch, value: m.value });
     }
   const out: Curve[] = [];
-  for (const [metric, rows] of byName) {
+  for (const { stage, metric, rows } of byKey.values()) {
     const axis = rows.some((r) => r.step !== null) ? "step" : "epoch";
-    const keyed = new Map<string, { run: RunRecord; stage: string; points: Point[] }>();
+    const byRun = new Map<string, { run: RunRecord; points: Point[] }>();
     for (const r of rows) {
       const x = axis === "step" ? r.step : r.epoch;
       if (x === null) continue;
-      const key = `${r.run.id}\u0000${r.stage}`;
-      let series = keyed.get(key);
-      if (series === undefined) keyed.set(key, (series = { run: r.run, stage: r.stage, points: [] }));
+      let series = byRun.get(r.run.id);
+      if (series === undefined) byRun.set(r.run.id, (series = { run: r.run, points: [] }));
       series.points.push({ x, y: r.value });
     }
-    if (keyed.size === 0) continue;
-    const stagesPerRun = new Map<string, number>();
-    for (const s of keyed.values()) stagesPerRun.set(s.run.id, (stagesPerRun.get(s.run.id) ?? 0) + 1);
+    if (byRun.size === 0) continue;
     out.push({
+      stage,
       metric,
+      title: metricTitle(metric),
       axis,
-      series: [...keyed.values()].map((s) => {
-        const label = labelOf(s.run);
-        const { points, perPoint } = downsample(s.points, MAX_CURVE_POINTS);
-        return { name: (stagesPerRun.get(s.run.id) ?? 0) > 1 ? `${label} (${s.stage})` : label, points, perPoint };
-      }),
+      series: [...byRun.values()].map((s) => ({ name: labelOf(s.run), ...downsample(s.points, MAX_CURVE_POINTS) })),
     });
   }
-  return out;
+  const stageOrder = [...new Set(out.map((c) => c.stage))];
+  return out.sort((a, b) => stageOrder.indexOf(a.stage) - stageOrder.indexOf(b.stage));
+}
+
+/** Question id → answer type of the query dataset's items (none when the dataset is not in the workspace). */
+function answerTypesOf(ws: Workspace, dataset: string): Map<string, string> {
+  if (ws.getDataset(dataset) === undefined) return new Map();
+  return new Map(ws.loadItems(dataset).map((item) => [item.questionId, item.answerType]));
 }
 
 /** Averages consecutive points in buckets of ⌈n / max⌉ (non-finite values are skipped). */

@@ -77,6 +77,7 @@ export const ReportSettingsSchema = z
   .object({
     ...ComparisonSettings,
     out: z.string().min(1).optional().describe("HTML file to write (default: reports/<run ids>.html in the workspace)"),
+    replace: z.boolean().optional().describe("overwrite --out when it exists with other content"),
     title: z.string().min(1).default("lever report").describe("title of the report"),
     examples: z
       .number()

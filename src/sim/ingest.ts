@@ -1,8 +1,10 @@
 /**
  * Imports one split of a synthetic world folder (`lever data synth`, src/sim/synth.ts) into a
  * workspace as an ordinary dataset: its questions, annotations and images, and the three embeddings.
- * What the workspace already has under that name is kept (a rerun imports nothing twice).
+ * What the workspace already has under that name is kept (a rerun imports nothing twice). A folder
+ * written without images (`lever data synth --no-images`) is imported without an image root.
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { importEmbedding } from "../store/ingest/embeddings.js";
@@ -18,7 +20,7 @@ export function importSynthSplit(ws: Workspace, dir: string, split: Split, name:
       split,
       questionsFile: join(dir, questionsFileName(split)),
       annotationsFile: join(dir, annotationsFileName(split)),
-      images: { root: join(dir, IMAGES_DIR) },
+      ...(existsSync(join(dir, IMAGES_DIR)) ? { images: { root: join(dir, IMAGES_DIR) } } : {}),
     });
   for (const kind of EMBEDDING_KINDS)
     if (ws.getEmbedding(name, kind) === undefined)

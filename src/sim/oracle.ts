@@ -34,19 +34,6 @@ export interface OracleTrajectory {
 
 const EPS = 1e-9;
 
-/**
- * The simulator's references as retriever names: the oracle (knows the answers) and the informed
- * ceiling (src/sim/informed.ts). Evaluation offers them with the simulated VLM; comparisons show them
- * as yardsticks, outside the Holm family.
- */
-export const SIM_REFERENCES = ["informed", "oracle"] as const;
-export type SimReference = (typeof SIM_REFERENCES)[number];
-
-/** Whether a retriever name is one of the simulator's references. */
-export function isSimReference(name: string): name is SimReference {
-  return (SIM_REFERENCES as readonly string[]).includes(name);
-}
-
 export class SimOracle {
   private readonly model: AnswerModel;
   private readonly scorers = new Map<number, (prediction: string) => number>();

@@ -29,6 +29,37 @@ export function portablePath(root: string, path: string): string {
   return full;
 }
 
+/**
+ * Paths inside the workspace are stored workspace-relative, so a moved workspace finds its files and
+ * keeps its identities: `<workspace>/experiments/data/x1/world.json` in the database, in run configs
+ * (and so in their config hashes), in stage records and in selector retriever ids. In memory every
+ * path is absolute again (`fromStored`). Paths outside the workspace (a COCO folder) stay absolute.
+ */
+export const WORKSPACE_MARK = "<workspace>";
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** `text` with every absolute path inside `root` (at the start, or after a non-path character such as `:`) marked. */
+export function toStored(root: string, text: string): string {
+  if (!text.includes(root)) return text;
+  const pattern = new RegExp(`(^|[^\\w./~-])${escapeRegExp(root)}(?=${escapeRegExp(sep)}|$)`, "g");
+  return text.replace(pattern, (_m, before: string) => `${before}${WORKSPACE_MARK}`);
+}
+
+/** The inverse of `toStored`: every marked path resolved under `root` (unmarked text is returned as it is). */
+export function fromStored(root: string, text: string): string {
+  return text.includes(WORKSPACE_MARK) ? text.split(WORKSPACE_MARK).join(root) : text;
+}
+
+/** A JSON-like value with `toStored` (or `fromStored`) applied to every string in it, keys left alone. */
+export function mapStrings<T>(value: T, fn: (text: string) => string): T {
+  if (typeof value === "string") return fn(value) as T;
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, fn)) as T;
+  if (value !== null && typeof value === "object" && !ArrayBuffer.isView(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, fn)])) as T;
+  return value;
+}
+
 /** sha256 and size of a file, read in chunks (synchronous: used inside stage bookkeeping). */
 export function hashFileSync(path: string): { sha256: string; bytes: number } {
   const hash = createHash("sha256");

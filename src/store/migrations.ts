@@ -1,5 +1,6 @@
 import type { Database } from "better-sqlite3";
 import { LeverError } from "../util/errors.js";
+import { storeWorkspaceRelative } from "./relocate.js";
 
 /**
  * The workspace schema as an ordered list of versioned steps. A step is never edited once
@@ -10,6 +11,8 @@ export interface Migration {
   version: number;
   description: string;
   sql: string;
+  /** A data step run after `sql`, in the same transaction, given the database file's path. */
+  run?: (db: Database, file: string) => void;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -161,6 +164,12 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 4,
+    description: "paths inside the workspace stored workspace-relative (<workspace>/…), URL passwords redacted",
+    sql: "",
+    run: storeWorkspaceRelative,
+  },
 ];
 
 /** The newest schema version this code knows. */
@@ -197,6 +206,7 @@ export function migrate(db: Database, file: string, migrations: readonly Migrati
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)",
       );
       db.exec(step.sql);
+      step.run?.(db, file);
       db.prepare("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)").run(
         step.version,
         step.description,

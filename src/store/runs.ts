@@ -50,7 +50,8 @@ function toRun(row: RunRow): RunRecord {
           started_at: row.lease_started_at!,
           heartbeat_at: row.heartbeat_at!,
         });
-  const interrupted = row.status === "running" && holder !== null && isStale(holder);
+  // Unfinished and no live process works on it: its holder died, or let it go unfinished (Ctrl-C).
+  const interrupted = row.status === "running" && (holder === null || isStale(holder));
   return {
     id: row.id,
     kind: row.kind,
@@ -142,6 +143,39 @@ export function runsReading(db: Database, path: string): string[] {
     .prepare("SELECT runs.id FROM run_inputs JOIN runs ON runs.id = run_inputs.run WHERE path = ? ORDER BY runs.seq")
     .pluck()
     .all(path) as string[];
+}
+
+/**
+ * Ids of the runs that read a dataset, in creation order: those whose config names it — as beams,
+ * rollouts and evaluation runs record their datasets (`dataset.name`, `index.name`), SFT its `dataset`
+ * and RCE/GRPO `inputs.dataset` — and those that read one of its embeddings.
+ */
+export function runsReadingDataset(db: Database, name: string): string[] {
+  return db
+    .prepare(
+      `SELECT id FROM runs WHERE json_extract(config, '$.dataset.name') = @name
+         OR json_extract(config, '$.index.name') = @name OR json_extract(config, '$.dataset') = @name
+         OR json_extract(config, '$.inputs.dataset') = @name
+         OR id IN (SELECT run FROM run_inputs WHERE substr(path, 1, length(@prefix)) = @prefix)
+       ORDER BY seq`,
+    )
+    .pluck()
+    .all({ name, prefix: `embeddings/${name}/` }) as string[];
+}
+
+/**
+ * Ids of the runs that read an embedding (stored at `path`), in creation order: beams, rollouts and
+ * evaluation runs record its sha256 under `embeddings["<dataset>/<kind>"]`, training runs its file.
+ */
+export function runsReadingEmbedding(db: Database, dataset: string, kind: string, path: string): string[] {
+  return db
+    .prepare(
+      `SELECT id FROM runs WHERE json_type(config, '$.embeddings."' || @key || '"') IS NOT NULL
+         OR id IN (SELECT run FROM run_inputs WHERE path = @path)
+       ORDER BY seq`,
+    )
+    .pluck()
+    .all({ key: `${dataset}/${kind}`, path }) as string[];
 }
 
 export function finishRun(db: Database, id: string, status: "done" | "failed", error?: string): void {

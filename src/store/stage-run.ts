@@ -15,8 +15,8 @@
  * - **begin / progress / complete / fail**: the stage record, and the run finished with its stage
  *   (done, or failed with the message). Beginning a stage makes its run running again.
  */
-import { LeverError } from "../util/errors.js";
-import { canonicalJson, hashValue } from "../util/hash.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
+import { canonicalJson } from "../util/hash.js";
 import type { ArtifactRef, RunRecord } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
@@ -61,7 +61,7 @@ export interface StageRun {
   complete(artifacts: ArtifactRef[], runError?: string): void;
   /** The stage and the run failed with the message. */
   fail(message: string): void;
-  /** Begin, produce the artefacts, complete; a throw fails the stage and the run and is rethrown. */
+  /** Begin, produce the artefacts, complete; a throw fails the stage and the run (an InterruptedError leaves them unfinished) and is rethrown. */
   produce<T>(fn: () => Promise<{ artifacts: ArtifactRef[]; value: T }>): Promise<T>;
   release(): void;
 }
@@ -140,7 +140,8 @@ function hold(
         run.complete(artifacts);
         return value;
       } catch (error) {
-        run.fail(error instanceof Error ? error.message : String(error));
+        // Ctrl-C is no failure: the stage stays unfinished and, its lease released, reads as interrupted.
+        if (!(error instanceof InterruptedError)) run.fail(error instanceof Error ? error.message : String(error));
         throw error;
       }
     },
@@ -151,7 +152,7 @@ function hold(
 
 /** The newest run of this kind with this identity (by name when named), or undefined. */
 function findRun(ws: Workspace, spec: StageRunSpec): RunRecord | undefined {
-  const hash = hashValue(spec.config);
+  const hash = ws.configHash(spec.config);
   if (spec.name === undefined) return ws.listRuns({ kind: spec.kind, configHash: hash }).at(-1);
   const named = ws
     .listRuns({ kind: spec.kind })
@@ -159,12 +160,23 @@ function findRun(ws: Workspace, spec: StageRunSpec): RunRecord | undefined {
     .at(-1);
   if (named !== undefined && named.configHash !== hash) {
     const differs = configDifferences(named.config as Record<string, unknown>, spec.config);
-    throw new LeverError(
-      `run "${spec.name}" (${named.id}) was made with other settings (${differs.join(", ")}); choose another name`,
-      { field: spec.nameFlag ?? "--name" },
-    );
+    throw new RunSettingsConflict(spec.name, named.id, differs, spec.nameFlag ?? "--name");
   }
   return named;
+}
+
+/** A name given to a run whose run has other settings (`differs`: the config's top-level keys that differ). */
+export class RunSettingsConflict extends LeverError {
+  constructor(
+    readonly runName: string,
+    readonly runId: string,
+    readonly differs: readonly string[],
+    flag: string,
+  ) {
+    super(`run "${runName}" (${runId}) was made with other settings (${differs.join(", ")}); choose another name`, {
+      field: flag,
+    });
+  }
 }
 
 /** Top-level keys whose values differ between two configs (for "this run has other settings" errors). */

@@ -56,8 +56,9 @@ export interface EmbeddingRecord {
 export type StageStatus = "running" | "done" | "failed";
 
 /**
- * A run's state: as recorded, except that a "running" run whose lease holder died (the process was
- * killed) reads as "interrupted". `lever train resume` / re-running the command continues it.
+ * A run's state: as recorded, except that a "running" run no live process holds — its lease holder
+ * died (the process was killed), or it let the run go unfinished (Ctrl-C) — reads as "interrupted".
+ * `lever train resume` / re-running the command continues it.
  */
 export type RunStatus = StageStatus | "interrupted";
 

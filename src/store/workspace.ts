@@ -5,8 +5,19 @@ import type { VqaItem } from "../data/item.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { READ_ONLY_WORKSPACE, sqliteError, systemError } from "../util/files.js";
+import { hashValue } from "../util/hash.js";
+import { redactUrlPasswords } from "../util/redact.js";
 import * as datasets from "./datasets.js";
-import { hashData, hashFileSync, portablePath, resolveInside } from "./files.js";
+import {
+  fromStored,
+  hashData,
+  hashFileSync,
+  mapStrings,
+  portablePath,
+  resolveInside,
+  toStored,
+  WORKSPACE_MARK,
+} from "./files.js";
 import type { RunLease } from "./leases.js";
 import * as leases from "./leases.js";
 import { migrate, SCHEMA_VERSION, schemaVersion } from "./migrations.js";
@@ -46,6 +57,11 @@ function canWrite(root: string, dbPath: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Run ids for a message: the first five, then how many more. */
+function listRuns(ids: readonly string[]): string {
+  return ids.length <= 5 ? ids.join(", ") : `${ids.slice(0, 5).join(", ")} and ${ids.length - 5} more`;
 }
 
 /**
@@ -206,29 +222,63 @@ export class Workspace {
     return isAbsolute(stored) ? stored : this.artifactPath(stored);
   }
 
+  // ── paths inside the workspace (stored workspace-relative: src/store/files.ts) ─────────────
+
+  /**
+   * The stored form of a value: every absolute path inside the workspace in it made workspace-relative,
+   * every password in a URL (a `--base-url` with basic auth) replaced by `***` (src/util/redact.ts).
+   */
+  stored<T>(value: T): T {
+    return mapStrings(value, (text) => redactUrlPasswords(toStored(this.dir, text)));
+  }
+
+  /** The inverse of `stored`: workspace-relative paths resolved in this workspace's folder. */
+  resolved<T>(value: T): T {
+    return mapStrings(value, (text) => fromStored(this.dir, text));
+  }
+
+  /** A path a user gave, as an artefact records it: workspace-relative when inside the workspace, else as given. */
+  storedPath(path: string): string {
+    const stored = toStored(this.dir, resolve(path));
+    return stored.startsWith(WORKSPACE_MARK) ? stored : path;
+  }
+
+  /** A run config's hash, as `createRun` stores it: of its stored form, so it does not depend on where the workspace is. */
+  configHash(config: unknown): string {
+    return hashValue(this.stored(config));
+  }
+
   // ── datasets, items, embeddings ────────────────────────────────────────────────────────────
 
-  /** Stores a dataset and its items in one transaction; an existing name is refused unless `replace`. */
+  /**
+   * Stores a dataset and its items in one transaction; an existing name is refused unless `replace`,
+   * and always once a run read it (`refuseReplacingDataset`).
+   */
   putDataset(record: DatasetInput, items: readonly VqaItem[], options: { replace?: boolean } = {}): DatasetRecord {
-    return datasets.putDataset(this.db, record, items, options);
+    if (options.replace === true) this.refuseReplacingDataset(record.name);
+    const imagePath = (item: VqaItem) => (item.imagePath === null ? null : toStored(this.dir, item.imagePath));
+    const stored = items.map((item) => ({ ...item, imagePath: imagePath(item) }));
+    return this.resolved(datasets.putDataset(this.db, this.stored(record), stored, options));
   }
 
   getDataset(name: string): DatasetRecord | undefined {
-    return datasets.getDataset(this.db, name);
+    return this.resolved(datasets.getDataset(this.db, name));
   }
 
   /** Like getDataset but throws a LeverError naming the missing dataset. */
   requireDataset(name: string): DatasetRecord {
-    return datasets.requireDataset(this.db, name);
+    return this.resolved(datasets.requireDataset(this.db, name));
   }
 
   listDatasets(): DatasetRecord[] {
-    return datasets.listDatasets(this.db);
+    return this.resolved(datasets.listDatasets(this.db));
   }
 
   /** All items of a dataset ordered by question id (compareQuestionIds). */
   loadItems(name: string): VqaItem[] {
-    return datasets.loadItems(this.db, name);
+    const items = datasets.loadItems(this.db, name);
+    for (const item of items) if (item.imagePath !== null) item.imagePath = fromStored(this.dir, item.imagePath);
+    return items;
   }
 
   deleteDataset(name: string): boolean {
@@ -285,6 +335,29 @@ export class Workspace {
     );
   }
 
+  /**
+   * Refuses to replace a dataset that a run read (its items or embeddings): the run could no longer be
+   * resumed, and `lever run` would find its stages' runs made with other data.
+   */
+  refuseReplacingDataset(name: string): void {
+    const readers = runs.runsReadingDataset(this.db, name);
+    if (readers.length > 0)
+      throw new LeverError(
+        `dataset "${name}" was read by run ${listRuns(readers)}, so it is never replaced; import the new data under another name (--name)`,
+        { field: "--replace" },
+      );
+  }
+
+  /** Refuses to replace an embedding (stored at `path`) that a run read; see `refuseReplacingDataset`. */
+  refuseReplacingEmbedding(dataset: string, kind: string, path: string): void {
+    const readers = runs.runsReadingEmbedding(this.db, dataset, kind, portablePath(this.artifactsDir, path));
+    if (readers.length > 0)
+      throw new LeverError(
+        `the "${kind}" embedding of dataset "${dataset}" was read by run ${listRuns(readers)}, so it is never replaced; import the data under another dataset name`,
+        { field: "--replace" },
+      );
+  }
+
   /** Runs that read the artefact stored as `path` (relative to artifacts/, or absolute). */
   runsReading(path: string): string[] {
     return runs.runsReading(this.db, portablePath(this.artifactsDir, path));
@@ -292,19 +365,20 @@ export class Workspace {
 
   /** Creates a run (status "running") storing the resolved config and its hash; returns its id. */
   createRun(input: RunInput): string {
-    return runs.createRun(this.db, input);
+    return runs.createRun(this.db, { ...input, config: this.stored(input.config) });
   }
 
   getRun(id: string): RunRecord | undefined {
-    return runs.getRun(this.db, id);
+    const run = runs.getRun(this.db, id);
+    return run === undefined ? undefined : { ...run, config: this.resolved(run.config) };
   }
 
   listRuns(filter: { kind?: string; configHash?: string; status?: RunStatus } = {}): RunRecord[] {
-    return runs.listRuns(this.db, filter);
+    return runs.listRuns(this.db, filter).map((run) => ({ ...run, config: this.resolved(run.config) }));
   }
 
   finishRun(id: string, status: "done" | "failed", error?: string): void {
-    runs.finishRun(this.db, id, status, error);
+    runs.finishRun(this.db, id, status, error === undefined ? undefined : redactUrlPasswords(error));
   }
 
   beginStage(runId: string, name: string, options: { restart?: boolean } = {}): void {
@@ -337,7 +411,7 @@ export class Workspace {
   }
 
   failStage(runId: string, name: string, error: string): void {
-    runs.failStage(this.db, runId, name, error);
+    runs.failStage(this.db, runId, name, redactUrlPasswords(error));
   }
 
   getStage(runId: string, name: string): StageRecord | undefined {
@@ -350,7 +424,10 @@ export class Workspace {
 
   /** Stores finished (or failed) items of a resumable stage; a row with the same key replaces the old one. */
   putStageItems(rows: readonly StageItemRow[]): void {
-    stageItems.putStageItems(this.db, rows);
+    stageItems.putStageItems(
+      this.db,
+      rows.map((row) => (row.status === "failed" ? { ...row, error: redactUrlPasswords(row.error) } : row)),
+    );
   }
 
   /** The stored items of a run's stage, in key (question-id) order. */
@@ -369,18 +446,29 @@ export class Workspace {
   }
 
   putPredictions(rows: readonly PredictionRow[]): void {
-    predictions.putPredictions(this.db, rows);
+    predictions.putPredictions(
+      this.db,
+      rows.map((row) => ({
+        ...row,
+        retriever: toStored(this.dir, row.retriever),
+        failure: row.failure === null ? null : redactUrlPasswords(row.failure),
+      })),
+    );
   }
 
   getPredictions(runId: string, filter: PredictionFilter = {}): PredictionRow[] {
-    return predictions.getPredictions(this.db, runId, filter);
+    const stored =
+      filter.retriever === undefined ? filter : { ...filter, retriever: toStored(this.dir, filter.retriever) };
+    return predictions
+      .getPredictions(this.db, runId, stored)
+      .map((row) => ({ ...row, retriever: fromStored(this.dir, row.retriever) }));
   }
 
   hasPrediction(runId: string, retriever: string, shot: number, questionId: string): boolean {
-    return predictions.hasPrediction(this.db, runId, retriever, shot, questionId);
+    return predictions.hasPrediction(this.db, runId, toStored(this.dir, retriever), shot, questionId);
   }
 
   predictedQuestionIds(runId: string, retriever: string, shot: number): Set<string> {
-    return predictions.predictedQuestionIds(this.db, runId, retriever, shot);
+    return predictions.predictedQuestionIds(this.db, runId, toStored(this.dir, retriever), shot);
   }
 }

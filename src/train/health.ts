@@ -1,5 +1,6 @@
 /**
- * Health checks of an RL epoch: the failure modes that made the Lever-Plus GRPO "not learn" without
+ * Health checks of an RL epoch, and of SFT (`sftHealthWarnings`: validation that has not moved from the
+ * first epoch — a selector that learns nothing from the beams): the failure modes that made the Lever-Plus GRPO "not learn" without
  * anyone noticing (advantage std ≈ 0.006, KL penalty dominating the loss, 100 % identical selections
  * across β values, KL of 10-17 from a stale reference), turned into warnings that name the likely
  * cause and what to change. Input: the epoch's metrics (means of the step diagnostics plus
@@ -11,7 +12,14 @@
 
 export interface HealthWarning {
   epoch: number;
-  code: "low-advantage-std" | "kl-dominates" | "clip-never" | "clip-always" | "no-selection-change" | "kl-explodes";
+  code:
+    | "low-advantage-std"
+    | "kl-dominates"
+    | "clip-never"
+    | "clip-always"
+    | "no-selection-change"
+    | "kl-explodes"
+    | "sft-no-progress";
   message: string;
 }
 
@@ -63,4 +71,35 @@ export function healthWarnings(epoch: number, m: Record<string, number>, opts: H
       `KL to the reference is ${m.kl.toFixed(1)} nats per step: the policy is far from its reference — likely causes: a learning rate too high, a reference that is not the starting checkpoint, or dropout on one side only`,
     );
   return out;
+}
+
+/** Epochs SFT gets before validation that has not moved from the first epoch is a warning. */
+export const SFT_PATIENCE = 3;
+
+/**
+ * SFT that learns nothing: from the third epoch on, no epoch has improved on the first one's
+ * validation — valLoss not lower by 1 % of it, valTop1 and valSeqAgree not higher. `history` holds
+ * every epoch's metrics so far, this one last.
+ */
+export function sftHealthWarnings(epoch: number, history: readonly Record<string, number>[]): HealthWarning[] {
+  const first = history[0];
+  if (history.length < SFT_PATIENCE || first?.valLoss === undefined) return [];
+  const best = (name: string, pick: (...v: number[]) => number) =>
+    pick(...history.map((m) => m[name]).filter((v) => v !== undefined));
+  const loss = best("valLoss", Math.min);
+  const top1 = best("valTop1", Math.max);
+  const seq = best("valSeqAgree", Math.max);
+  if (loss < first.valLoss - 0.01 * Math.abs(first.valLoss) || top1 > first.valTop1 || seq > first.valSeqAgree)
+    return [];
+  const last = history[history.length - 1];
+  return [
+    {
+      epoch,
+      code: "sft-no-progress",
+      message:
+        `${history.length} epochs and validation has not improved on epoch 1 (valLoss ${first.valLoss.toFixed(4)} → ${last.valLoss.toFixed(4)}, ` +
+        `valTop1 ${first.valTop1.toFixed(4)} → ${last.valTop1.toFixed(4)}, valSeqAgree ${first.valSeqAgree.toFixed(4)} → ${last.valSeqAgree.toFixed(4)}): ` +
+        "the selector is not learning the beams — check the learning rate (lr on the epoch lines; a long warm-up keeps it near 0), train longer, or check that the beams were searched in these pools",
+    },
+  ];
 }

@@ -20,7 +20,7 @@ import type { PointerSelector } from "../selector/model.js";
 import { PARAM_GROUPS } from "../selector/params.js";
 import { AdamW, clipGradNorm } from "../tensor/optim.js";
 import type { Tensor } from "../tensor/tensor.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import { Rng } from "../util/rng.js";
 import { chunk } from "./batch.js";
 import { EarlyStopping } from "./early-stopping.js";
@@ -142,12 +142,20 @@ export interface StepInfo {
 export interface EpochInfo {
   epoch: number;
   metrics: Record<string, number>;
+  /** Every epoch's metrics so far, this one last (a resumed run's earlier epochs included). */
+  history: readonly Record<string, number>[];
   /** The early-stopping metric improved (this epoch is the new best). */
   improved: boolean;
   bestEpoch: number;
 }
 
 export interface TrainHooks {
+  /**
+   * Ctrl-C: checked before every batch (the loop lets the event loop run there, so a signal handler
+   * can fire between synchronous steps) and before validation; when aborted, training stops with an
+   * InterruptedError and the epoch in progress is dropped (the last finished epoch's state is kept).
+   */
+  signal?: AbortSignal;
   onStep?(info: StepInfo): void;
   /** After each epoch; `snapshot()` gives the state to resume from after this epoch. */
   onEpoch?(info: EpochInfo, snapshot: () => ResumeState): void | Promise<void>;
@@ -208,6 +216,7 @@ export async function train<G>(
     const batchList = chunk(order, optim.batchQueries);
     const done = await runEpoch(steps, batchList, epoch, run.step, dropout);
     run.step = done.step;
+    await stopIfInterrupted(hooks.signal, epoch, "before validation");
     const validation = await objective.validate(epoch);
     const metrics: Record<string, number> = {
       ...done.means,
@@ -219,7 +228,7 @@ export async function train<G>(
     const { improved, stop } = judgeEpoch(metrics, validation, optim.earlyStopping.metric, stopper, epoch);
     const nextEpoch = epoch + 1;
     const stepsDone = run.step;
-    await hooks.onEpoch?.({ epoch, metrics, improved, bestEpoch: stopper.bestEpoch }, () => ({
+    await hooks.onEpoch?.({ epoch, metrics, history: run.history, improved, bestEpoch: stopper.bestEpoch }, () => ({
       loop: {
         nextEpoch,
         step: stepsDone,
@@ -316,6 +325,7 @@ async function runEpoch<G>(
   const sums = new Map<string, { total: number; count: number }>();
   let trained = 0; // batches that made an update (skipped ones have no loss)
   for (const [b, batchGroups] of batchList.entries()) {
+    await stopIfInterrupted(r.hooks.signal, epoch, `before batch ${b + 1} of ${batches}`);
     const lr = optim.lr * lrMultiplier(optim.schedule, step, totalSteps);
     r.groupScales.forEach((scale, gi) => {
       optimizer.setLr(gi, lr * scale);
@@ -352,6 +362,16 @@ async function runEpoch<G>(
   }
   const means = Object.fromEntries([...sums].map(([name, { total, count }]) => [name, total / count]));
   return { means, lossSum, trained, step };
+}
+
+/**
+ * Throws an InterruptedError when `signal` was aborted. With a signal, first lets the event loop run
+ * once (a setImmediate turn polls for signals), so Ctrl-C reaches its handler between synchronous steps.
+ */
+async function stopIfInterrupted(signal: AbortSignal | undefined, epoch: number, where: string): Promise<void> {
+  if (signal === undefined) return;
+  await new Promise((resolve) => setImmediate(resolve));
+  if (signal.aborted) throw new InterruptedError(`stopped in epoch ${epoch + 1}, ${where}`);
 }
 
 /**

@@ -21,6 +21,9 @@ import { PolicyLossSchema } from "./policy-loss.js";
 import { TemperatureSchema } from "./rce.js";
 import { TrainingFields } from "./run.js";
 
+/** `--init random`: start from a seeded random init (said explicitly; RCE and GRPO otherwise need a checkpoint). */
+export const RANDOM_INIT = "random";
+
 /** What an RL run reads (not part of the hashed training config). */
 export const RlInputsSchema = z
   .object({
@@ -42,12 +45,16 @@ export const RlInputsSchema = z
       .string()
       .min(1)
       .optional()
-      .describe("starting checkpoint (e.g. the SFT best); without it the model starts from a seeded init"),
+      .describe(
+        "starting checkpoint, required: a file or RUN[:best|last|epoch-N] (e.g. sft-0001, the SFT run's best), or random for a seeded random init",
+      ),
     reference: z
       .string()
       .min(1)
       .optional()
-      .describe("GRPO: frozen KL reference checkpoint (default: the starting weights)"),
+      .describe(
+        "GRPO: frozen KL reference checkpoint, a file or RUN[:best|last|epoch-N] (default: the starting weights)",
+      ),
     name: z.string().min(1).optional().describe("run name"),
   })
   .strict();

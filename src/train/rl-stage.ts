@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { checkIndexFits, checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
 import type { IndexIdentity } from "../selector/inputs.js";
 import { PointerSelector } from "../selector/model.js";
@@ -29,12 +30,12 @@ import { type HealthWarning, healthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { Objective } from "./loop.js";
 import type { OnlineConfig, OnlineSampler } from "./online.js";
-import type { ProgressStream } from "./progress.js";
 import { buildOnlineGroups, buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { type RlObjectiveData, rceObjective } from "./rl-objectives.js";
 import {
   onlineOf,
   parseRlSettings,
+  RANDOM_INIT,
   type RlInputs,
   RlInputsSchema,
   type RlStage,
@@ -45,7 +46,15 @@ import {
 import { RlValidator } from "./rl-validate.js";
 import { rlVlmServices } from "./rl-vlm.js";
 import { indexOrFail, runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
-import { checkInputsUnchanged, checkpointDirOf, executeStage, imagesOf, type StageResult } from "./stage.js";
+import {
+  checkInputsUnchanged,
+  checkpointDirOf,
+  executeStage,
+  imagesOf,
+  type StageIo,
+  type StageResult,
+  splitNote,
+} from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
 /** What the wiring does differently per stage. */
@@ -165,10 +174,7 @@ function resolveData(
 export type RlStageOptions<S extends RlStage = RlStage> = RlStageSettings<S> & {
   inputs: RlInputs;
   vlm: VlmSettings;
-  progress?: ProgressStream | null;
-  /** Informational lines (a resumed run, a lease taken over). */
-  note?: (text: string) => void;
-};
+} & StageIo;
 
 export interface RlStageResult extends Omit<TrainingRunResult, "model"> {
   runId: string;
@@ -214,7 +220,8 @@ const StoredSchema = z.object({
  * Runs an RL stage, or continues the run of the same stage, settings and inputs (src/store/stage-run.ts):
  * one that did not finish is continued from its last finished epoch, a done one's result is handed back.
  */
-export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStageOptions<S>): Promise<RlStageResult> {
+export async function runRlStage<S extends RlStage>(ws: Workspace, given: RlStageOptions<S>): Promise<RlStageResult> {
+  const opts = { ...given, inputs: startingFiles(ws, given.stage, given.inputs) };
   const settings = resolveSettings<S>(opts);
   const { config } = settings;
   const inputs = resolveInputs(ws, opts.inputs, settings);
@@ -228,18 +235,38 @@ export async function runRlStage<S extends RlStage>(ws: Workspace, opts: RlStage
     note: opts.note,
   });
   // An existing run goes on from its saved state: a done one's is final, so nothing is trained.
-  const run = { id: opened.runId, resumed: opened.opened !== "new", progress: opts.progress, note: opts.note };
+  const run = {
+    id: opened.runId,
+    resumed: opened.opened !== "new",
+    progress: opts.progress,
+    note: opts.note,
+    signal: opts.signal,
+  };
   const result = await execute(ws, run, settings, opts.inputs, inputs, opts.vlm);
   return opened.opened === "done" ? { ...result, resumed: false } : result;
 }
 
+/**
+ * The starting checkpoint and the KL reference as files (a training run RUN[:best|last|epoch-N]
+ * resolved to its file). A starting point is required: a checkpoint, or `random` for a seeded init
+ * (stored as no checkpoint, as runs made before this was required).
+ */
+function startingFiles(ws: Workspace, stage: RlStage, inputs: RlInputs): RlInputs {
+  const { init, reference, ...rest } = inputs;
+  if (init === undefined)
+    throw new LeverError(
+      `${stage.toUpperCase()} starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random to train from a seeded random init`,
+      { field: "--init" },
+    );
+  return {
+    ...rest,
+    ...(init !== RANDOM_INIT ? { init: resolveCheckpoint(ws, init, "--init") } : {}),
+    ...(reference !== undefined ? { reference: resolveCheckpoint(ws, reference, "--reference") } : {}),
+  };
+}
+
 /** Continues an interrupted RCE/GRPO run (`lever train resume RUN`); inputs must be unchanged. */
-export async function resumeRlStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<RlStageResult> {
+export async function resumeRlStage(ws: Workspace, runId: string, how: StageIo = {}): Promise<RlStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   const parsed = StoredSchema.safeParse(run.config);
@@ -252,15 +279,13 @@ export async function resumeRlStage(
   const inputs = resolveInputs(ws, parsed.data.inputs, settings);
   checkInputsUnchanged(runId, parsed.data.dataHashes, inputs.dataHashes);
   const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
-  return execute(ws, { id: runId, resumed: true, progress, note }, settings, parsed.data.inputs, inputs, vlm);
+  return execute(ws, { id: runId, resumed: true, ...how }, settings, parsed.data.inputs, inputs, vlm);
 }
 
 /** The run being trained, whether it continues an interrupted one, and where it reports. */
-interface RunHandle {
+interface RunHandle extends StageIo {
   id: string;
   resumed: boolean;
-  progress?: ProgressStream | null;
-  note?: (text: string) => void;
 }
 
 async function execute<S extends RlStage>(
@@ -300,6 +325,7 @@ async function execute<S extends RlStage>(
     sampling: { sources: inputs.sources, shots: stats.shots, reward: config.reward },
   });
   const trainGroups = wiring.trainGroups(config, groups, inputs.data.rollouts?.file ?? null);
+  const dropped = { count: groups.length - trainGroups.length, why: "with all-equal rewards (--drop-zero-variance)" };
   const resume = savedState(ws, run, stage);
   const done = await executeStage(
     ws,
@@ -312,6 +338,7 @@ async function execute<S extends RlStage>(
       note: run.note,
       display: wiring.display,
       health: wiring.health(online !== null),
+      signal: run.signal,
     },
     (dir, hooks) =>
       runTraining<RlGroup>({
@@ -345,6 +372,8 @@ async function execute<S extends RlStage>(
         },
         checkpointDir: dir,
         checkpoint: { trainedK: stats.K, shots: stats.shots, provenance: provenance(run.id, config, refs, inputs) },
+        signal: hooks.signal,
+        onSplit: (split) => hooks.note?.(splitNote(stage, split, config.seed, dropped)),
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),

@@ -9,6 +9,7 @@
  */
 import { join } from "node:path";
 import { z } from "zod";
+import { BEST_FILE, epochFile } from "../icl/checkpoint-ref.js";
 import {
   type Checkpoint,
   checkIndexFits,
@@ -39,8 +40,7 @@ export const TrainingFields = {
 /** Resumable training state beside the checkpoints. */
 export const STATE_FILE = "state.safetensors";
 
-export const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
-export const BEST_FILE = "best.safetensors";
+export { BEST_FILE, epochFile };
 
 /** The architecture and weights a run starts from, before any resume. */
 export interface StartingPoint {
@@ -115,6 +115,10 @@ export interface TrainingRunInput<G extends QueryGroup> {
     shots: number;
     provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
   };
+  /** Ctrl-C: training stops before the next batch (src/train/loop.ts). */
+  signal?: AbortSignal;
+  /** Told the train/validation split (query counts) before the first epoch. */
+  onSplit?(split: { train: number; val: number }): void;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void | Promise<void>;
   /** Clock for provenance timestamps (tests pass a fixed one). */
@@ -142,6 +146,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     train: groups.filter((g) => !valIds.has(g.queryId)),
     val: groups.filter((g) => valIds.has(g.queryId)),
   };
+  input.onSplit?.({ train: data.train.length, val: data.val.length });
   const modelConfig = input.start.config;
   if (input.resume && input.resume.dtype !== input.dtype)
     throw new LeverError(`saved state is ${input.resume.dtype}, the config asks for ${input.dtype}`, {
@@ -177,6 +182,7 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     input.optim,
     seed,
     {
+      signal: input.signal,
       onStep: input.onStep,
       onEpoch: async (info, snapshot) => {
         const path = save(epochFile(info.epoch), info.epoch, info.metrics);

@@ -65,6 +65,10 @@ export interface SftRunInput {
   /** Continue an interrupted run from its saved training state (checkpointDir/state.safetensors; needs the same `init`). */
   resume?: SavedState;
   provenance: Omit<ProvenanceInput, "stage" | "epoch" | "metrics" | "createdAt" | "seed">;
+  /** Ctrl-C: training stops before the next batch. */
+  signal?: AbortSignal;
+  /** Told the train/validation split (query counts) before the first epoch. */
+  onSplit?(split: { train: number; val: number }): void;
   onStep?(info: StepInfo): void;
   onEpoch?(info: EpochInfo & { checkpoint: string | null }): void;
   /** Clock for provenance timestamps (tests pass a fixed one). */
@@ -121,6 +125,8 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
         },
       },
     },
+    signal: input.signal,
+    onSplit: input.onSplit,
     onStep: input.onStep,
     onEpoch: input.onEpoch,
     now: input.now,

@@ -10,17 +10,19 @@ import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
+import { type HealthWarning, sftHealthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, executeStage, imagesOf } from "./stage.js";
+import { checkInputsUnchanged, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -30,7 +32,11 @@ export const SftInputsSchema = z
     pools: z.string().min(1).describe("pool set the beams were searched in: a file, or a name under artifacts/pools/"),
     dataset: z.string().min(1).describe("index dataset (the candidates)"),
     embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
-    init: z.string().min(1).optional().describe("start from this selector checkpoint instead of a fresh init"),
+    init: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("start from this selector checkpoint (a file or RUN[:best|last|epoch-N]) instead of a fresh init"),
     name: z.string().min(1).optional().describe("run name"),
   })
   .strict();
@@ -39,6 +45,8 @@ export type SftInputs = z.output<typeof SftInputsSchema>;
 export interface SftStageOptions extends SftInputs {
   config: SftConfig;
   progress?: ProgressStream | null;
+  /** Ctrl-C: training stops before the next batch, the run stays resumable (an InterruptedError says what was kept). */
+  signal?: AbortSignal;
   /** Things the user should know before training starts (the CLI prints them on stderr). */
   note?: (text: string) => void;
 }
@@ -46,6 +54,8 @@ export interface SftStageOptions extends SftInputs {
 export interface SftStageResult extends Omit<SftRunResult, "model"> {
   runId: string;
   checkpointDir: string;
+  /** Health warnings of its epochs (src/train/health.ts), also in health.json beside the checkpoints. */
+  warnings: HealthWarning[];
 }
 
 interface ResolvedInputs extends TrainingInputs {
@@ -95,7 +105,9 @@ const StoredRunSchema = z.object({
  * resuming re-checks them); a done one is not trained again, its result is handed back. A run another
  * live process is training is refused, naming that process.
  */
-export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise<SftStageResult> {
+export async function runSftStage(ws: Workspace, given: SftStageOptions): Promise<SftStageResult> {
+  // The starting checkpoint as a file (a training run RUN[:best|last|epoch-N] resolved to its file).
+  const opts = given.init === undefined ? given : { ...given, init: resolveCheckpoint(ws, given.init, "--init") };
   const inputs = resolveInputs(ws, { ...opts, model: opts.config.model });
   const stored: z.input<typeof StoredRunSchema> = {
     stage: "sft",
@@ -115,13 +127,14 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
     work: "epochs",
     note: opts.note,
   });
-  if (run.opened !== "new") return continueSftStage(ws, run.runId, opts.progress, opts.note);
+  if (run.opened !== "new") return continueSftStage(ws, run.runId, opts);
   const init = opts.init !== undefined ? loadCheckpoint(opts.init) : undefined;
   return execute(ws, run.runId, inputs, opts.config, {
     init,
     initFile: opts.init,
     progress: opts.progress,
     note: opts.note,
+    signal: opts.signal,
   });
 }
 
@@ -129,24 +142,14 @@ export async function runSftStage(ws: Workspace, opts: SftStageOptions): Promise
  * Continues an interrupted SFT run from the state saved after its last finished epoch. The inputs
  * must be unchanged (same sha256 as recorded); the result is the same as an uninterrupted run.
  */
-export async function resumeSftStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<SftStageResult> {
+export async function resumeSftStage(ws: Workspace, runId: string, how: StageIo = {}): Promise<SftStageResult> {
   if (ws.getStage(runId, "sft")?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
-  return continueSftStage(ws, runId, progress, note);
+  return continueSftStage(ws, runId, how);
 }
 
 /** Trains an existing SFT run on from its saved state (a done run's state is final: its result). */
-async function continueSftStage(
-  ws: Workspace,
-  runId: string,
-  progress?: ProgressStream | null,
-  note?: (text: string) => void,
-): Promise<SftStageResult> {
+async function continueSftStage(ws: Workspace, runId: string, how: StageIo): Promise<SftStageResult> {
   const run = ws.getRun(runId);
   if (run === undefined) throw new LeverError(`no run "${runId}" in this workspace`, { field: "run" });
   if (run.kind !== "sft") throw new LeverError(`run ${runId} is not an SFT run`, { record: runId });
@@ -156,7 +159,7 @@ async function continueSftStage(
   const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
-  return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, progress, note });
+  return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, ...how });
 }
 
 /** Holds the run, records its inputs and trains it as the run's one stage ("sft"). */
@@ -170,9 +173,7 @@ async function execute(
     /** The starting checkpoint's file (for errors). */
     initFile?: string;
     resume?: SavedState;
-    progress?: ProgressStream | null;
-    note?: (text: string) => void;
-  },
+  } & StageIo,
 ): Promise<SftStageResult> {
   const done = await executeStage(
     ws,
@@ -183,6 +184,8 @@ async function execute(
       inputs: inputs.files,
       progress: extra.progress,
       note: extra.note,
+      signal: extra.signal,
+      health: (epoch, _metrics, history) => sftHealthWarnings(epoch, history),
     },
     (checkpointDir, hooks) =>
       runSft({
@@ -200,10 +203,12 @@ async function execute(
         init: extra.init,
         resume: extra.resume,
         provenance: { runId, dataHashes: inputs.dataHashes },
+        signal: hooks.signal,
+        onSplit: (split) => hooks.note?.(splitNote("sft", split, config.seed)),
         onStep: hooks.onStep,
         onEpoch: hooks.onEpoch,
       }),
   );
   const { model: _model, ...rest } = done.result;
-  return { ...rest, runId, checkpointDir: done.checkpointDir };
+  return { ...rest, runId, checkpointDir: done.checkpointDir, warnings: done.warnings };
 }

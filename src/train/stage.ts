@@ -6,24 +6,38 @@
  * and kept in `health.json` beside the checkpoints, and the checkpoints registered as the stage's
  * artefacts when it completes. A throw marks the stage and the run failed. A run whose stage is done
  * is not trained again: its result is handed back. The training itself is the caller's `train`
- * function (src/train/run.ts).
+ * function (src/train/run.ts). Every metric row is also written to the run's TensorBoard event file
+ * (src/store/tensorboard.ts, `<workspace>/tensorboard/<run id>/`).
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
 import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
+import { EventFileWriter, tensorboardDirOf } from "../store/tensorboard.js";
+import type { MetricRow } from "../store/types.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import type { HealthWarning } from "./health.js";
 import type { EpochInfo, StepInfo } from "./loop.js";
 import { type ProgressStream, TrainingProgress } from "./progress.js";
-import type { TrainingRunResult } from "./run.js";
+import { BEST_FILE, epochFile, type TrainingRunResult } from "./run.js";
 
 export interface StageHooks {
+  /** Ctrl-C (the stage's `signal`): training stops before the next batch. */
+  signal?: AbortSignal;
+  /** Informational lines of the training (absent when a done run's result is handed back). */
+  note?: (text: string) => void;
   onStep(info: StepInfo): void;
   onEpoch(info: EpochInfo & { checkpoint: string | null }): void;
+}
+
+/** Where a training stage reports (progress, notes) and what stops it (Ctrl-C). */
+export interface StageIo {
+  progress?: ProgressStream | null;
+  note?: (text: string) => void;
+  signal?: AbortSignal;
 }
 
 export interface StageOptions {
@@ -38,8 +52,14 @@ export interface StageOptions {
   note?: (text: string) => void;
   /** Metric names shown on the per-epoch progress line (default: all). */
   display?: readonly string[];
-  /** Health checks of an epoch's metrics (RL stages). */
-  health?: (epoch: number, metrics: Record<string, number>) => HealthWarning[];
+  /** Health checks of an epoch's metrics (with every epoch's so far, this one last). */
+  health?: (
+    epoch: number,
+    metrics: Record<string, number>,
+    history: readonly Record<string, number>[],
+  ) => HealthWarning[];
+  /** Ctrl-C: training stops before the next batch, the run is left interrupted (resumable), and an InterruptedError says what was kept. */
+  signal?: AbortSignal;
 }
 
 export interface StageResult<R> {
@@ -47,6 +67,22 @@ export interface StageResult<R> {
   checkpointDir: string;
   result: R;
   warnings: HealthWarning[];
+}
+
+/** The note saying which queries validate a run (`dropped`: left out before the split, and why). */
+export function splitNote(
+  stage: string,
+  split: { train: number; val: number },
+  seed: number,
+  dropped?: { count: number; why: string },
+): string {
+  const all = split.train + split.val + (dropped?.count ?? 0);
+  return (
+    `${stage} validates on ${split.val} of ${all} queries (held out by image, seed ${seed})` +
+    (dropped !== undefined && dropped.count > 0
+      ? `; ${dropped.count} queries ${dropped.why} are left out of training and validation, so this split differs from that of another stage on the same data`
+      : "")
+  );
 }
 
 /** Directory of a run's checkpoints and state. */
@@ -65,22 +101,30 @@ export async function executeStage<R extends TrainingRunResult>(
 ): Promise<StageResult<R>> {
   const { runId, stage } = opts;
   const run = holdStageRun(ws, runId, stage, "epochs", opts.note);
+  const tensorboard = new EventFileWriter(tensorboardDirOf(ws.dir, runId)); // opens its file on the first write
+  const logMetrics = (rows: MetricRow[]) => {
+    ws.logMetrics(rows);
+    tensorboard.logMetrics(rows);
+  };
+  const checkpointDir = checkpointDirOf(ws, runId, stage);
   try {
     ws.recordRunInputs(runId, opts.inputs);
-    const checkpointDir = checkpointDirOf(ws, runId, stage);
     // A resumed run keeps the warnings its earlier epochs stored (an epoch that runs again replaces its own).
     const warnings: HealthWarning[] = storedWarnings(join(checkpointDir, HEALTH_FILE), opts.note);
     if (run.opened === "done")
       return { runId, checkpointDir, result: await train(checkpointDir, finishedHooks(runId)), warnings };
+    const printed = new Set<string>();
     const progress =
       opts.progress === null
         ? null
         : new TrainingProgress(stage, opts.epochs, opts.progress ?? undefined, opts.display);
     const result = await run.produce(async () => {
       const result = await train(checkpointDir, {
+        ...(opts.signal !== undefined ? { signal: opts.signal } : {}),
+        ...(opts.note !== undefined ? { note: opts.note } : {}),
         onStep: (info) => {
           run.beat(); // steps run synchronously: the heartbeat timer cannot fire meanwhile
-          ws.logMetrics(
+          logMetrics(
             Object.entries(info.metrics).map(([name, value]) => ({
               runId,
               stage,
@@ -93,10 +137,10 @@ export async function executeStage<R extends TrainingRunResult>(
           progress?.step(info);
         },
         onEpoch: (info) => {
-          const found = opts.health?.(info.epoch, info.metrics) ?? [];
+          const found = opts.health?.(info.epoch, info.metrics, info.history) ?? [];
           const earlier = warnings.filter((w) => w.epoch < info.epoch);
           warnings.splice(0, warnings.length, ...earlier, ...found);
-          ws.logMetrics([
+          logMetrics([
             ...Object.entries(info.metrics).map(([name, value]) => ({
               runId,
               stage,
@@ -109,7 +153,14 @@ export async function executeStage<R extends TrainingRunResult>(
           if (opts.health !== undefined) writeFileAtomic(join(checkpointDir, HEALTH_FILE), healthFileContent(warnings));
           run.progress(info.epoch + 1, opts.epochs);
           progress?.epoch(info);
-          for (const w of found) progress?.warn(describeHealthWarning(w));
+          // A warning is printed the first time its check fires; later epochs' repeats are only stored.
+          for (const w of found) {
+            if (printed.has(w.code)) continue;
+            printed.add(w.code);
+            progress?.warn(
+              `${describeHealthWarning(w)} (not repeated for later epochs; ${HEALTH_FILE} lists every epoch)`,
+            );
+          }
         },
       });
       const files = [
@@ -120,9 +171,31 @@ export async function executeStage<R extends TrainingRunResult>(
       return { artifacts: files.map((path) => ({ path, sha256: hashFileSync(path).sha256 })), value: result };
     });
     return { runId, checkpointDir, result, warnings };
+  } catch (error) {
+    if (error instanceof InterruptedError) throw interruptedTraining(ws, opts, checkpointDir, error);
+    throw error;
   } finally {
+    tensorboard.close();
     run.release();
   }
+}
+
+/** What an interrupted run kept (its finished epochs, from the stage record) and how to resume it. */
+function interruptedTraining(
+  ws: Workspace,
+  opts: StageOptions,
+  dir: string,
+  error: InterruptedError,
+): InterruptedError {
+  const { runId, stage, epochs } = opts;
+  const done = ws.getStage(runId, stage)?.progressDone ?? 0;
+  const kept =
+    done === 0
+      ? "no finished epoch (it starts again from its first)"
+      : `${done} finished epoch${done === 1 ? "" : "s"} of ${epochs}: checkpoints ${epochFile(0)}${done > 1 ? `…${epochFile(done - 1)}` : ""}, ${BEST_FILE} and the resumable state in ${dir}`;
+  return new InterruptedError(
+    `${stage} run ${runId} ${error.message}; kept: ${kept}; resume: lever train resume ${runId} (or run the same command again)`,
+  );
 }
 
 /** The hooks of a done run's replay: an epoch that would run means its saved state is not the final one. */

@@ -1,5 +1,16 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { dirname } from "node:path";
+import { LeverError } from "./errors.js";
 import { systemError } from "./files.js";
 
 /**
@@ -33,4 +44,26 @@ export function writeFileAtomic(path: string, data: string | Uint8Array | Uint8A
     }
     throw systemError(error, path);
   }
+}
+
+/**
+ * `writeFileAtomic` for a file the user named (`--out` of an export or a report): an existing file
+ * with the same content is left as it is, one with other content is only overwritten with `replace`
+ * (`flag` names the option), never silently.
+ */
+export function writeUserFile(path: string, data: string, options: { replace?: boolean; flag?: string } = {}): void {
+  if (existsSync(path)) {
+    let same = false;
+    try {
+      same = readFileSync(path).equals(Buffer.from(data, "utf8"));
+    } catch (error) {
+      throw systemError(error, path);
+    }
+    if (same) return;
+    if (options.replace !== true)
+      throw new LeverError(`file exists with other content (pass ${options.flag ?? "--replace"} to overwrite it)`, {
+        file: path,
+      });
+  }
+  writeFileAtomic(path, data);
 }

@@ -2,7 +2,8 @@
  * Content-addressed VLM response cache (docs/architecture.md: every call goes through it). The key hashes the
  * model id (backend + layout + settings, see `Vlm.id`), the operation and the prompt as rendered —
  * with each image named by its identity (absolute path, size, mtime) instead of its bytes, so keys
- * are cheap and change when an image file changes. Failures are never cached.
+ * are cheap and change when an image file changes; an image inside the workspace by its
+ * workspace-relative path (src/store/files.ts), so a moved workspace keeps its cache. Failures are never cached.
  *
  * `cachedVlm` wraps ANY `Vlm` (the OpenAI backend, the simulator): it serves hits, de-duplicates
  * identical requests inside a batch, sends only the misses, and stores each success as it arrives
@@ -12,6 +13,7 @@ import { stat } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Database } from "better-sqlite3";
 import { z } from "zod";
+import { toStored } from "../store/files.js";
 import { Coalescer } from "../util/coalesce.js";
 import { check } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
@@ -162,18 +164,24 @@ export function pruneCache(db: Database, filter: PruneFilter): number {
 
 type ImageIdentity = { path: string; size: number; mtimeMs: number } | { path: string; missing: true } | null;
 
-/** Stats each image once per wrapper; a missing file is an identity too (the backend will fail, nothing is cached). */
-class ImageIdentities {
+/**
+ * Stats each image once per wrapper; a missing file is an identity too (the backend will fail, nothing is
+ * cached). With the workspace's folder, an image inside it is named workspace-relative (`<workspace>/…`).
+ */
+export class ImageIdentities {
   private readonly known = new Map<string, Promise<ImageIdentity>>();
+
+  constructor(private readonly workspace?: string) {}
 
   get(path: string | null): Promise<ImageIdentity> {
     if (path === null) return Promise.resolve(null);
     const absolute = resolve(path);
     let identity = this.known.get(absolute);
     if (identity === undefined) {
+      const named = this.workspace === undefined ? absolute : toStored(this.workspace, absolute);
       identity = stat(absolute).then(
-        (info) => ({ path: absolute, size: info.size, mtimeMs: info.mtimeMs }),
-        () => ({ path: absolute, missing: true as const }),
+        (info) => ({ path: named, size: info.size, mtimeMs: info.mtimeMs }),
+        () => ({ path: named, missing: true as const }),
       );
       this.known.set(absolute, identity);
     }
@@ -209,21 +217,21 @@ export async function requestKey(
   });
 }
 
-const generateResultSchema = z.strictObject({ text: z.string(), tokens: z.number() });
+/** A stored blank answer (kept by builds before empty completions were failures) is a miss: asked again. */
+const generateResultSchema = z.strictObject({ text: z.string().refine((t) => t.trim() !== ""), tokens: z.number() });
 const scoreResultSchema = z.strictObject({ logprobSum: z.number(), logprobMean: z.number(), tokens: z.number() });
 
 export interface CachedVlm extends Vlm, HasStats, HasActivity {
   readonly inner: Vlm;
 }
 
-/** Applies `cache` to any Vlm. `--no-cache` means: do not wrap. */
-export function cachedVlm(vlm: Vlm, cache: ResponseCache): CachedVlm {
-  return new CachingVlm(vlm, cache);
+/** Applies `cache` to any Vlm (images inside `workspace` keyed workspace-relative). `--no-cache` means: do not wrap. */
+export function cachedVlm(vlm: Vlm, cache: ResponseCache, workspace?: string): CachedVlm {
+  return new CachingVlm(vlm, cache, new ImageIdentities(workspace));
 }
 
 class CachingVlm implements CachedVlm {
   readonly id: string;
-  private readonly images = new ImageIdentities();
   private hits = 0;
   private misses = 0;
   private deduplicated = 0;
@@ -233,6 +241,7 @@ class CachingVlm implements CachedVlm {
   constructor(
     readonly inner: Vlm,
     private readonly cache: ResponseCache,
+    private readonly images: ImageIdentities,
   ) {
     this.id = inner.id;
   }

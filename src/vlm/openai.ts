@@ -22,6 +22,7 @@ import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { OPERATIONAL, withoutOperational } from "../util/operational.js";
+import { splitUrlCredentials } from "../util/redact.js";
 import { Rng } from "../util/rng.js";
 import { EndpointPool, type EndpointSnapshot } from "./endpoints.js";
 import { type PostContext, postJson } from "./http.js";
@@ -200,6 +201,27 @@ export function normalizeBaseUrl(url: string): string {
   return root;
 }
 
+/** The transport with each endpoint's basic-auth header (from its URL's user and password) added to its requests. */
+function withCredentials(
+  transport: Transport,
+  urls: readonly string[],
+  endpoints: readonly { authorization: string | null }[],
+): Transport {
+  const auth = urls.flatMap((url, i) => {
+    const authorization = endpoints[i].authorization;
+    return authorization === null ? [] : [{ url, authorization }];
+  });
+  if (auth.length === 0) return transport;
+  return (url, body, headers, signal) => {
+    const match = auth.find((a) => url === a.url || url.startsWith(`${a.url}/`));
+    const withAuth =
+      match === undefined || headers.authorization !== undefined
+        ? headers
+        : { ...headers, authorization: match.authorization };
+    return transport(url, body, withAuth, signal);
+  };
+}
+
 /** Parses a config value (from an experiment file) into options, naming the offending field. */
 export function parseOpenAiVlmConfig(value: unknown, file?: string): OpenAiVlmConfig {
   const parsed = openAiVlmConfigSchema.safeParse(value);
@@ -239,6 +261,8 @@ export class OpenAiVlm implements Vlm {
   private readonly pool: EndpointPool;
   private readonly stats = new StatsRecorder();
   private readonly post: PostContext;
+  /** The servers' URLs, without credentials. */
+  private readonly urls: string[];
   private probePrefix: Promise<number[] | VlmFailure> | null = null;
   private readonly answerIds = new Map<string, Promise<number[] | VlmFailure>>();
 
@@ -247,7 +271,10 @@ export class OpenAiVlm implements Vlm {
     const c = this.config;
     this.layout = { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt };
     this.images = new ImageStore(c.imageUrl, c.imageCacheBytes);
-    this.pool = new EndpointPool(c.baseUrls.map(normalizeBaseUrl), {
+    // A user and password in a URL travel as a header: the URLs the client keeps (and names in errors) have none.
+    const endpoints = c.baseUrls.map((u) => splitUrlCredentials(u.trim()));
+    this.urls = endpoints.map((e) => normalizeBaseUrl(e.url));
+    this.pool = new EndpointPool(this.urls, {
       concurrency: c.concurrencyPerEndpoint,
       cooldownAfter: c.cooldownAfterFailures,
       cooldownMs: c.cooldownMs,
@@ -272,7 +299,7 @@ export class OpenAiVlm implements Vlm {
       rng: new Rng(c.seed).child("vlm-retry-jitter"),
       stats: this.stats,
       headers,
-      transport: deps.transport ?? nodeHttpTransport(),
+      transport: withCredentials(deps.transport ?? nodeHttpTransport(), this.urls, endpoints),
     };
     this.id = openAiVlmId(c);
   }
@@ -292,7 +319,7 @@ export class OpenAiVlm implements Vlm {
   async preflight(options: PreflightOptions): Promise<void> {
     if (!this.config.preflight) return;
     await preflightOpenAi({
-      urls: this.config.baseUrls.map(normalizeBaseUrl),
+      urls: this.urls,
       model: this.config.model,
       extraBody: this.config.extraBody,
       answerSpan: this.config.answerSpan,
@@ -383,7 +410,13 @@ export class OpenAiVlm implements Vlm {
     };
     const reply = await this.chat(serializeChatBody(fields, messages, urls), signal);
     if (!reply.ok) return reply.failure;
-    return { text: reply.response.choices[0].message.content ?? "", tokens: reply.response.usage.completion_tokens };
+    const text = reply.response.choices[0].message.content;
+    // No answer is not a wrong answer: a failure (counted, never cached, retried by the next run).
+    if (text === null || text === undefined || text.trim() === "") {
+      const what = text === null || text === undefined ? "a null" : text === "" ? "an empty" : "a blank";
+      return vlmFailure("empty-answer", `the server generated ${what} completion`);
+    }
+    return { text, tokens: reply.response.usage.completion_tokens };
   }
 
   private async scoreOne(prompt: VlmPrompt, answer: string, signal?: AbortSignal): Promise<Outcome<ScoreResult>> {

@@ -100,10 +100,13 @@ export function spanFromDecodedTokens(entries: PromptLogprobsEntry[], expectedTe
 /**
  * Whether joined decoded tokens spell `expected`. Servers differ: recent vLLM decodes each token to
  * text; older releases returned raw vocabulary pieces (byte-level BPE: "Ġ" = space, "Ċ" = newline;
- * SentencePiece: "▁" = space).
+ * SentencePiece: "▁" = space). The first answer token may carry the one space before the answer:
+ * SentencePiece tokenizers ("▁no") and byte-level BPE after a template that puts the answer behind a
+ * space (`ASSISTANT: no` → "Ġno" / " no") fold that space into the word's token, so the answer
+ * cannot be scored without it (its ids are what `/tokenize` gave the answer; `expected` is trimmed).
  */
 export function decodedMatches(decoded: string, expected: string): boolean {
-  return decodedForms(decoded).some((form) => form === expected);
+  return decodedForms(decoded).some((form) => form === expected || form === ` ${expected}`);
 }
 
 function decodedSuffixOf(decoded: string, expected: string): boolean {

@@ -51,6 +51,7 @@ export interface ScoreResult {
  * - `invalid-request`: the request itself is unusable (an empty answer to score);
  * - `missing-image`: an image file cannot be read (nothing is sent);
  * - `answer-span`: the scored answer's tokens cannot be located in the server's prompt;
+ * - `empty-answer`: the server generated an empty (or null, or blank) completion — no answer to score;
  * - `circuit-open`: every endpoint kept failing for `breakerMs`, so the client stopped sending.
  */
 export const VLM_FAILURE_REASONS = [
@@ -63,6 +64,7 @@ export const VLM_FAILURE_REASONS = [
   "invalid-request",
   "missing-image",
   "answer-span",
+  "empty-answer",
   "circuit-open",
 ] as const;
 

@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli } from "../helpers/cli.js";
 
 const FIXTURES = resolve("test/fixtures/vqa");
@@ -90,6 +91,19 @@ describe("lever data import / list / inspect", () => {
     expect(record).toMatchObject({ itemCount: 2, subset: { spec: "random:2", seed: 4, of: 6 } });
   });
 
+  it("never replaces a dataset a run read (an evaluation run names it in its config)", async () => {
+    await lever(...importArgs, "--name", "ok");
+    const ws = Workspace.open(wsDir);
+    const run = ws.createRun({ kind: "eval", config: { dataset: { name: "ok", items: "x" } }, seed: 0 });
+    ws.close();
+    expectUserError(
+      await lever(...importArgs, "--name", "ok", "--subset", "random:2", "--replace"),
+      `field "--replace": dataset "ok" was read by run ${run}, so it is never replaced; import the new data under another name (--name)`,
+    );
+    const [record] = JSON.parse((await lever("data", "list", "--json")).stdout);
+    expect(record).toMatchObject({ itemCount: 6 });
+  });
+
   it("validates options: format, split, subset, seed, and images vs image template", async () => {
     const cases: [string[], RegExp][] = [
       [["--format", "coco", "--name", "a"], /field "--format": unknown format "coco"/],
@@ -103,7 +117,34 @@ describe("lever data import / list / inspect", () => {
       expectUserError(await lever(...importArgs, ...extra), pattern);
     }
     const missing = await lever("data", "import", "--questions", OK_Q);
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain("required option");
+    expect(missing.code).toBe(2); // a usage error: one line, exit 2
+    expect(missing.stderr).toMatch(/^error: required option[^\n]*\n$/);
+  });
+
+  it("refuses an image id that leads out of the image folder (one line, exit 2) and imports nothing", async () => {
+    const images = join(dir, "images");
+    mkdirSync(images);
+    const ids = { image_id: "../../../../../../../../etc/passwd", question_id: 1 };
+    const questions = join(dir, "q.json");
+    const annotations = join(dir, "a.json");
+    writeFileSync(questions, JSON.stringify({ questions: [{ ...ids, question: "what?" }] }));
+    const answers = Array.from({ length: 10 }, (_, i) => ({ answer: "x", answer_id: i + 1 }));
+    writeFileSync(
+      annotations,
+      JSON.stringify({ annotations: [{ ...ids, answers, answer_type: "other", question_type: "what" }] }),
+    );
+    const template = join(images, "{image_id}");
+    const args = ["data", "import", "--questions", questions, "--annotations", annotations, "--split", "val"];
+    const result = await lever(...args, "--name", "evil", "--image-template", template);
+    expectUserError(
+      result,
+      `${annotations}, record "annotations[0] question_id 1", field "image_id": image id "${ids.image_id}" makes the image path`,
+    );
+    expect(result.stderr).toContain(`which leaves the image folder ${images}`);
+    expect(existsSync(join(wsDir, "lever.db")) ? (await lever("data", "list")).stdout : "").not.toContain("evil");
+    // An id that stays inside the folder (a sub-folder) is fine.
+    writeFileSync(questions, readFileSync(questions, "utf8").replaceAll(ids.image_id, "sub/../7"));
+    writeFileSync(annotations, readFileSync(annotations, "utf8").replaceAll(ids.image_id, "sub/../7"));
+    expect((await lever(...args, "--name", "ok", "--image-template", template)).code).toBe(0);
   });
 });

@@ -112,8 +112,18 @@ describe("lever embed compute", () => {
     renameSync(image, moved);
     try {
       expectUserError(await compute("val", "image"), `${image}: image file not found (1 of `);
-      // fewer rows than the registered embedding: other content, so --replace
-      const skipped = await compute("val", "image", "--skip-missing", "--replace");
+      // Fewer rows than the registered embedding: other content, which the evaluation above read, so it is
+      // never replaced; the same split imported under another name takes it.
+      expectUserError(
+        await compute("val", "image", "--skip-missing", "--replace", "--no-progress"),
+        'field "--replace": the "image" embedding of dataset "val" was read by run eval-0001, so it is never replaced',
+      );
+      await leverOk(
+        ...["data", "import", "--split", "val", "--name", "val-2", "--images", join(synth, "images")],
+        ...["--questions", join(synth, "v2_OpenEnded_mscoco_val2014_questions.json")],
+        ...["--annotations", join(synth, "v2_mscoco_val2014_annotations.json")],
+      );
+      const skipped = await compute("val-2", "image", "--skip-missing");
       expect(skipped.code, skipped.stderr).toBe(0);
       expect(skipped.stdout).toMatch(
         /\n {2}skipped 1 images \(1 missing, 0 unreadable\), so \d+ questions have no row; e\.g\. /,

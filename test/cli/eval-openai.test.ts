@@ -2,8 +2,11 @@
  * `lever eval --vlm openai` against failing servers (the mock vLLM): an unreachable URL and a
  * server answering only 500 end in one error line within seconds; a server failing half the prompts
  * finishes, stores the failures, prints the summary and exits 2; a server dying mid-run trips the
- * circuit breaker, keeps the stored work, and the next run resumes it.
+ * circuit breaker, keeps the stored work, and the next run resumes it; empty completions are failed
+ * predictions, retried by the next run.
  */
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { selectSubset } from "../../src/data/splits.js";
 import { Workspace } from "../../src/store/workspace.js";
@@ -16,8 +19,8 @@ let wsDir: string;
 let deadUrl: string;
 const mocks: MockVllm[] = [];
 
-async function startMock(): Promise<MockVllm> {
-  const m = await MockVllm.start();
+async function startMock(options: Parameters<typeof MockVllm.start>[0] = {}): Promise<MockVllm> {
+  const m = await MockVllm.start(options);
   mocks.push(m);
   return m;
 }
@@ -163,6 +166,29 @@ describe("lever eval against failing VLM servers", () => {
     expect(half.requests).toBe(0);
   });
 
+  it("a server answering some prompts with an empty completion: failed predictions (not accuracy 0), exit 2, a rerun retries them", async () => {
+    let silent = true;
+    const userText = (messages: { role: string; content: unknown }[]) => queryText({ messages });
+    const quiet = (text: string) => text.includes("Short answer:") && fnv1a(text) % 3 === 0;
+    const m = await startMock({ answer: (messages) => (silent && quiet(userText(messages)) ? "" : "yes") });
+    // Another generation setting, so no answer cached by the tests above is served.
+    const result = await evalOpenAi(m.url, "--run", "silent", "--max-tokens", "4");
+    expect(result.code, result.stderr).toBe(2);
+    const failed = predictions("silent").filter((r) => r.failure !== null);
+    expect(failed.length).toBeGreaterThan(2);
+    for (const r of failed) {
+      expect(r.accuracy).toBeNull();
+      expect(r.failure).toBe("empty-answer: the server generated an empty completion");
+    }
+    expect(result.stderr).toContain(`failed predictions: empty-answer ${failed.length}; in `);
+    silent = false; // the rerun retries exactly the failed prompts
+    m.clearLog();
+    const rerun = await evalOpenAi(m.url, "--run", "silent", "--max-tokens", "4");
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(m.count("/v1/chat/completions")).toBe(failed.length + 1); // + the preflight's
+    expect(predictions("silent").every((r) => r.failure === null && r.rawAnswer === "yes")).toBe(true);
+  });
+
   it("a server dying mid-run: the breaker stops the run in one line, stored work stays, the rerun resumes", async () => {
     const dying = await startMock();
     let answered = 0;
@@ -200,5 +226,23 @@ describe("lever eval against failing VLM servers", () => {
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.stderr).toMatch(/\(resumed\): 40 predictions planned, 12 already stored, 28 evaluated, 0 failed/);
     expect(dying.count("/v1/chat/completions")).toBe(28 + 1);
+  });
+
+  it("a password in --base-url is sent as basic auth, and never stored in lever.db nor printed", async () => {
+    const password = "s3cret-Pa55";
+    const withPassword = (url: string) => url.replace("http://", `http://lever:${password}@`);
+    const dead = await evalOpenAi(withPassword(deadUrl), "--run", "dead-password");
+    expectUserError(dead, /^error: cannot reach the VLM server at http:\/\/127\.0\.0\.1:\d+ /);
+    expect(dead.stderr + dead.stdout).not.toContain(password);
+
+    const server = await startMock();
+    const ok = await evalOpenAi(withPassword(server.url), "--run", "password");
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stderr + ok.stdout).not.toContain(password);
+    const basic = `Basic ${Buffer.from(`lever:${password}`).toString("base64")}`;
+    expect(server.log.length).toBeGreaterThan(0);
+    for (const request of server.log) expect(request.headers.authorization).toBe(basic);
+    for (const file of readdirSync(wsDir).filter((f) => f.startsWith("lever.db")))
+      expect(readFileSync(join(wsDir, file)).includes(password), file).toBe(false);
   });
 });

@@ -72,6 +72,15 @@ describe("lever eval", () => {
     expect(result.config.format).toBe("lever.eval/1");
   });
 
+  it("without --queries every query of the dataset is evaluated (the default is all, not a first:N sample)", async () => {
+    const args = base();
+    args.splice(args.indexOf("--queries"), 2);
+    const { code, stdout, stderr } = await lever(...args, "--retriever", "zero", "--run", "every-query", "--json");
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout).config.queries).toBe("all");
+    expect(stderr).toMatch(/: 30 predictions planned/); // 30 validation questions × zero-shot
+  });
+
   it("reports bad input as one line naming the flag, with exit code 2", async () => {
     expectUserError(
       await lever(...base(), "--retriever", "zero,nearest"),

@@ -65,6 +65,16 @@ describe("lever data import-beams / export-beams", () => {
     const res = await leverOk("data", "export-beams", "b1", "--out", exported);
     expect(res).toContain("wrote 3 beams of 2 queries");
     expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture("beams.json"));
+    // The same content again is fine; another file at --out is never overwritten silently.
+    await leverOk("data", "export-beams", "b1", "--out", exported);
+    writeFileSync(exported, "mine\n");
+    expectUserError(
+      await lever("data", "export-beams", "b1", "--out", exported),
+      `${exported}: file exists with other content (pass --replace to overwrite it)`,
+    );
+    expect(readFileSync(exported, "utf8")).toBe("mine\n");
+    await leverOk("data", "export-beams", "b1", "--out", exported, "--replace");
+    expect(JSON.parse(readFileSync(exported, "utf8"))).toEqual(fixture("beams.json"));
   });
 
   it("takes construct_order from a Lever-Plus file name and derives a safe artefact name from it", async () => {
@@ -129,6 +139,34 @@ describe("lever data import-rollouts / export-rollouts", () => {
       `error: ${file}, record "2", field "pointer_candidates[0].pointer[1]": 9999 is outside the pool of 5\n`,
     );
     expect(existsSync(join(wsDir, "artifacts", "rollouts", "rl.json"))).toBe(false);
+  });
+
+  it("refuses impossible values and the query among its own candidates: exit 2, one line, nothing stored", async () => {
+    type Raw = Record<string, { candidate_pool_ids?: number[]; pointer_candidates: Record<string, unknown>[] }>;
+    const cases: [(d: Raw) => void, string][] = [
+      [
+        (d) => {
+          d["2"].pointer_candidates[1].vqa_gt_prob = 3.5;
+        },
+        'record "2", field "pointer_candidates[1].vqa_gt_prob": must be in [0, 10/3]',
+      ],
+      [
+        (d) => {
+          d["5"].candidate_pool_ids = [3, 7, 5];
+        },
+        'record "5", field "candidate_pool_ids[2]": 5 is the query itself: a query is never its own candidate',
+      ],
+    ];
+    for (const [mutate, message] of cases) {
+      const bad = fixture("rl-k64.json") as Raw;
+      mutate(bad);
+      const file = join(dir, "rl.json");
+      writeFileSync(file, JSON.stringify(bad));
+      const result = await lever("data", "import-rollouts", file, "--dataset", "okvqa-train");
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(new RegExp(`^error: [^\n]*${message.replace(/[[\]().]/g, "\\$&")}[^\n]*\n$`));
+      expect(existsSync(join(wsDir, "artifacts", "rollouts", "rl.json"))).toBe(false);
+    }
   });
 
   it("names a missing dataset and a missing artefact", async () => {
@@ -197,28 +235,38 @@ describe("lever embed import", () => {
     expect(Array.from(matrix.data)).toEqual([0.6, 0.8, 0, 1].map(Math.fround));
   });
 
-  it("re-importing a kind needs --replace (identical content is a no-op) and warns about runs that read it", async () => {
+  it("re-importing a kind needs --replace (identical content is a no-op), and is refused once a run read it", async () => {
     const file = join(dir, "e.npy");
-    writeNpy(file, new Float32Array(16).fill(0.5), [8, 2]);
-    await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order");
-    await leverOk("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order"); // same content
-    writeNpy(file, new Float32Array(16).fill(0.25), [8, 2]);
+    const fill = (value: number) => writeNpy(file, new Float32Array(16).fill(value), [8, 2]);
+    const embed = (kind: string, ...extra: string[]) =>
+      lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order", "--kind", kind, ...extra);
+    fill(0.5);
+    expect((await embed("joint")).code).toBe(0);
+    expect((await embed("joint")).code).toBe(0); // same content
+    expect((await embed("text")).code).toBe(0);
+    fill(0.25);
     expectUserError(
-      await lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order"),
+      await embed("joint"),
       /field "--kind": dataset "okvqa-train" already has a "joint" embedding with other content \(pass --replace/,
     );
-    const run = withWorkspace((ws) => {
-      const id = ws.createRun({ kind: "sft", config: {}, seed: 1 });
-      ws.recordRunInputs(id, [{ path: ws.artifactPath("embeddings/okvqa-train/joint.npy"), sha256: "x" }]);
-      return id;
+    expect((await embed("joint", "--replace")).code).toBe(0); // no run read it
+    // A training run records the file it read; beams, rollouts and evaluation runs its sha256 in their config.
+    const readers = withWorkspace((ws) => {
+      const sft = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+      ws.recordRunInputs(sft, [{ path: ws.artifactPath("embeddings/okvqa-train/joint.npy"), sha256: "x" }]);
+      const evalRun = ws.createRun({ kind: "eval", config: { embeddings: { "okvqa-train/text": "y" } }, seed: 1 });
+      return { sft, evalRun };
     });
-    const replaced = await lever("embed", "import", file, "--dataset", "okvqa-train", "--dataset-order", "--replace");
-    expect(replaced.code, replaced.stderr).toBe(0);
-    expect(replaced.stderr).toBe(
-      `warning: replaced the "joint" embedding that run ${run} read; those runs can no longer be resumed\n`,
+    fill(0.75);
+    expectUserError(
+      await embed("joint", "--replace"),
+      `field "--replace": the "joint" embedding of dataset "okvqa-train" was read by run ${readers.sft}, so it is never replaced`,
     );
-    const matrix = withWorkspace((ws) => loadDatasetEmbedding(ws, "okvqa-train", "joint"));
-    expect(matrix.data[0]).toBe(0.25);
+    expectUserError(
+      await embed("text", "--replace"),
+      `field "--replace": the "text" embedding of dataset "okvqa-train" was read by run ${readers.evalRun}, so it is never replaced`,
+    );
+    expect(withWorkspace((ws) => loadDatasetEmbedding(ws, "okvqa-train", "joint")).data[0]).toBe(0.25);
   });
 
   it("--dataset-order maps rows to the dataset's items; bad flags are refused", async () => {

@@ -58,8 +58,8 @@ describe("lever metric vqa", () => {
 
   test("rejects an unknown variant", async () => {
     const result = await runMetricCli([...baseArgs(), "--variant", "lenient"]);
-    expect(result.code).toBe(1); // commander's usage error, not a LeverError
-    expect(result.stderr).toMatch(/Allowed choices/);
+    expect(result.code).toBe(2); // a usage error: one line, exit 2 like every bad input
+    expect(result.stderr).toMatch(/^error: [^\n]*Allowed choices[^\n]*\n$/);
   });
 
   test.each([

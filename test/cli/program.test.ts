@@ -1,6 +1,7 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { expectUserError, runCli } from "../helpers/cli.js";
 
@@ -9,8 +10,8 @@ describe("runLever (the real program, as the CLI runs it)", () => {
     const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as never);
     try {
       const result = await runCli(["data", "import", "--questions", "q.json"]);
-      expect(result.code).toBe(1);
-      expect(result.stderr).toContain("required option");
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^error: required option[^\n]*\n$/);
       expect(exit).not.toHaveBeenCalled();
     } finally {
       exit.mockRestore();
@@ -44,5 +45,31 @@ describe("runLever (the real program, as the CLI runs it)", () => {
     expectUserError(result, `error: ${dir}: is a directory, not a file (EISDIR)`);
     const synth = await runCli(["data", "synth", "--items", "10", "--out", dir, "--params", dir]);
     expectUserError(synth, `error: ${dir}: is a directory, not a file (EISDIR)`);
+  });
+
+  it("a usage error is one line and exit 2: a flag typo's hint joins it, no help follows", async () => {
+    const typo = await runCli(["eval", "--datset", "x"]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toBe("error: unknown option '--datset' (Did you mean --dataset?)\n");
+    const command = await runCli(["evl"]);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toBe("error: unknown command 'evl' (Did you mean eval?)\n");
+    const missing = await runCli(["compare"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^error: missing required argument 'runs'\n$/);
+  });
+
+  it("a closed stdout (lever … | head) ends quietly with exit 0, not an EPIPE stack trace", async () => {
+    const child = spawn(process.execPath, [resolve("dist/src/cli/main.js"), "--help"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.destroy(); // the reader is gone before lever writes
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const code = await new Promise<number | null>((done) => child.on("close", done));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
   });
 });

@@ -33,4 +33,25 @@ describe("README", () => {
     expect(readme).toContain("npm ci && npm run lever -- demo");
     expect(readme).toContain("npm ci && npm test");
   });
+
+  it("says how to run lever after npm ci, which does not put it on PATH", () => {
+    const setup = readme.slice(readme.indexOf("## Set up and run"), readme.indexOf("## Real data"));
+    expect(setup).toContain("npx lever");
+    expect(setup).toContain("npm link");
+  });
+
+  it("chains training by run names: RCE and GRPO get --init, and every checkpoint named is a run named before", () => {
+    const commands = [...readme.matchAll(/`(lever [^`]+)`/g)].map((m) => m[1].replace(/\s+/g, " "));
+    const training = commands.filter((c) => /^lever train (rce|grpo) --/.test(c));
+    expect(training.length).toBeGreaterThan(0);
+    for (const c of training) expect(c).toMatch(/ --init \S+/);
+    const named = new Set<string>();
+    const used: string[] = [];
+    for (const c of commands) {
+      for (const m of c.matchAll(/(?:--init |--checkpoint |selector:)([^\s,`]+)/g))
+        if (m[1] !== "random" && m[1] !== "CKPT" && !named.has(m[1])) used.push(`${m[1]} in: ${c}`);
+      for (const m of c.matchAll(/--name (\S+)/g)) named.add(m[1]);
+    }
+    expect(used).toEqual([]);
+  });
 });

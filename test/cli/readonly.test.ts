@@ -1,7 +1,10 @@
 /**
  * A workspace nobody may write (a read-only disk, a shared results folder): reading commands work,
  * writing commands say it is read-only. Permission bits do not bind root, so when the tests run as
- * root the CLI runs as the unprivileged user "nobody" (uid 65534) in a child process.
+ * root the CLI runs in a child process without that privilege: as root without the capabilities that
+ * bypass permission bits (`setpriv`), which still reads the clone wherever it sits (say in a mode-0700
+ * home directory); where setpriv is missing, as the unprivileged user "nobody" (uid 65534), which needs
+ * the clone readable by others.
  */
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -13,7 +16,24 @@ import { runCliOk } from "../helpers/cli.js";
 
 const CLI = resolve("dist/src/cli/main.js");
 const FIXTURES = resolve("test/fixtures/vqa/okvqa");
-const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+
+/** setpriv's arguments that drop the capabilities overriding file permissions. */
+const DROP_CAPS = ["--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search", "--"];
+
+/** How the CLI runs unprivileged: a command prefix and spawn options. */
+function unprivileged(): { prefix: string[]; options: { uid?: number; gid?: number } } {
+  if (process.getuid?.() !== 0) return { prefix: [], options: {} };
+  const probe = spawnSync("setpriv", [...DROP_CAPS, process.execPath, "-e", "0"], { encoding: "utf8" });
+  if (probe.status === 0) return { prefix: ["setpriv", ...DROP_CAPS], options: {} };
+  return { prefix: [], options: { uid: 65534, gid: 65534 } };
+}
+const asUser = unprivileged();
+
+/** Runs node with `args` unprivileged. */
+function node(args: string[]) {
+  const [command, ...rest] = [...asUser.prefix, process.execPath, ...args];
+  return spawnSync(command, rest, { encoding: "utf8", ...asUser.options });
+}
 
 let root: string;
 let ws: string;
@@ -47,7 +67,7 @@ afterAll(() => {
 });
 
 function lever(...args: string[]) {
-  return spawnSync(process.execPath, [CLI, "--workspace", ws, ...args], { encoding: "utf8", ...asUser });
+  return node([CLI, "--workspace", ws, ...args]);
 }
 
 describe("a read-only workspace", () => {
@@ -81,16 +101,22 @@ describe("a read-only workspace", () => {
     }
   });
 
+  it("the unprivileged CLI still reads a clone that sits in a mode-0700 directory (say root's home)", () => {
+    const home = mkdtempSync(join(tmpdir(), "lever-home-"));
+    chmodSync(home, 0o700);
+    const script = join(home, "clone.mjs");
+    writeFileSync(script, 'process.stdout.write("read")\n');
+    const result = node([script]);
+    rmSync(home, { recursive: true, force: true });
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toBe("read");
+  });
+
   it("a file the user may not read is one line naming it (permission denied)", () => {
-    if (asUser.uid === undefined && process.getuid?.() === 0) return; // cannot drop privileges here
     const secret = join(root, "secret.json");
     writeFileSync(secret, "[]");
-    chmodSync(secret, 0o600);
-    const result = spawnSync(
-      process.execPath,
-      [CLI, "metric", "vqa", "--results", secret, "--questions", secret, "--annotations", secret],
-      { encoding: "utf8", ...asUser },
-    );
+    chmodSync(secret, 0o000); // not even its owner may read it (root without its capabilities included)
+    const result = node([CLI, "metric", "vqa", "--results", secret, "--questions", secret, "--annotations", secret]);
     expect(result.status).toBe(2);
     expect(result.stderr).toBe(`error: ${secret}: permission denied (EACCES)\n`);
   });

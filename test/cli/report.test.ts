@@ -204,6 +204,13 @@ describe("lever report", () => {
     expect(html).toMatch(/<section id="training">[\s\S]*<svg /);
     expect(html).toMatch(/<section id="comparison">[\s\S]*<table>/);
     expect((html.match(/<div class="example">/g) ?? []).length).toBe(2);
+    // Another file at --out is never overwritten silently.
+    writeFileSync(out, "mine\n");
+    const args = ["--workspace", wsDir, "report", evalJson.runId, "--out", out, "--resamples", "200"];
+    expectUserError(await runCli(args), `${out}: file exists with other content (pass --replace to overwrite it)`);
+    expect(readFileSync(out, "utf8")).toBe("mine\n");
+    await runCliOk([...args, "--replace"]);
+    expect(readFileSync(out, "utf8")).toContain("<html");
   });
 
   it("defaults to reports/<run ids>.html in the workspace; --json gives the path and the model", async () => {
@@ -212,7 +219,7 @@ describe("lever report", () => {
     expect(result.path).toBe(join(wsDir, "reports", `${evalJson.runId}.html`));
     expect(existsSync(result.path)).toBe(true);
     expect(result.bytes).toBe(readFileSync(result.path).length);
-    expect(result.model.format).toBe("lever.report/1");
+    expect(result.model.format).toBe("lever.report/2");
     expect(result.model.comparison.baseline).toBe(`${evalJson.runId}/random`);
   });
 

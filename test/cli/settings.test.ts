@@ -31,12 +31,17 @@ function expectReachable(path: string[], schema: z.ZodType, skip: string[] = [])
     expect(option, `lever ${path.join(" ")} has no ${flag} for ${field.path.join(".")}`).toBeDefined();
     expect(field.description.length, `${field.path.join(".")} has no description`).toBeGreaterThan(0);
     expect(help).toContain(flag);
-    if (field.hasDefault)
+    if (flag.startsWith("--no-"))
+      expect(help, `${flag} says the setting is on and the flag turns it off`).toContain(
+        `on by default; ${flag} turns it off`,
+      );
+    else if (field.hasDefault)
       expect(help, `${flag} help shows its default`).toContain(
         `(default: ${field.defaultText ?? formatDefault(field.default)})`.replace(/\s+/g, " "),
       );
     expect(help).toContain(fieldHelp(field).replace(/\s+/g, " ").slice(0, 30));
   }
+  expect(help, "no --no-<flag> shows (default: true)").not.toMatch(/--no-[a-z-]+ [^-]*\(default: true\)/);
   return fields.length;
 }
 

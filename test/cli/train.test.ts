@@ -83,7 +83,7 @@ describe("lever train sft", () => {
       const runRecord = ws.getRun(out.runId)!;
       expect(runRecord.status).toBe("done");
       expect(ws.getStage(out.runId, "sft")?.status).toBe("done");
-      expect(ws.getStage(out.runId, "sft")?.artifacts).toHaveLength(4);
+      expect(ws.getStage(out.runId, "sft")?.artifacts).toHaveLength(5); // 3 epochs, best, health.json
       const epochRows = ws.getMetrics(out.runId, { name: "epoch.valTop1" });
       expect(epochRows.map((r) => r.epoch)).toEqual([0, 1, 2]);
       expect(ws.getMetrics(out.runId, { name: "loss" })).toHaveLength(3 * 6);
@@ -224,6 +224,7 @@ describe("running the same training command again", () => {
       expect(result.runId).toBe(failed.id);
       expect(notes).toEqual([
         `run ${failed.id} with these settings and inputs failed (simulated crash); resuming it (the same as: lever train resume ${failed.id})`,
+        "sft validates on 6 of 60 queries (held out by image, seed 42)",
       ]);
       // Only the third epoch is trained again; the first two are kept.
       expect(lines.map((l) => l.split("  ")[0])).toEqual(["sft epoch 3/3"]);
@@ -288,7 +289,7 @@ describe("resuming a run that started from a checkpoint", () => {
         runSftStage(ws, { ...inputs, name: "from-init-crash", progress: crashingProgress("epoch 2/3") }),
       ).rejects.toThrow(/simulated crash/);
       const crashed = ws.listRuns({ kind: "sft" }).at(-1)!.id;
-      const resumed = await resumeSftStage(ws, crashed, null);
+      const resumed = await resumeSftStage(ws, crashed, { progress: null });
       expect(resumed.epochsRun).toBe(3);
       const a = loadCheckpoint(straight.checkpoints.at(-1)!);
       const b = loadCheckpoint(resumed.checkpoints.at(-1)!);
@@ -403,5 +404,31 @@ describe("interrupted training", () => {
     );
     await runCliOk([...pools, "--out", "fresh"]);
     await runCliOk([...pools, "--out", "fresh", "--seed", "1", "--replace"]); // no run read it: replaced
+  });
+});
+
+describe("checkpoints named by run", () => {
+  it("lever selector inspect RUN:epoch-N, lever train sft --init RUN; lever train rce without --init is refused", async () => {
+    const first = JSON.parse(
+      await run([...base, "--epochs", "2", "--hidden", "8", "--name", "named", "--quiet", "--json"]),
+    );
+    const inspect = (ref: string) =>
+      runCliOk(["--workspace", wsDir, "selector", "inspect", ref, "--json"]).then((out) => JSON.parse(out));
+    expect((await inspect(`${first.runId}:epoch-1`)).provenance).toMatchObject({ runId: first.runId, epoch: 0 });
+    expect((await inspect("named:last")).provenance).toMatchObject({ runId: first.runId, epoch: 1 });
+    expectUserError(
+      await runCli(["--workspace", wsDir, "selector", "inspect", `${first.runId}:epoch-5`]),
+      `run ${first.runId} has no epoch-5 checkpoint (finished epochs: 1, 2;`,
+    );
+    const next = JSON.parse(
+      await run([...base, "--epochs", "1", "--hidden", "8", "--init", "named", "--quiet", "--json"]),
+    );
+    const ws = Workspace.open(wsDir, { create: false });
+    expect(ws.getRun(next.runId)?.config).toMatchObject({ init: first.bestCheckpoint });
+    ws.close();
+    expectUserError(
+      await runTrainCli(["rce", "--rollouts", join(dir, "beams.json"), "--dataset", "synth"]),
+      'field "--init": RCE starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random',
+    );
   });
 });

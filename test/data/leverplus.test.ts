@@ -216,11 +216,10 @@ describe("RL data", () => {
     expect(balanced.queries["205"].info?.gt_answers_raw).toHaveLength(2);
     const old = importRollouts(fixture("rl-old.json"), okvqa).set;
     expect(old.queries["530"].info).toBeUndefined();
-    expect(old.queries["101"].trajectories).toEqual([]);
     expect(summarizeRolloutSet(old)).toMatchObject({
-      queries: 2,
+      queries: 1,
       trajectories: 2,
-      perQuery: { min: 0, max: 2 },
+      perQuery: { min: 2, max: 2 },
       mixedQueries: 1,
     });
   });
@@ -235,13 +234,26 @@ describe("RL data", () => {
     });
   }
 
-  it("warns (does not fail) when a trajectory uses the query as its own demonstration", () => {
-    const data = fixture("rl-balanced.json") as Loose;
-    data["1"].pointer_candidates[0].pointer = [1, 4];
-    const { warnings } = importRollouts(data, okvqa, { file: "bal.json" });
-    expect(warnings).toEqual([
-      'bal.json: 1 trajectories in 1 queries use the query itself as a demonstration (first: record "1")',
-    ]);
+  it("accepts a Lever-Plus vqa_gt_prob above 1 (its mis-masked span allows up to 10/3) and gives no warnings", () => {
+    const data = fixture("rl-v4.json") as Loose;
+    data["2"].pointer_candidates[0].vqa_gt_prob = 1.7;
+    const { set, warnings } = importRollouts(data, okvqa, { file: "rl.json" });
+    expect(set.queries["310"].trajectories[0].vqaGtProb).toBe(1.7);
+    expect(warnings).toEqual([]);
+  });
+
+  it("rejects a stored artefact whose fields contradict each other, naming its own field names", () => {
+    const { set } = importRollouts(fixture("rl-v4.json"), okvqa);
+    const bad = structuredClone(set) as Loose;
+    bad.queries["310"].trajectories[1].vqaCorrect = 1;
+    expect(() => parseRolloutSet(bad, "rollouts/x.json")).toThrow(
+      'rollouts/x.json, record "310", field "trajectories[1].vqaCorrect": is 1 but vqaAccScore is 0: no annotator gave that answer',
+    );
+    bad.queries["310"].trajectories[1].vqaCorrect = 0;
+    bad.queries["310"].trajectories[1].logprobScore = 1e308;
+    expect(() => parseRolloutSet(bad, "rollouts/x.json")).toThrow(
+      'rollouts/x.json, record "310", field "trajectories[1].logprobScore": a log-probability must be ≤ 0',
+    );
   });
 
   const broken: [string, string, (data: Loose) => void, RegExp | string][] = [
@@ -292,7 +304,80 @@ describe("RL data", () => {
       (d) => {
         d["4"].pointer_candidates[0].vqa_acc_score = 1.5;
       },
-      /field "pointer_candidates\[0\]\.vqa_acc_score": Too big/,
+      'rl.json, record "4", field "pointer_candidates[0].vqa_acc_score": must be in [0, 1]',
+    ],
+    ...[3.5, -4, 1e300].map((value): [string, string, (data: Loose) => void, string] => [
+      `a vqa_gt_prob of ${value}`,
+      "rl-v4.json",
+      (d) => {
+        d["2"].pointer_candidates[1].vqa_gt_prob = value;
+      },
+      'rl.json, record "2", field "pointer_candidates[1].vqa_gt_prob": must be in [0, 10/3]',
+    ]),
+    [
+      "a positive logprob_score",
+      "rl-v4.json",
+      (d) => {
+        d["2"].pointer_candidates[0].logprob_score = 1e308;
+      },
+      'rl.json, record "2", field "pointer_candidates[0].logprob_score": a log-probability must be ≤ 0',
+    ],
+    [
+      "vqa_correct 1 with accuracy 0",
+      "rl-v4.json",
+      (d) => {
+        d["2"].pointer_candidates[1].vqa_correct = 1;
+      },
+      'rl.json, record "2", field "pointer_candidates[1].vqa_correct": is 1 but vqa_acc_score is 0: no annotator gave that answer',
+    ],
+    [
+      "vqa_correct 0 with accuracy 1",
+      "rl-k64.json",
+      (d) => {
+        d["2"].pointer_candidates[0].vqa_correct = 0;
+      },
+      'rl.json, record "2", field "pointer_candidates[0].vqa_correct": is 0 but vqa_acc_score is 1',
+    ],
+    [
+      "eval_failed with a score",
+      "rl-v4.json",
+      (d) => {
+        d["6"].pointer_candidates[0].eval_failed = true;
+      },
+      'rl.json, record "6", field "pointer_candidates[0].eval_failed": is true, yet the trajectory has a score (vqa_acc_score 0.9); a failed evaluation has none',
+    ],
+    [
+      "a null accuracy without eval_failed",
+      "rl-v4.json",
+      (d) => {
+        d["6"].pointer_candidates[0].vqa_acc_score = null;
+        delete d["6"].pointer_candidates[0].vqa_correct;
+      },
+      'rl.json, record "6", field "pointer_candidates[0].vqa_acc_score": is null but the trajectory is not marked eval_failed',
+    ],
+    [
+      "a query with no trajectories",
+      "rl-v4.json",
+      (d) => {
+        d["6"].pointer_candidates = [];
+      },
+      'rl.json, record "6", field "pointer_candidates": holds no trajectories',
+    ],
+    [
+      "a pool holding the query itself",
+      "rl-k64.json",
+      (d) => {
+        d["5"].candidate_pool_ids = [3, 7, 5];
+      },
+      'rl.json, record "5", field "candidate_pool_ids[2]": 5 is the query itself: a query is never its own candidate',
+    ],
+    [
+      "a trajectory using the query as its own demonstration",
+      "rl-balanced.json",
+      (d) => {
+        d["1"].pointer_candidates[2].pointer = [0, 1];
+      },
+      'rl.json, record "1", field "pointer_candidates[2].pointer[1]": 1 is the query itself: a query is never its own demonstration',
     ],
     [
       "pointer_global that contradicts the pool",
@@ -338,9 +423,9 @@ describe("RL data", () => {
       "a pointer_candidates list that is missing",
       "rl-old.json",
       (d) => {
-        delete d["0"].pointer_candidates;
+        delete d["4"].pointer_candidates;
       },
-      /record "0", field "pointer_candidates": is required but missing/,
+      /record "4", field "pointer_candidates": is required but missing/,
     ],
   ];
   for (const [what, name, mutate, message] of broken) {
@@ -398,7 +483,8 @@ describe("RL data", () => {
     const { set } = importRollouts(fixture("rl-k64.json"), okvqa);
     const qid = okvqa.ids[2];
     const first = set.queries[qid].trajectories[0];
-    const failed = { ...first, vqaAccScore: null, evalFailed: true, gtLogprob: null, sampleLogprob: null };
+    const { vqaCorrect: _noScore, ...unscored } = first;
+    const failed = { ...unscored, vqaAccScore: null, evalFailed: true, gtLogprob: null, sampleLogprob: null };
     const scored = { ...set.queries[qid].trajectories[1], gtLogprob: -0.25, sampleLogprob: -3.5 };
     const edited = {
       ...set,

@@ -2,7 +2,7 @@
  * `lever beams` and `lever rollouts` end to end on a simulated workspace, as a user runs them:
  * beams → `lever train sft` → rollouts from the checkpoint → Lever-Plus export → import.
  */
-import { mkdtempSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -147,6 +147,19 @@ describe("lever rollouts (CLI)", () => {
     expect(again.stdout).toMatch(
       /trajectories per query: min \d+, mean [\d.]+, max \d+\nmethods: beam \d+, greedy 12, random \d+/,
     );
+  });
+
+  it("in a copied (moved) workspace the same command finds the done run and assembles the same bytes", async () => {
+    await runCliOk(w.args(...rolloutsCommand()));
+    const copy = join(mkdtempSync(join(tmpdir(), "lever-rollouts-moved-")), "ws");
+    cpSync(w.ws.dir, copy, { recursive: true });
+    const moved = rolloutsCommand().map((arg) => arg.replace(w.ws.dir, copy));
+    const again = await runCli(["--workspace", copy, ...moved]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/\(resumed\): 12 queries, 12 already stored, 0 rolled out/);
+    const file = join("artifacts", "rollouts", "r.json");
+    expect(readFileSync(join(copy, file)).equals(readFileSync(join(w.ws.dir, file)))).toBe(true);
+    expect(readFileSync(join(copy, file), "utf8")).not.toContain(w.ws.dir);
   });
 
   it("without a checkpoint proposes retrieval and random only, and says so", async () => {

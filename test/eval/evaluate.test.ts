@@ -228,7 +228,7 @@ describe("evaluate on the simulator", () => {
     // Batches of ≤ 25 per (retriever, shot) over 30 queries: 25, 5, 25, 5, 25, 5, then the 7th batch
     // reaches 115 ≥ 100 prompts and the abort comes after its answers: all 115 are stored.
     expect(sim.ws.getPredictions(cut.runId).length).toBe(115);
-    expect(sim.ws.getRun(cut.runId)?.status).toBe("running");
+    expect(sim.ws.getRun(cut.runId)?.status).toBe("interrupted");
 
     const rest = counting();
     const resumed = await evaluate(sim.ws, opts, { progress: null, wrapBackend: rest.wrap });

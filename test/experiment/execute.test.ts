@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { execute } from "../../src/experiment/execute.js";
+import { execute, labelledStream } from "../../src/experiment/execute.js";
 import { loadExperiment } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import { Workspace } from "../../src/store/workspace.js";
@@ -58,6 +58,13 @@ describe("lever run (a tiny synthetic world, every stage)", () => {
     expect(first.report.comparison).toContain("selector:online");
     // The seeds of one β form one row (mean ± sd over the seeds).
     expect(first.report.comparison).toMatch(/grpo_beta-0\.2 .*over 2 seeds/);
+    // In a sweep the log names each stage's variant: its label and which variants it serves.
+    expect(first.lines).toContainEqual(
+      expect.stringMatching(/^grpo [0-9a-f]{10} grpo_beta-0\.2_seed-2 \(variant 4 of 4\): running$/),
+    );
+    expect(first.lines).toContainEqual(
+      expect.stringMatching(/^sft [0-9a-f]{10} sft \(variants 1, 2, 3, 4 of 4, shared\): running$/),
+    );
     expect(first.report.reportPath).not.toBeNull();
     expect(existsSync(first.report.reportPath as string)).toBe(true);
     const html = readFileSync(first.report.reportPath as string, "utf8");
@@ -88,4 +95,19 @@ describe("lever run (a tiny synthetic world, every stage)", () => {
     expect(changed.report.evalRuns).toEqual(first.report.evalRuns);
     expect(new Set(rowsOf(changed.report.comparison))).toEqual(new Set(rowsOf(first.report.comparison)));
   }, 180_000);
+});
+
+describe("a sweep's progress", () => {
+  it("starts every progress line with the variant's stage label, on a terminal and in a log", () => {
+    for (const isTTY of [true, false]) {
+      const written: string[] = [];
+      const stream = { isTTY, write: (t: string) => written.push(t) > 0 } as unknown as NodeJS.WritableStream;
+      const labelled = labelledStream(stream, "grpo_beta-0.2_seed-1");
+      expect((labelled as { isTTY?: boolean }).isTTY).toBe(isTTY);
+      labelled.write(isTTY ? "\rgrpo epoch 1/2 [###   ]" : "grpo epoch 1/2 50%\n");
+      expect(written).toEqual([
+        isTTY ? "\r[grpo_beta-0.2_seed-1] grpo epoch 1/2 [###   ]" : "[grpo_beta-0.2_seed-1] grpo epoch 1/2 50%\n",
+      ]);
+    }
+  });
 });

@@ -59,6 +59,47 @@ describe("experiment files", () => {
     }
   });
 
+  it("hostile or empty files are one LeverError, not a stack trace: alias bomb, huge grid, empty sweep, __proto__", () => {
+    const laughs = ["a: &a [x, x, x, x, x, x, x, x, x]"];
+    for (const [name, prev] of [
+      ["b", "a"],
+      ["c", "b"],
+      ["d", "c"],
+      ["e", "d"],
+      ["f", "e"],
+    ])
+      laughs.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(", ")}]`);
+    const bomb = write("bomb.yaml", `${laughs.join("\n")}\n`);
+    expect(leverErrorOf(() => loadExperiment(bomb)).message).toMatch(/bomb\.yaml: YAML aliases expand too far/);
+    const file = write("grid.yaml", BASE);
+    const sets = ["pools.seed", "beams.seed", "sft.seed", "rollouts.seed", "rce.seed", "grpo.seed"].map(
+      (key) => `${key}=[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]`,
+    );
+    expect(leverErrorOf(() => loadExperiment(file, sets)).message).toMatch(
+      /grid\.yaml: the sweeps make 1,000,000 variants \(pools\.seed: 10 × .*\); at most 1000/,
+    );
+    expect(loadExperiment(file, sets.slice(0, 3)).variants).toHaveLength(1000); // the limit itself is allowed
+    const empty = write("empty.yaml", `${BASE}grpo:\n  seed: []\n`);
+    expect(leverErrorOf(() => loadExperiment(empty)).message).toMatch(
+      /empty\.yaml, field "grpo\.seed": an empty list sweeps over no values/,
+    );
+    expect(leverErrorOf(() => loadExperiment(file, ["sft.seed=[]"])).message).toMatch(/field "sft\.seed": an empty/);
+    for (const set of ["__proto__.x=1", "sft.constructor.x=1", "sft.prototype=2"])
+      expect(leverErrorOf(() => loadExperiment(file, [set])).message).toMatch(/not a setting/);
+    expect(({} as Record<string, unknown>).x).toBeUndefined(); // nothing reached Object.prototype
+    const json = write("proto.json", '{ "name": "t", "__proto__": { "x": 1 } }');
+    expect(leverErrorOf(() => loadExperiment(json)).message).toMatch(/field "__proto__": not a setting/);
+  });
+
+  it("a compare.baseline no method will have is refused when planning, before any training", () => {
+    const file = write("baseline.yaml", `${BASE}eval: { baselines: [zero, random] }\ngrpo: { seed: [1, 2] }\n`);
+    const error = leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=rnadom"])));
+    expect(error.message).toMatch(/baseline\.yaml, field "compare\.baseline": no method "rnadom" will be evaluated/);
+    expect(error.message).toContain("selector:grpo_seed-1");
+    for (const ok of ["random", "rce", "selector:sft", "grpo_seed-2", "grpo", "x-eval-1/random"])
+      expect(() => plan(loadExperiment(file, [`compare.baseline=${ok}`])), ok).not.toThrow();
+  });
+
   it("validation errors name the file, the key and its line; unknown keys are rejected", () => {
     const bad = write("bad.yaml", `${BASE}grpo:\n  kl:\n    beta: -1\n`);
     expect(leverErrorOf(() => loadExperiment(bad)).message).toMatch(
@@ -159,7 +200,9 @@ describe("experiment files", () => {
           progress: null,
           signal: controller.signal,
         }),
-      ).rejects.toThrow(/interrupted; rerun the same command to resume/);
+      ).rejects.toThrow(
+        /^stopped before the next stage; kept: 0 of \d+ stages done .*; run the same command again to resume/,
+      );
       expect(lines).toEqual([]);
       expect(ws.listDatasets()).toEqual([]);
     } finally {

@@ -2,7 +2,7 @@
  * `lever run` after a training stage failed: the next `lever run` resumes that stage's run from its last
  * finished epoch (src/store/stage-run.ts), instead of training a new run from scratch.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -51,6 +51,8 @@ describe("lever run after a failed training stage", () => {
       expect(report.counts.sft).toEqual({ run: 1, reused: 0 });
       expect(report.trainingRuns).toContain(failed.id);
       expect(ws.listRuns({ kind: "sft" }).map((r) => r.id)).toEqual([failed.id]);
+      // No second run's checkpoints left beside the first (no orphaned files on a full disk).
+      expect(readdirSync(ws.artifactPath("runs")).filter((d) => d.startsWith("sft-"))).toEqual([failed.id]);
       expect(ws.getRun(failed.id)?.status).toBe("done");
       // Epochs 1 and 2 were kept: only epoch 3 was trained, and each epoch is recorded once.
       expect(progress.filter((t) => t.startsWith("sft epoch")).map((t) => t.split("  ")[0])).toEqual(["sft epoch 3/3"]);

@@ -10,7 +10,7 @@ export interface CliResult {
 
 /**
  * Runs `lever ARGS` in-process through the real program (`runLever`): a LeverError becomes one
- * "error: …" line on stderr and exit code 2, a usage error is commander's message and code 1.
+ * "error: …" line on stderr and exit code 2, a usage error is commander's one-line message and code 2.
  */
 export async function runCli(args: string[]): Promise<CliResult> {
   let stdout = "";

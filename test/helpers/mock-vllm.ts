@@ -4,7 +4,9 @@
  * `prompt_logprobs` — leading null, one dict per prompt token keyed by token-id strings, the actual
  * token first plus top-k when `prompt_logprobs` > 0) and `/tokenize` ({count, max_model_len, tokens}).
  * and `GET /v1/models`. A deterministic fake tokenizer and a Qwen-like chat template make the token
- * ids reproducible, and faults (HTTP errors, Retry-After, hangs, malformed JSON, connection resets,
+ * ids reproducible; a Vicuna-like template (LLaVA-1.5 / Llama family) puts the answer behind a space,
+ * so its first token carries it, shown as text (" no"), GPT-2 byte-level ("Ġno") or SentencePiece
+ * ("▁no") decoded tokens, and faults (HTTP errors, Retry-After, hangs, malformed JSON, connection resets,
  * a shifted answer span) can be queued per request, applied to every request (`failAll`) or chosen
  * per request by a rule (`faultFor`, e.g. "half of the prompts always fail"). A text-only model and
  * a server without `prompt_logprobs` can be imitated; a refused connection is a closed mock's URL.
@@ -114,7 +116,7 @@ export function mockRank(position: number, id: number): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Chat template (Qwen2.5-VL shape)
+// Chat templates (Qwen2.5-VL; Vicuna as LLaVA-1.5 uses it)
 
 type Part = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
 interface Message {
@@ -151,19 +153,40 @@ export interface Rendered {
   finalContentStart: number | null;
 }
 
+export type ChatTemplate = "qwen" | "vicuna";
+
+const VICUNA_ROLES: Record<string, string> = { system: "", user: "USER: ", assistant: "ASSISTANT: " };
+
+/** The whole conversation as the template renders it, before any cut for `continue_final_message`. */
+function renderTemplate(
+  messages: Message[],
+  addGenerationPrompt: boolean,
+  template: ChatTemplate,
+  checkImage: (url: string) => void,
+): string {
+  if (template === "vicuna") {
+    let text =
+      messages[0].role === "system" ? "" : "A chat between a curious human and an artificial intelligence assistant. ";
+    for (const m of messages) text += `${VICUNA_ROLES[m.role] ?? `${m.role}: `}${contentText(m.content, checkImage)}\n`;
+    return addGenerationPrompt ? `${text}ASSISTANT:` : text;
+  }
+  let text = messages[0].role === "system" ? "" : "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
+  for (const m of messages) text += `<|im_start|>${m.role}\n${contentText(m.content, checkImage)}<|im_end|>\n`;
+  return addGenerationPrompt ? `${text}<|im_start|>assistant\n` : text;
+}
+
 export function renderChat(
   messages: Message[],
   addGenerationPrompt: boolean,
   continueFinalMessage: boolean,
   checkImage: (url: string) => void = () => {},
+  template: ChatTemplate = "qwen",
 ): Rendered {
   if (!Array.isArray(messages) || messages.length === 0)
     throw new RequestError(400, "messages must be a non-empty list");
   if (addGenerationPrompt && continueFinalMessage)
     throw new RequestError(400, "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
-  let text = messages[0].role === "system" ? "" : "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
-  for (const m of messages) text += `<|im_start|>${m.role}\n${contentText(m.content, checkImage)}<|im_end|>\n`;
-  if (addGenerationPrompt) text += "<|im_start|>assistant\n";
+  const text = renderTemplate(messages, addGenerationPrompt, template, checkImage);
   if (!continueFinalMessage) return { text, finalContentStart: null };
   // As transformers' apply_chat_template: cut right after the (stripped) final message content.
   const final = contentText(messages[messages.length - 1].content, () => {}).trim();
@@ -191,9 +214,19 @@ export interface MockVllmOptions {
   /** `<|image_pad|>` tokens per image. */
   imageTokens?: number;
   latencyMs?: number;
-  decodedStyle?: "text" | "byte-level";
-  /** Generated text for a generate request (before max_tokens truncation). */
-  answer?: (messages: Message[]) => string;
+  /**
+   * How `decoded_token`s look: text (recent vLLM), GPT-2 byte-level pieces ("Ġno"), or SentencePiece
+   * pieces (spaces as "▁": "▁no").
+   */
+  decodedStyle?: "text" | "byte-level" | "sentencepiece";
+  /**
+   * The chat template: `qwen` (Qwen2.5-VL: the answer follows `assistant\n`, its first token has no
+   * space) or `vicuna` (LLaVA-1.5 / Llama-family: `USER: … ASSISTANT: answer`, so the first answer
+   * token carries the space before it: " no", as BPE and SentencePiece tokenizers both fold it in).
+   */
+  template?: "qwen" | "vicuna";
+  /** Generated text for a generate request (before max_tokens truncation); null = `content: null`. */
+  answer?: (messages: Message[]) => string | null;
   /** Directory `file://` images may come from (vLLM --allowed-local-media-path); null = refuse file URLs. */
   allowedLocalMediaPath?: string | null;
   /** Keep request bodies in `log` (disable for benchmarks). */
@@ -214,6 +247,8 @@ export interface LoggedRequest {
 export interface ScoreTruth {
   /** Logprobs of the final assistant message's tokens, from the mock's own rendering. */
   answerLogprobs: number[];
+  /** The answer tokens' `decoded_token`s, as the server sends them. */
+  answerDecoded: string[];
   promptTokens: number;
 }
 
@@ -246,6 +281,7 @@ export class MockVllm {
       imageTokens: options.imageTokens ?? 4,
       latencyMs: options.latencyMs ?? 0,
       decodedStyle: options.decodedStyle ?? "text",
+      template: options.template ?? "qwen",
       answer: options.answer,
       allowedLocalMediaPath: options.allowedLocalMediaPath ?? null,
       keepBodies: options.keepBodies ?? true,
@@ -398,7 +434,10 @@ export class MockVllm {
     });
     let answerFrom: number | null = null;
     if (rendered.finalContentStart !== null) {
-      answerFrom = outStarts.findIndex((s) => s >= rendered.finalContentStart!);
+      // The token holding the content's first character: it may start earlier, with the space before it.
+      const first = rendered.finalContentStart;
+      const at = outStarts.findIndex((s) => s >= first);
+      answerFrom = at >= 0 && outStarts[at] === first ? at : (at < 0 ? outStarts.length : at) - 1;
       if (mergeAnswerBoundary && answerFrom > 0) {
         const merged = decodeToken(outIds[answerFrom - 1]) + decodeToken(outIds[answerFrom]);
         outIds.splice(answerFrom - 1, 2, pieceId(merged));
@@ -410,7 +449,10 @@ export class MockVllm {
 
   private decoded(id: number): string {
     const text = decodeToken(id);
-    return this.options.decodedStyle === "byte-level" ? byteLevelForm(text) : text;
+    if (this.options.decodedStyle === "byte-level") return byteLevelForm(text);
+    if (this.options.decodedStyle === "sentencepiece" && SPECIAL_TOKENS[text] === undefined)
+      return text.replaceAll(" ", "\u2581");
+    return text;
   }
 
   private chat(body: Record<string, unknown>, wrongSpan: boolean): unknown {
@@ -418,10 +460,11 @@ export class MockVllm {
     const messages = body.messages as Message[];
     const addGenerationPrompt = body.add_generation_prompt === undefined ? true : body.add_generation_prompt === true;
     const continueFinal = body.continue_final_message === true;
-    const rendered = renderChat(messages, addGenerationPrompt, continueFinal, this.checkImage);
+    const rendered = renderChat(messages, addGenerationPrompt, continueFinal, this.checkImage, this.options.template);
     const { ids, answerFrom } = this.promptTokens(rendered, wrongSpan);
     const maxTokens = typeof body.max_tokens === "number" ? body.max_tokens : 16;
-    const generated = encode(this.options.answer?.(messages) ?? defaultAnswer(messages)).ids.slice(0, maxTokens);
+    const answer = this.options.answer === undefined ? defaultAnswer(messages) : this.options.answer(messages);
+    const generated = encode(answer ?? "").ids.slice(0, maxTokens);
     const k = typeof body.prompt_logprobs === "number" && this.options.promptLogprobs ? body.prompt_logprobs : null;
     let promptLogprobs: (Record<string, unknown> | null)[] | null = null;
     if (k !== null) {
@@ -430,6 +473,7 @@ export class MockVllm {
         const final = messages[messages.length - 1];
         this.truth.set(typeof final.content === "string" ? final.content.trim() : "", {
           answerLogprobs: ids.slice(answerFrom).map((id, j) => mockLogprob(answerFrom + j, id)),
+          answerDecoded: ids.slice(answerFrom).map((id) => this.decoded(id)),
           promptTokens: ids.length,
         });
       }
@@ -445,7 +489,7 @@ export class MockVllm {
           message: {
             role: "assistant",
             reasoning_content: null,
-            content: generated.map(decodeToken).join(""),
+            content: answer === null ? null : generated.map(decodeToken).join(""),
             tool_calls: [],
           },
           logprobs: null,
@@ -495,6 +539,7 @@ export class MockVllm {
         addGenerationPrompt,
         body.continue_final_message === true,
         this.checkImage,
+        this.options.template,
       );
       ids = this.promptTokens(rendered, false).ids;
     }

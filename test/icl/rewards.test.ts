@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { Trajectory } from "../../src/data/trajectories.js";
 import {
   normalizeGroup,
+  REWARD_MODES,
   type RewardConfig,
   RewardSchema,
   rankScores,
@@ -36,6 +38,18 @@ function reward(t: Trajectory, over: Partial<RewardConfig>): number {
 }
 
 describe("reward modes", () => {
+  it("are one table: the setting's choices and help name every mode, and docs/training.md documents each", () => {
+    expect(RewardSchema.shape.mode.unwrap().options).toEqual(REWARD_MODES);
+    const help = RewardSchema.shape.mode.description as string;
+    const table = readFileSync(new URL("../../docs/training.md", import.meta.url), "utf8");
+    for (const mode of REWARD_MODES) {
+      expect(help).toMatch(new RegExp(`\\b${mode} = `));
+      expect(table).toContain(`\`${mode}\``);
+      // every mode computes a finite reward from a trajectory that has every field
+      expect(Number.isFinite(reward(right, { mode, alpha: 1, beta: 1 }))).toBe(true);
+    }
+  });
+
   it("has the documented defaults and rejects unknown keys", () => {
     expect(RewardSchema.parse({})).toEqual({
       mode: "hard_plus_soft",

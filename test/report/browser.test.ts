@@ -86,6 +86,30 @@ describe("the HTML report in headless Chromium", () => {
         }),
       );
       expect(charts).toHaveLength(4); // loss, gradNorm, epoch.valLoss, accuracy by shot
+
+      // The result comes first: the headline's sentence and table sit above every chart.
+      const headline = await page.locator("#headline").boundingBox();
+      const firstChart = await page.locator("svg.marks").first().boundingBox();
+      expect(headline!.y + headline!.height).toBeLessThanOrEqual(firstChart!.y);
+      expect(await page.locator("section").first().getAttribute("id")).toBe("headline");
+      await expect(page.locator("#headline p.sentence").innerText()).resolves.toMatch(
+        /^Best method against the baseline random on all 8 questions: at 1 shot topk-image 71\.43 vs 25\.00/,
+      );
+      expect(await page.locator("#headline tbody tr").count()).toBe(2);
+      // A significantly worse Δ is drawn red, a better one green, a non-significant one grey.
+      // (A string, evaluated in the page: the test's types have no DOM library.)
+      const colours = await page.evaluate(`(() => {
+        const colour = (className) => {
+          const div = document.createElement("div");
+          div.className = className;
+          document.body.append(div);
+          const c = getComputedStyle(div).color;
+          div.remove();
+          return c;
+        };
+        return { worse: colour("sig worse"), better: colour("sig better"), ns: colour("ns") };
+      })()`);
+      expect(colours).toEqual({ worse: "rgb(179, 38, 30)", better: "rgb(10, 107, 45)", ns: "rgb(119, 119, 119)" });
       for (const chart of charts) {
         expect(chart.width).toBeGreaterThan(100);
         expect(chart.height).toBeGreaterThan(100);
@@ -101,7 +125,8 @@ describe("the HTML report in headless Chromium", () => {
           visible: t.getBoundingClientRect().height > 0,
         })),
       );
-      expect(tables.length).toBeGreaterThanOrEqual(4); // datasets, evaluations, comparison, overlap
+      // headline, comparison, overlap, answer types, stages, summaries, datasets, evaluations
+      expect(tables.length).toBeGreaterThanOrEqual(8);
       for (const t of tables) expect(t).toMatchObject({ visible: true });
       expect(tables.every((t) => t.rows > 0)).toBe(true);
       await expect(page.locator("#comparison table").first().innerText()).resolves.toMatch(/topk-image/);

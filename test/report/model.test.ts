@@ -1,4 +1,8 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { verdictOf } from "../../src/report/headline.js";
 import { renderReportHtml } from "../../src/report/html.js";
 import { buildReportModel, downsample, type ReportModel } from "../../src/report/model.js";
 import { ReportSettingsSchema } from "../../src/report/options.js";
@@ -29,7 +33,7 @@ beforeAll(async () => {
 
 describe("buildReportModel", () => {
   it("has every section: runs with configs, datasets, evaluations, curves, warnings, comparison, examples", () => {
-    expect(model.format).toBe("lever.report/1");
+    expect(model.format).toBe("lever.report/2");
     expect(model.runs.map((r) => [r.id, r.kind])).toEqual([
       [fixture.evalRun, "eval"],
       [fixture.trainRun, "sft"],
@@ -136,6 +140,156 @@ describe("buildReportModel", () => {
       ],
       perPoint: 4,
     });
+  });
+});
+
+describe("the report's result first", () => {
+  it("states the best method vs the baseline per shot in one sentence and one table", () => {
+    const headline = model.headline!;
+    expect(headline.baseline).toBe("random");
+    expect(headline.table).toBe("all");
+    // topk-image is the only method under test; Δ and Holm p as in the comparison test above.
+    expect(headline.rows.map((r) => [r.shot, r.label, r.verdict])).toEqual([
+      [1, "topk-image", "no significant difference"],
+      [2, "topk-image", "no significant difference"],
+    ]);
+    expect(headline.rows[0].difference).toBeCloseTo(300 / 7, 10);
+    expect(headline.rows[0].accuracy).toBeCloseTo(500 / 7, 10); // 5 of 7 scored right
+    expect(headline.rows[0].baselineAccuracy).toBeCloseTo(25, 10); // 2 of 8
+    expect(headline.rows[1].pHolm).toBeCloseTo(0.25, 15);
+    const ci = "\\[[+-]\\d+\\.\\d\\d, [+-]\\d+\\.\\d\\d\\]";
+    expect(headline.sentence).toMatch(
+      new RegExp(
+        "^Best method against the baseline random on all 8 questions: " +
+          `at 1 shot topk-image 71\\.43 vs 25\\.00 \\(Δ \\+42\\.86 ${ci}, Holm p 0\\.2500\\): no significant difference; ` +
+          `at 2 shots topk-image 78\\.75 vs 32\\.50 \\(Δ \\+46\\.25 ${ci}, Holm p 0\\.2500\\): no significant difference\\.$`,
+      ),
+    );
+  });
+
+  it("opens with the headline, then the comparison, before any chart or training curve", () => {
+    const at = (needle: string) => html.indexOf(needle);
+    expect(at('<section id="headline">')).toBeGreaterThan(0);
+    expect(at('<section id="headline">')).toBeLessThan(at("<svg"));
+    expect(at('<section id="headline">')).toBeLessThan(at('<section id="comparison">'));
+    expect(at('<section id="comparison">')).toBeLessThan(at('<section id="training">'));
+    expect(at('<section id="comparison">')).toBeLessThan(at('<section id="config">'));
+    const headline = html.slice(at('<section id="headline">'), at('<section id="comparison">'));
+    expect(headline).toContain("Best method against the baseline random on all 8 questions: at 1 shot topk-image");
+    expect(headline).toMatch(/<th>best method<\/th>/);
+    expect(headline).toMatch(/<td>topk-image<\/td><td class="num">71\.43<\/td><td class="num">25\.00<\/td>/);
+  });
+
+  it("colours a significantly worse Δ red and says so; green only for a significantly better one", async () => {
+    expect(verdictOf({ significant: true, difference: -3 })).toBe("worse");
+    expect(verdictOf({ significant: true, difference: 3 })).toBe("better");
+    expect(verdictOf({ significant: false, difference: 3 })).toBe("no significant difference");
+    const worse = structuredClone(model);
+    const cell = worse.comparison!.tables[0].rows[1].cells[0]!;
+    Object.assign(cell.comparison!, { difference: -20, significant: true, pHolm: 0.01 });
+    Object.assign(worse.headline!.rows[0], { difference: -20, verdict: "worse", pHolm: 0.01 });
+    const text = await renderReportHtml(worse);
+    expect(text).toMatch(/<div class="sig worse">Δ -20\.00 \[[^\]]*\] \* worse<\/div>/);
+    expect(text).toMatch(/<td class="sig worse">significantly worse<\/td>/);
+    expect(text).toMatch(/\.sig\.worse \{ color: #b3261e; \}/);
+    expect(text).not.toMatch(/class="sig better"[^<]*-20\.00/);
+    const better = structuredClone(model);
+    Object.assign(better.comparison!.tables[0].rows[1].cells[0]!.comparison!, { significant: true });
+    expect(await renderReportHtml(better)).toMatch(/<div class="sig better">Δ \+42\.86/);
+  });
+});
+
+describe("the report's breakdowns", () => {
+  it("gives accuracy by answer type (yes/no, number, other) per method and shot", () => {
+    const types = model.answerTypes!;
+    expect(types.types).toEqual(["yes/no", "number", "other"]);
+    const row = (label: string, shot: number) =>
+      types.rows.find((r) => r.label === label && r.shot === shot)!.cells.map((c) => [c.type, c.n, c.accuracy]);
+    // random at 1 shot: [0, 1 | 0, 0 | 1, 0, 0, 0]; topk-image: [1, 1 | 0, 1 | 1, 0, 1, failed].
+    expect(row("random", 1)).toEqual([
+      ["yes/no", 2, 50],
+      ["number", 2, 0],
+      ["other", 4, 25],
+    ]);
+    const topk = row("topk-image", 1);
+    expect(topk.slice(0, 2)).toEqual([
+      ["yes/no", 2, 100],
+      ["number", 2, 50],
+    ]);
+    expect(topk[2][1]).toBe(3);
+    expect(topk[2][2]).toBeCloseTo(200 / 3, 10);
+    // random at 2 shots: number questions [0, 0.6] → 30.
+    expect(row("random", 2)[1]).toEqual(["number", 2, 30]);
+    expect(html).toMatch(
+      /<h3>Accuracy by answer type<\/h3>[\s\S]*<th>yes\/no<\/th><th>number<\/th><th>other<\/th>[\s\S]*<td>random<\/td><td class="num">1<\/td><td class="num">50\.00 \(n 2\)<\/td>/,
+    );
+  });
+
+  it("gives each stage's wall time and VLM calls", async () => {
+    const costs = model.stageCosts.map((c) => [c.runId, c.stage, c.status, c.vlmCalls, c.cacheHits]);
+    expect(costs).toEqual([
+      [fixture.evalRun, "eval", "done", 30, 2], // from the stored summary
+      [fixture.trainRun, "sft", "done", 1290, null], // the last vlm.calls it logged
+    ]);
+    for (const c of model.stageCosts) {
+      expect(c.seconds).not.toBeNull();
+      expect(c.seconds).toBeCloseTo((Date.parse(c.finishedAt!) - Date.parse(c.startedAt)) / 1000, 10);
+    }
+    const shown = structuredClone(model);
+    shown.stageCosts[1].seconds = 4000;
+    shown.stageCosts[0].seconds = 75;
+    const text = await renderReportHtml(shown);
+    expect(text).toMatch(
+      /<td>eval<\/td><td>done<\/td><td class="num">1 min 15 s<\/td><td class="num">30<\/td><td class="num">2<\/td>/,
+    );
+    expect(text).toMatch(
+      /<td>sft<\/td><td>done<\/td><td class="num">1 h 06 min<\/td><td class="num">1290<\/td><td class="num">—<\/td>/,
+    );
+  });
+
+  it("names the lever version and commit that wrote it", () => {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(model.lever.version).toBe(pkg.version);
+    // The tests run in a git checkout.
+    expect(model.lever.commit).toMatch(/^[0-9a-f]{40}(-dirty)?$/);
+    expect(html).toContain(`by lever ${pkg.version} (commit <code>${model.lever.commit}</code>)`);
+  });
+});
+
+describe("training curves", () => {
+  it("are grouped per stage: each stage's loss has its own chart and y scale, titled readably", async () => {
+    const ws = Workspace.open(join(mkdtempSync(join(tmpdir(), "lever-curves-")), "ws"));
+    try {
+      const runs = ["sft", "grpo"].map((kind, k) => {
+        const runId = ws.createRun({ kind, config: {}, seed: 0 });
+        ws.logMetrics(
+          [0, 1, 2].flatMap((step) => [
+            { runId, stage: kind, step, epoch: 0, name: "loss", value: k === 0 ? 5 - step : 0.01 * step },
+            { runId, stage: kind, step, epoch: 0, name: "gradNorm", value: 1 },
+          ]),
+        );
+        ws.logMetrics([
+          { runId, stage: kind, epoch: 0, name: "epoch.valAccuracy", value: 50 },
+          { runId, stage: kind, epoch: 0, name: "health.clip-never", value: 1 },
+        ]);
+        return runId;
+      });
+      const built = buildReportModel(ws, { ...ReportSettingsSchema.parse({}), runs });
+      expect(built.curves.map((c) => [c.stage, c.metric, c.title, c.series.length])).toEqual([
+        ["sft", "loss", "Loss", 1],
+        ["sft", "gradNorm", "Gradient norm", 1],
+        ["sft", "epoch.valAccuracy", "Validation accuracy (per epoch)", 1],
+        ["grpo", "loss", "Loss", 1],
+        ["grpo", "gradNorm", "Gradient norm", 1],
+        ["grpo", "epoch.valAccuracy", "Validation accuracy (per epoch)", 1],
+      ]);
+      const text = await renderReportHtml(built);
+      const training = text.slice(text.indexOf('<section id="training">'));
+      expect(training.indexOf("<h3>SFT <span")).toBeLessThan(training.indexOf("<h3>GRPO <span"));
+      expect(training).toContain("<figcaption><code>epoch.valAccuracy</code>, per epoch</figcaption>");
+    } finally {
+      ws.close();
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * A small hand-made workspace for report tests: a query dataset (one question carries HTML), an index
- * dataset, one evaluation run (random and topk-image at 1 and 2 shots, one failed call) and one
- * training run with per-step and per-epoch metrics and a stored health.json.
+ * A small hand-made workspace for report tests: a query dataset (one question carries HTML; questions
+ * 100–101 are yes/no, 102–103 number, the rest other), an index dataset, one evaluation run (random and
+ * topk-image at 1 and 2 shots, one failed call; its stage stored a summary counting 30 VLM calls and 2
+ * cache hits) and one training run with per-step and per-epoch metrics and a stored health.json.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +14,7 @@ import { Workspace } from "../../src/store/workspace.js";
 
 export const HOSTILE_QUESTION = '<script>alert("x")</script> what is <b>this</b>?';
 
-function item(questionId: string, imageId: string, question: string, answer: string): VqaItem {
+function item(questionId: string, imageId: string, question: string, answer: string, answerType = "other"): VqaItem {
   return {
     questionId,
     imageId,
@@ -21,7 +22,7 @@ function item(questionId: string, imageId: string, question: string, answer: str
     answers: Array.from({ length: 10 }, (_, i) => ({ answer: i < 7 ? answer : "other" })),
     answer,
     questionType: "what",
-    answerType: "other",
+    answerType,
     imagePath: null,
   };
 }
@@ -43,7 +44,13 @@ export function reportWorkspace(): ReportWorkspace {
   const ws = Workspace.open(dir);
   try {
     const queries = Array.from({ length: 8 }, (_, i) =>
-      item(String(100 + i), `img${Math.floor(i / 2)}`, i === 0 ? HOSTILE_QUESTION : `question ${i}?`, `a${i}`),
+      item(
+        String(100 + i),
+        `img${Math.floor(i / 2)}`,
+        i === 0 ? HOSTILE_QUESTION : `question ${i}?`,
+        `a${i}`,
+        ["yes/no", "yes/no", "number", "number"][i] ?? "other",
+      ),
     );
     const index = Array.from({ length: 10 }, (_, i) =>
       item(String(i + 1), `ix${i}`, `index question ${i}?`, `ans${i}`),
@@ -80,6 +87,12 @@ export function reportWorkspace(): ReportWorkspace {
             failure: accuracy === null ? "HTTP 500 <html>" : null,
           });
     ws.putPredictions(rows);
+    ws.beginStage(evalRun, "eval");
+    const summary = ws.writeArtifact(
+      `eval/${evalRun}/summary-000000000000.json`,
+      JSON.stringify({ format: "lever.eval-summary/2", vlm: { calls: 30, cacheHits: 2 } }),
+    );
+    ws.completeStage(evalRun, "eval", [summary]);
     ws.finishRun(evalRun, "done");
 
     const trainRun = ws.createRun({

@@ -71,7 +71,7 @@ describe("run leases", () => {
     expect(lease.note).toMatch(new RegExp(`took run ${run} over from process ${pid}@${hostname()}`));
     expect(ws.getRun(run)).toMatchObject({ status: "running", holder: { pid: process.pid } });
     lease.release();
-    expect(ws.getRun(run)).toMatchObject({ status: "running", holder: null });
+    expect(ws.getRun(run)).toMatchObject({ status: "interrupted", holder: null });
     ws.close();
   });
 

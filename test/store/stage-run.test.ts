@@ -176,7 +176,7 @@ describe("openStageRun: the run of a command", () => {
     expect(ws.getStage("sft-0001", "sft")?.status).toBe("running");
     const notes: string[] = [];
     const run = openStageRun(ws, spec(notes));
-    expect(notes[0]).toContain("did not finish; resuming it");
+    expect(notes[0]).toContain("was interrupted (its process stopped); resuming it");
     expect(await run.produce(produce)).toBe(2);
     expect(ws.getStage("sft-0001", "sft")).toMatchObject({ status: "done", artifacts: [{ path: "beams.json" }] });
     expect(openStageRun(ws, spec([])).opened).toBe("done");

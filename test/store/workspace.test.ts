@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
@@ -10,7 +10,7 @@ import { readPoolSet, writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { LeverError } from "../../src/util/errors.js";
 import { sqliteError, userError } from "../../src/util/files.js";
-import { sha256 } from "../../src/util/hash.js";
+import { canonicalJson, sha256 } from "../../src/util/hash.js";
 
 function item(id: number, overrides: Partial<VqaItem> = {}): VqaItem {
   return {
@@ -236,11 +236,18 @@ describe("runs, stages, metrics", () => {
     const ra = ws.getRun(a)!;
     const rb = ws.getRun(b)!;
     expect(ra.configHash).toBe(rb.configHash);
-    expect(rb).toMatchObject({ parentRunId: a, name: "x", status: "running", seed: 7, config: { a: [1, 2], b: 1 } });
+    // No process holds it: an unfinished run nobody works on reads as interrupted (runs.ts).
+    expect(rb).toMatchObject({
+      parentRunId: a,
+      name: "x",
+      status: "interrupted",
+      seed: 7,
+      config: { a: [1, 2], b: 1 },
+    });
     expect(ws.listRuns({ configHash: ra.configHash }).map((r) => r.id)).toEqual([a, b]);
     ws.finishRun(a, "failed", "boom");
     expect(ws.getRun(a)).toMatchObject({ status: "failed", error: "boom" });
-    expect(ws.listRuns({ status: "running" }).map((r) => r.id)).toEqual([b]);
+    expect(ws.listRuns({ status: "interrupted" }).map((r) => r.id)).toEqual([b]);
     expect(() => ws.createRun({ kind: "x", config: {}, seed: 1, parentRunId: "nope" })).toThrow(/no run "nope"/);
     ws.close();
   });
@@ -423,5 +430,109 @@ describe("stage items", () => {
       ws.putStageItems([{ runId: "beams-9999", stage: "beams", key: "1", status: "done", value: 1 }]),
     ).toThrow(/FOREIGN KEY/);
     ws.close();
+  });
+});
+
+describe("paths inside the workspace and passwords in URLs, as stored", () => {
+  it("stores workspace paths workspace-relative (a sibling folder with the same prefix stays absolute), URL passwords as ***", () => {
+    const root = mkdtempSync(join(tmpdir(), "lever-stored-"));
+    const ws = Workspace.open(join(root, "ws"));
+    try {
+      const inside = join(ws.dir, "artifacts", "runs", "x", "best.safetensors");
+      const sibling = join(root, "ws2", "file.json");
+      const config = {
+        init: inside,
+        retriever: `selector:${inside}@abc`,
+        other: sibling,
+        root: ws.dir,
+        vlm: { baseUrls: ["http://lever:pa55word@host:8000/v1"] },
+      };
+      expect(ws.stored(config)).toEqual({
+        init: "<workspace>/artifacts/runs/x/best.safetensors",
+        retriever: "selector:<workspace>/artifacts/runs/x/best.safetensors@abc",
+        other: sibling,
+        root: "<workspace>",
+        vlm: { baseUrls: ["http://lever:***@host:8000/v1"] },
+      });
+      const id = ws.createRun({ kind: "sft", config, seed: 0 });
+      const run = ws.getRun(id)!;
+      expect(run.config).toEqual({ ...config, vlm: { baseUrls: ["http://lever:***@host:8000/v1"] } });
+      // The identity does not depend on where the workspace is, nor on the password.
+      expect(run.configHash).toBe(ws.configHash(config));
+      expect(ws.configHash({ ...config, vlm: { baseUrls: ["http://lever:other@host:8000/v1"] } })).toBe(run.configHash);
+      ws.finishRun(id, "failed", "cannot reach http://lever:pa55word@host:8000");
+      expect(ws.getRun(id)?.error).toBe("cannot reach http://lever:***@host:8000");
+    } finally {
+      ws.close();
+    }
+    for (const file of ["lever.db", "lever.db-wal"])
+      if (existsSync(join(root, "ws", file)))
+        expect(readFileSync(join(root, "ws", file)).includes("pa55word"), file).toBe(false);
+    rmSync(root, { recursive: true, force: true });
+  });
+});
+
+describe("schema step 4: an older workspace's absolute paths become workspace-relative", () => {
+  it("rewrites run configs (and their hashes), datasets, items, predictions and stage records, so the workspace can be moved", () => {
+    const root = mkdtempSync(join(tmpdir(), "lever-step4-"));
+    const old = join(root, "ws");
+    mkdirSync(join(old, "artifacts", "experiments", "stages"), { recursive: true });
+    const raw = new BetterSqlite3(join(old, "lever.db"));
+    migrate(raw, join(old, "lever.db"), MIGRATIONS.slice(0, 3));
+    const ckpt = join(old, "artifacts", "runs", "sft-0001", "sft", "best.safetensors");
+    const config = { init: ckpt, vlm: { baseUrls: ["http://u:pw@h"] }, other: "/data/coco" };
+    const now = new Date().toISOString();
+    raw
+      .prepare(
+        "INSERT INTO runs (id, kind, config, config_hash, seed, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      )
+      .run("rce-0001", "rce", canonicalJson(config), sha256(canonicalJson(config)), 0, "done", now);
+    const image = join(old, "experiments", "data", "x1", "images", "1.jpg");
+    raw
+      .prepare(
+        "INSERT INTO datasets (name, split, source, files, item_count, items_hash, images, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      )
+      .run(
+        "d",
+        "val",
+        "synth",
+        JSON.stringify([{ role: "q", path: join(old, "q.json"), sha256: "s", bytes: 1 }]),
+        1,
+        "h",
+        join(old, "{image_id}.jpg"),
+        "{}",
+        now,
+      );
+    raw
+      .prepare(
+        "INSERT INTO items (dataset, question_id, image_id, question, answers, answer, question_type, answer_type, image_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      )
+      .run("d", "1", "1", "q?", "[]", "a", "what", "other", image);
+    writeFileSync(
+      join(old, "artifacts", "experiments", "stages", "rce-x.json"),
+      JSON.stringify({ stage: "rce", id: "x", outputs: { runId: "rce-0001", bestFile: ckpt } }),
+    );
+    raw.close();
+
+    Workspace.open(old).close(); // the upgrade
+    const moved = join(root, "moved");
+    renameSync(old, moved);
+    const ws = Workspace.open(moved);
+    try {
+      const run = ws.getRun("rce-0001")!;
+      const movedCkpt = join(moved, "artifacts", "runs", "sft-0001", "sft", "best.safetensors");
+      expect(run.config).toEqual({ ...config, init: movedCkpt, vlm: { baseUrls: ["http://u:***@h"] } });
+      expect(run.configHash).toBe(ws.configHash(run.config));
+      expect(ws.getDataset("d")).toMatchObject({
+        files: [{ path: join(moved, "q.json") }],
+        images: join(moved, "{image_id}.jpg"),
+      });
+      expect(ws.loadItems("d")[0].imagePath).toBe(join(moved, "experiments", "data", "x1", "images", "1.jpg"));
+      const record = JSON.parse(readFileSync(join(moved, "artifacts", "experiments", "stages", "rce-x.json"), "utf8"));
+      expect(record.outputs.bestFile).toBe("<workspace>/artifacts/runs/sft-0001/sft/best.safetensors");
+    } finally {
+      ws.close();
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

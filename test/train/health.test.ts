@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { healthWarnings } from "../../src/train/health.js";
+import { healthWarnings, sftHealthWarnings } from "../../src/train/health.js";
 
 /** An epoch that trains as it should: no warning. */
 const HEALTHY = {
@@ -38,5 +38,23 @@ describe("RL health warnings", () => {
 
   it("metrics a stage does not log raise nothing (RCE logs no clip fractions)", () => {
     expect(codes({ selectionChange: 0.2 })).toEqual([]);
+  });
+});
+
+describe("SFT health", () => {
+  const flat = { valLoss: 3.167, valTop1: 0.15, valSeqAgree: 0 };
+  it("warns from the third epoch when validation has not improved on epoch 1", () => {
+    expect(sftHealthWarnings(1, [flat, flat])).toEqual([]);
+    const [w] = sftHealthWarnings(2, [flat, { ...flat, valLoss: 3.16 }, flat]);
+    expect(w).toMatchObject({ epoch: 2, code: "sft-no-progress" });
+    expect(w.message).toMatch(
+      /^3 epochs and validation has not improved on epoch 1 \(valLoss 3\.1670 → 3\.1670, valTop1 0\.1500 → 0\.1500, valSeqAgree 0\.0000 → 0\.0000\)/,
+    );
+  });
+  it("says nothing once any validation metric improved, or without validation", () => {
+    expect(sftHealthWarnings(2, [flat, flat, { ...flat, valSeqAgree: 0.025 }])).toEqual([]);
+    expect(sftHealthWarnings(2, [flat, { ...flat, valTop1: 0.2 }, flat])).toEqual([]);
+    expect(sftHealthWarnings(2, [flat, flat, { ...flat, valLoss: 3.1 }])).toEqual([]);
+    expect(sftHealthWarnings(2, [{ trainLoss: 1 }, { trainLoss: 1 }, { trainLoss: 1 }])).toEqual([]);
   });
 });

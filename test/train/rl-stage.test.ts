@@ -46,7 +46,8 @@ const vlm = VlmSettingsSchema.parse({});
 /** A checkpoint's weights (its metadata carries the run id and time, so bytes differ between runs). */
 const weights = (path: string) =>
   Object.fromEntries([...loadCheckpoint(path).params].map(([k, v]) => [k, Array.from(v)]));
-const inputs = { rollouts: join(dir, "rollouts.json"), dataset: "synth", embedding: "joint" as const };
+/** `init: "random"` said explicitly (a starting point is required); tests that start from a checkpoint override it. */
+const inputs = { rollouts: join(dir, "rollouts.json"), dataset: "synth", embedding: "joint" as const, init: "random" };
 const model = { hidden: 8, dropout: 0, attnDropout: 0 };
 
 function rce(over: Record<string, unknown> = {}) {
@@ -83,6 +84,59 @@ async function run<S extends RlStage>(stage: S, config: RlStageConfig<S>, extra:
 }
 
 describe("lever train rce / grpo (workspace stage)", () => {
+  it("refuses to start without a starting point, and names checkpoints by run: RUN, RUN:last, RUN:epoch-N", async () => {
+    const { init: _init, ...without } = inputs;
+    const ws = Workspace.open(wsDir, { create: false });
+    try {
+      const before = ws.listRuns().length;
+      await expect(
+        runRlStage(ws, { stage: "rce", inputs: without, config: rce(), vlm, progress: null }),
+      ).rejects.toThrow(
+        'field "--init": RCE starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random to train from a seeded random init',
+      );
+      expect(ws.listRuns()).toHaveLength(before); // refused before any run is made
+    } finally {
+      ws.close();
+    }
+    const warm = await run("rce", rce({ optim: { epochs: 2, batchQueries: 16, lr: 1e-2 } }), { name: "warm-by-name" });
+    // Which queries validate is said (and, when tied queries are dropped first, why GRPO's split is not RCE's).
+    const notes: string[] = [];
+    const noted = Workspace.open(wsDir, { create: false });
+    try {
+      await runRlStage(noted, {
+        stage: "grpo",
+        inputs: { ...inputs, name: "noted" },
+        config: grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }),
+        vlm,
+        progress: null,
+        note: (text) => notes.push(text),
+      });
+    } finally {
+      noted.close();
+    }
+    // (no query of these rollouts has all-equal rewards, so none is dropped before the split)
+    expect(notes).toEqual(["grpo validates on 30 of 120 queries (held out by image, seed 5)"]);
+    const byName = await run("grpo", grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }), {
+      init: "warm-by-name",
+    });
+    const byId = await run("grpo", grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }), {
+      init: `${warm.runId}:best`,
+    });
+    // The same starting file by name and by id: the same run (its identity holds the resolved path).
+    expect(byId.runId).toBe(byName.runId);
+    const first = await run("grpo", grpo({ optim: { epochs: 1, batchQueries: 16, lr: 3e-3 } }), {
+      init: `${warm.runId}:epoch-1`,
+    });
+    expect(first.runId).not.toBe(byName.runId);
+    const check = Workspace.open(wsDir, { create: false });
+    try {
+      expect(check.getRun(byName.runId)?.config).toMatchObject({ inputs: { init: warm.bestCheckpoint } });
+      expect(check.getRun(first.runId)?.config).toMatchObject({ inputs: { init: warm.checkpoints[0] } });
+    } finally {
+      check.close();
+    }
+  });
+
   it("RCE learns the rewarded order from a fresh init: validation top-1 and greedy reward rise", async () => {
     const result = await run("rce", rce({ optim: { epochs: 12, batchQueries: 16, lr: 1e-2 } }));
     const first = result.history[0];
@@ -147,7 +201,7 @@ describe("lever train rce / grpo (workspace stage)", () => {
         }),
       ).rejects.toThrow(/simulated crash/);
       crashed = ws.listRuns({ kind: "grpo" }).at(-1)!.id;
-      const resumed = await resumeRlStage(ws, crashed, null);
+      const resumed = await resumeRlStage(ws, crashed, { progress: null });
       expect(resumed.runId).toBe(crashed);
       expect(weights(resumed.checkpoints.at(-1)!)).toEqual(weights(straight.checkpoints.at(-1)!));
       // The same command again trains nothing: the done run's result is handed back.

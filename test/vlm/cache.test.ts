@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -7,6 +7,7 @@ import {
   cachedVlm,
   cacheSummary,
   ensureCacheTable,
+  ImageIdentities,
   MemoryResponseCache,
   pruneCache,
   requestKey,
@@ -161,6 +162,25 @@ describe("cachedVlm over any Vlm", () => {
     expect(vlm.id).toBe("sim:test");
   });
 
+  it("names an image inside the workspace workspace-relative: a moved workspace keeps its keys", async () => {
+    const root = mkdtempSync(join(tmpdir(), "lever-cache-move-"));
+    const ws1 = join(root, "ws1");
+    mkdirSync(join(ws1, "images"), { recursive: true });
+    writeFileSync(join(ws1, "images", "1.jpg"), "jpeg");
+    const at = (ws: string): VlmPrompt => ({
+      demonstrations: [],
+      query: { questionId: "1", imagePath: join(ws, "images", "1.jpg"), question: "?" },
+    });
+    const before = await requestKey("m", "generate", at(ws1), null, new ImageIdentities(ws1));
+    const absolute = await requestKey("m", "generate", at(ws1), null);
+    const ws2 = join(root, "ws2");
+    renameSync(ws1, ws2);
+    expect(await requestKey("m", "generate", at(ws2), null, new ImageIdentities(ws2))).toBe(before);
+    // Without the workspace (an image outside it) the absolute path is the identity, as before.
+    expect(await requestKey("m", "generate", at(ws2), null)).not.toBe(absolute);
+    rmSync(root, { recursive: true, force: true });
+  });
+
   it("recomputes and overwrites an unreadable stored response", async () => {
     const cache = new MemoryResponseCache();
     const fake: Vlm = {
@@ -173,6 +193,33 @@ describe("cachedVlm over any Vlm", () => {
     cache.put(key, "sim:x", "generate", '{"text": 3}');
     expect(await cachedVlm(fake, cache).generate([p])).toEqual([{ text: "fresh", tokens: 1 }]);
     expect(JSON.parse(cache.get(key)!)).toEqual({ text: "fresh", tokens: 1 });
+  });
+});
+
+describe("empty answers and the cache", () => {
+  it("never stores an empty completion, and asks again for a blank answer an older build stored", async () => {
+    const cache = new MemoryResponseCache();
+    const silent = await MockVllm.start({ answer: () => "" });
+    try {
+      const vlm = cachedVlm(
+        new OpenAiVlm({ baseUrls: [silent.url], model: "mock-vl", maxRetries: 0, timeoutMs: 2000 }),
+        cache,
+      );
+      const [first] = await vlm.generate([prompt("Empty?")]);
+      expect(first).toMatchObject({ reason: "empty-answer" });
+      expect(cache.entries.size).toBe(0);
+    } finally {
+      await silent.close();
+    }
+    const fake: Vlm = {
+      id: "sim:blank",
+      generate: async (prompts) => prompts.map(() => ({ text: "fresh", tokens: 1 })),
+      scoreAnswer: async () => [],
+    };
+    const p: VlmPrompt = { demonstrations: [], query: { questionId: "1", imagePath: null, question: "?" } };
+    const key = await requestKey("sim:blank", "generate", p, null);
+    cache.put(key, "sim:blank", "generate", '{"text":" ","tokens":1}');
+    expect(await cachedVlm(fake, cache).generate([p])).toEqual([{ text: "fresh", tokens: 1 }]);
   });
 });
 

@@ -95,6 +95,30 @@ describe("generate", () => {
     expect(result).toEqual({ text: expected, tokens: 3 });
   });
 
+  it("fails an empty, blank or null completion as empty-answer (counted, never a 0-accuracy answer)", async () => {
+    const replies = new Map<string, string | null>([
+      ["Question:E? Short answer:", ""],
+      ["Question:B? Short answer:", "  \n"],
+      ["Question:N? Short answer:", null],
+    ]);
+    const m = await startMock({
+      answer: (messages) => {
+        const parts = messages.at(-1)!.content as { type: string; text?: string }[];
+        const reply = replies.get(parts.at(-1)!.text!);
+        return reply === undefined ? "yes" : reply;
+      },
+    });
+    const vlm = client({}, [m.url]);
+    const results = await vlm.generate([prompt(0, "E?"), prompt(0, "B?"), prompt(0, "N?"), prompt(0, "Y?")]);
+    expect(results).toEqual([
+      { reason: "empty-answer", message: "the server generated an empty completion" },
+      { reason: "empty-answer", message: "the server generated a blank completion" },
+      { reason: "empty-answer", message: "the server generated a null completion" },
+      { text: "yes", tokens: 1 },
+    ]);
+    expect(vlm.getStats().failures.byReason).toEqual({ "empty-answer": 3 });
+  });
+
   it("returns results in input order for a batch", async () => {
     const answers = new Map([
       ["Question:A? Short answer:", "alpha"],
@@ -201,6 +225,33 @@ describe("scoreAnswer", () => {
       const truth = m.truth.get("tennis racket")!;
       expect(result).toMatchObject({ tokens: truth.answerLogprobs.length });
       expect(m.count("/tokenize")).toBe(0);
+    }
+  });
+
+  it("scores answers whose first token carries the space before them, with BPE and SentencePiece tokenizers", async () => {
+    const servers = [
+      { template: "vicuna", decodedStyle: "text", first: " no" },
+      { template: "vicuna", decodedStyle: "byte-level", first: "\u0120no" },
+      { template: "vicuna", decodedStyle: "sentencepiece", first: "\u2581no" },
+      { template: "qwen", decodedStyle: "sentencepiece", first: "no" },
+    ] as const;
+    for (const { template, decodedStyle, first } of servers) {
+      const m = await startMock({ template, decodedStyle });
+      for (const answerSpan of ["tokenize", "decoded"] as const) {
+        const vlm = client({ answerSpan }, [m.url]);
+        for (const answer of ["no", "tennis racket"]) {
+          const [result] = await vlm.scoreAnswer([{ prompt: prompt(2), answer }]);
+          const truth = m.truth.get(answer)!;
+          const sum = truth.answerLogprobs.reduce((a, b) => a + b, 0);
+          expect(result, `${template}/${decodedStyle}/${answerSpan}/${answer}`).toEqual({
+            logprobSum: expect.closeTo(sum, 12),
+            logprobMean: expect.closeTo(sum / truth.answerLogprobs.length, 12),
+            tokens: truth.answerLogprobs.length,
+          });
+        }
+      }
+      // The case is really exercised: the scored answer is one token, decoded with the space before it.
+      expect(m.truth.get("no")!.answerDecoded).toEqual([first]);
     }
   });
 
@@ -497,6 +548,8 @@ describe("failing servers fail fast", () => {
     note(await client().generate([missing])); // missing-image
     mock.inject("chat", { kind: "wrong-span" });
     note(await client().scoreAnswer([{ prompt: prompt(0), answer: "red" }])); // answer-span
+    const silent = await startMock({ answer: () => null });
+    note(await client({}, [silent.url]).generate([prompt(0)])); // empty-answer
     mock.failAll = { kind: "status", status: 500 };
     note(await client({ breakerMs: 50, cooldownMs: 10, maxRetries: 20 }).generate([prompt(0)])); // circuit-open
     expect([...seen].sort()).toEqual([...VLM_FAILURE_REASONS].sort());

@@ -52,9 +52,41 @@ describe("spanFromTokenIds", () => {
   });
 
   it("fails when the decoded tokens do not spell the answer", () => {
-    const result = spanFromTokenIds(prompt, [23, 24], "racket");
+    const result = spanFromTokenIds(prompt, [23, 24], "rocket");
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.reason).toMatch(/does not reproduce/);
+  });
+
+  it("accepts the space the first answer token carries (SentencePiece ▁, byte-level Ġ, text), and only that", () => {
+    for (const first of ["\u2581no", "\u0120no", " no"]) {
+      const spaced = entries([
+        [7, -0.5, "ASSISTANT"],
+        [8, -0.1, ":"],
+        [30, -0.7, first],
+      ]);
+      expect(spanFromTokenIds(spaced, [30], "no"), first).toEqual({
+        ok: true,
+        score: { logprobs: [-0.7], decoded: first },
+      });
+      expect(spanFromDecodedTokens(spaced, "no"), first).toEqual({
+        ok: true,
+        score: { logprobs: [-0.7], decoded: first },
+      });
+    }
+    const twoWords = entries([
+      [8, -0.1, ":"],
+      [31, -1, "\u2581ten"],
+      [32, -2, "nis"],
+      [33, -3, "\u2581rac"],
+      [34, -4, "ket"],
+    ]);
+    expect(spanFromDecodedTokens(twoWords, "tennis racket")).toMatchObject({
+      ok: true,
+      score: { logprobs: [-1, -2, -3, -4] },
+    });
+    expect(decodedMatches("  no", "no")).toBe(false);
+    expect(decodedMatches("\nno", "no")).toBe(false);
+    expect(decodedMatches("no ", "no")).toBe(false);
   });
 
   it("fails when the prompt is shorter than the answer plus the first (null) position", () => {

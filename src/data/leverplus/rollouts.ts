@@ -10,56 +10,67 @@
  * placed first), so the set's prompt order is "farthest". Fields we do not model are kept verbatim.
  * Our own fields (`gt_logprob`, `sample_logprob`) travel under their own keys; a set made with
  * another prompt order records it as `_meta.lever_prompt_order`, so export → import is lossless.
+ * Impossible input is refused with one LeverError naming file, record (the row key) and field: a value
+ * out of its range (`TrajectorySchema`'s rules), fields that contradict each other (`TRAJECTORY_RULES`),
+ * a query without trajectories, the query among its own candidates or demonstrations (docs/datagen.md).
  */
 import { z } from "zod";
 import { LeverError } from "../../util/errors.js";
 import { parseOrThrow } from "../../util/validate.js";
 import {
+  brokenTrajectoryRule,
   checkRolloutSet,
   fromPromptOrder,
   PROMPT_ORDERS,
   type PromptOrder,
   PromptOrderSchema,
+  type RolloutQuery,
   type RolloutSet,
   RolloutSetSchema,
   type Trajectory,
+  type TrajectoryField,
+  TrajectorySchema,
   toPromptOrder,
 } from "../trajectories.js";
 import type { ImportResult } from "./beams.js";
-import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId } from "./common.js";
+import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId, type Where } from "./common.js";
 
-const num = z.number();
-const row = z.number().int();
-const optionalNullable = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
-
-/** Raw field ⇄ Trajectory property, in the order we write them. */
+/**
+ * Raw field ⇄ Trajectory property, in the order we write them. Each raw field is checked with its
+ * property's schema (`TrajectorySchema`, the one place of the value rules) and the rules between
+ * fields (`TRAJECTORY_RULES`), reported under the raw names.
+ */
 const FIELDS = [
-  ["gen_method", "genMethod", z.string().optional()],
-  ["beam_rank", "beamRank", optionalNullable(z.number().int().nonnegative())],
-  ["beam_score", "beamScore", optionalNullable(num)],
-  ["logprob_score", "logprobScore", optionalNullable(num)],
-  ["sample_logprob", "sampleLogprob", optionalNullable(num)],
-  ["temperature", "temperature", optionalNullable(num)],
-  ["similarity_score", "similarityScore", optionalNullable(num)],
-  ["vqa_raw_generation", "rawGeneration", optionalNullable(z.string())],
-  ["vqa_pred_answer", "predAnswer", optionalNullable(z.string())],
-  ["vqa_correct", "vqaCorrect", z.union([z.literal(0), z.literal(1)]).optional()],
-  ["vqa_acc_score", "vqaAccScore", num.min(0).max(1).nullable()],
-  ["vqa_gt_prob", "vqaGtProb", optionalNullable(num)],
-  ["gt_logprob", "gtLogprob", optionalNullable(num.max(0))],
-  ["vqa_rel_token_f1", "vqaRelTokenF1", optionalNullable(num)],
-  ["vqa_rel_edit_sim", "vqaRelEditSim", optionalNullable(num)],
-  ["vqa_rel_score", "vqaRelScore", optionalNullable(num)],
-  ["vqa_eval_mode", "evalMode", optionalNullable(z.string())],
-  ["eval_split_used", "evalSplitUsed", optionalNullable(z.string())],
-  ["eval_failed", "evalFailed", z.boolean().optional()],
-] as const;
+  ["gen_method", "genMethod"],
+  ["beam_rank", "beamRank"],
+  ["beam_score", "beamScore"],
+  ["logprob_score", "logprobScore"],
+  ["sample_logprob", "sampleLogprob"],
+  ["temperature", "temperature"],
+  ["similarity_score", "similarityScore"],
+  ["vqa_raw_generation", "rawGeneration"],
+  ["vqa_pred_answer", "predAnswer"],
+  ["vqa_correct", "vqaCorrect"],
+  ["vqa_acc_score", "vqaAccScore"],
+  ["vqa_gt_prob", "vqaGtProb"],
+  ["gt_logprob", "gtLogprob"],
+  ["vqa_rel_token_f1", "vqaRelTokenF1"],
+  ["vqa_rel_edit_sim", "vqaRelEditSim"],
+  ["vqa_rel_score", "vqaRelScore"],
+  ["vqa_eval_mode", "evalMode"],
+  ["eval_split_used", "evalSplitUsed"],
+  ["eval_failed", "evalFailed"],
+] as const satisfies readonly (readonly [string, TrajectoryField])[];
+const RAW_NAME = new Map<TrajectoryField, string>(FIELDS.map(([raw, name]) => [name, raw]));
+const rawName = (field: TrajectoryField): string => RAW_NAME.get(field) ?? field;
 
+const row = z.number().int();
 const RawTrajectorySchema = z.looseObject({
   pointer: z.array(row).min(1, "must hold at least one ICD"),
   pointer_global: z.array(row).optional(),
-  ...Object.fromEntries(FIELDS.map(([raw, , schema]) => [raw, schema])),
+  ...Object.fromEntries(FIELDS.map(([raw, name]) => [raw, TrajectorySchema.shape[name]])),
 });
+type RawTrajectory = Record<string, unknown> & { pointer: number[]; pointer_global?: number[] };
 const TRAJECTORY_KEYS = new Set(["pointer", "pointer_global", ...FIELDS.map(([raw]) => raw)]);
 
 const RawQueryBlockSchema = z.looseObject({
@@ -68,9 +79,12 @@ const RawQueryBlockSchema = z.looseObject({
 });
 const RawRecordSchema = z.looseObject({
   query: RawQueryBlockSchema.optional(),
-  pointer_candidates: z.array(z.unknown()),
+  pointer_candidates: z
+    .array(z.unknown())
+    .min(1, "holds no trajectories (a query without trajectories gives RL training nothing to compare)"),
   candidate_pool_ids: z.array(row).optional(),
 });
+type RawRecord = z.output<typeof RawRecordSchema>;
 const RECORD_KEYS = new Set(["query", "pointer_candidates", "candidate_pool_ids"]);
 
 /** `_meta` key naming the prompt order of a set that is not in Lever-Plus's own ("farthest"). */
@@ -100,6 +114,27 @@ function readMeta(raw: unknown, file: string): { meta?: Record<string, unknown>;
   return { ...(Object.keys(rest).length > 0 ? { meta: rest } : {}), promptOrder: parsed.data };
 }
 
+/** What every step of an import shares. `shots` is fixed by the option or by the first trajectory read. */
+interface ImportContext {
+  file: string;
+  index: DatasetIndex;
+  promptOrder: PromptOrder;
+  shots: number | undefined;
+  shotsGiven: boolean;
+}
+
+/** One query record being read: its key (the query's row), its question id and where errors point. */
+interface QueryContext {
+  key: string;
+  queryRow: number;
+  queryId: string;
+  at: (field: string) => Where;
+}
+
+/**
+ * Lever-Plus RL data → RolloutSet: every record read and checked (values, rules between fields, the
+ * query never among its own candidates), the first problem one LeverError naming file, record and field.
+ */
 export function importRollouts(
   json: unknown,
   index: DatasetIndex,
@@ -108,123 +143,24 @@ export function importRollouts(
   const file = options.file ?? "<rl data>";
   if (json === null || typeof json !== "object" || Array.isArray(json))
     throw new LeverError("RL data must be a JSON object keyed by query idx", { file });
-  let shots = options.shots;
+  const { meta, promptOrder } = readMeta((json as Record<string, unknown>)._meta, file);
+  const ctx: ImportContext = {
+    file,
+    index,
+    promptOrder,
+    shots: options.shots,
+    shotsGiven: options.shots !== undefined,
+  };
   const queries: RolloutSet["queries"] = {};
   const topExtra: Record<string, unknown> = {};
-  const { meta, promptOrder } = readMeta((json as Record<string, unknown>)._meta, file);
-  const selfUse = { trajectories: 0, queries: [] as string[] };
-
   for (const [key, raw] of Object.entries(json as Record<string, unknown>)) {
     if (key.startsWith("_")) {
       if (key !== "_meta") topExtra[key] = raw;
       continue;
     }
-    const queryRow = parseRowKey(key, file);
-    const queryId = idOfRow(index, queryRow, { file, record: key, field: "(key)" });
-    const record = parseOrThrow(RawRecordSchema, raw, { file, record: key });
-    const at = (field: string) => ({ file, record: key, field });
-
-    let info: Record<string, unknown> | undefined;
-    if (record.query !== undefined) {
-      const { query_id: blockRow, ...rest } = record.query;
-      if (blockRow !== undefined && blockRow !== queryRow)
-        throw new LeverError(`${blockRow} differs from the record key ${queryRow}`, at("query.query_id"));
-      if (rest.question_id !== undefined && String(rest.question_id) !== queryId)
-        throw new LeverError(
-          `${rest.question_id} is not the question id of row ${queryRow} in dataset "${index.name}" (${queryId}): wrong dataset?`,
-          at("query.question_id"),
-        );
-      info = rest;
-    }
-
-    const poolRows = record.candidate_pool_ids;
-    const pool = poolRows?.map((r, i) => idOfRow(index, r, at(`candidate_pool_ids[${i}]`)));
-    if (poolRows !== undefined) {
-      const duplicate = findDuplicate(poolRows);
-      if (duplicate !== undefined)
-        throw new LeverError(
-          `${poolRows[duplicate[1]]} appears twice (also at [${duplicate[0]}])`,
-          at(`candidate_pool_ids[${duplicate[1]}]`),
-        );
-    }
-
-    const trajectories: Trajectory[] = [];
-    let usesSelf = false;
-    record.pointer_candidates.forEach((rawTrajectory, t) => {
-      const field = (name: string) => at(`pointer_candidates[${t}].${name}`);
-      const tr = parseOrThrow(RawTrajectorySchema, rawTrajectory, {
-        file,
-        record: key,
-        fieldPrefix: `pointer_candidates[${t}]`,
-      }) as Record<string, unknown> & { pointer: number[]; pointer_global?: number[] };
-      const pointer = tr.pointer;
-      shots ??= pointer.length;
-      if (pointer.length !== shots)
-        throw new LeverError(
-          `has ${pointer.length} ICDs but ${options.shots !== undefined ? "--shots is" : "earlier trajectories have"} ${shots} (wrong shot length)`,
-          field("pointer"),
-        );
-      const duplicate = findDuplicate(pointer);
-      if (duplicate !== undefined)
-        throw new LeverError(`${pointer[duplicate[1]]} appears twice`, field(`pointer[${duplicate[1]}]`));
-
-      const extra: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(tr)) if (!TRAJECTORY_KEYS.has(k)) extra[k] = v;
-      let promptIds: string[];
-      let positions: number[] | undefined;
-      let rows: number[];
-      if (pool !== undefined && poolRows !== undefined) {
-        pointer.forEach((p, j) => {
-          if (p < 0 || p >= pool.length)
-            throw new LeverError(`${p} is outside the pool of ${pool.length}`, field(`pointer[${j}]`));
-        });
-        positions = pointer;
-        rows = pointer.map((p) => poolRows[p]);
-        promptIds = pointer.map((p) => pool[p]);
-        tr.pointer_global?.forEach((g, j) => {
-          if (g !== rows[j])
-            throw new LeverError(
-              `${g} differs from candidate_pool_ids[pointer[${j}]] = ${rows[j]}`,
-              field(`pointer_global[${j}]`),
-            );
-        });
-        if (tr.pointer_global !== undefined && tr.pointer_global.length !== pointer.length)
-          throw new LeverError(
-            `has ${tr.pointer_global.length} entries for ${pointer.length} pointers`,
-            field("pointer_global"),
-          );
-      } else {
-        rows = pointer;
-        promptIds = pointer.map((r, j) => idOfRow(index, r, field(`pointer[${j}]`)));
-        // Without a pool, pointer_global is an unmodelled echo; keep it verbatim.
-        if (tr.pointer_global !== undefined) extra.pointer_global = tr.pointer_global;
-      }
-      if (rows.includes(queryRow)) {
-        selfUse.trajectories++;
-        usesSelf = true;
-      }
-      const trajectory: Record<string, unknown> = { selected: fromPromptOrder(promptIds, promptOrder) };
-      if (positions !== undefined) trajectory.positions = fromPromptOrder(positions, promptOrder);
-      for (const [rawName, name] of FIELDS) if (tr[rawName] !== undefined) trajectory[name] = tr[rawName];
-      if (Object.keys(extra).length > 0) trajectory.extra = extra;
-      trajectories.push(trajectory as Trajectory);
-    });
-    if (usesSelf) selfUse.queries.push(key);
-
-    const extra = Object.fromEntries(Object.entries(record).filter(([k]) => !RECORD_KEYS.has(k)));
-    queries[queryId] = {
-      ...(pool !== undefined ? { pool } : {}),
-      trajectories,
-      ...(info !== undefined ? { info } : {}),
-      ...(Object.keys(extra).length > 0 ? { extra } : {}),
-    };
+    const { queryId, query } = readQuery(ctx, key, raw);
+    queries[queryId] = query;
   }
-
-  const warnings: string[] = [];
-  if (selfUse.trajectories > 0)
-    warnings.push(
-      `${file}: ${selfUse.trajectories} trajectories in ${selfUse.queries.length} queries use the query itself as a demonstration (first: record "${selfUse.queries[0]}")`,
-    );
   const set: RolloutSet = {
     format: "lever.rollouts/1",
     dataset: index.name,
@@ -236,12 +172,165 @@ export function importRollouts(
       format: "leverplus.rl_data",
       ...(options.file !== undefined ? { file: options.file } : {}),
       ...(options.sha256 !== undefined ? { sha256: options.sha256 } : {}),
-      settings: { shots },
+      settings: { shots: ctx.shots },
     },
   };
   const validated = RolloutSetSchema.parse(set);
   checkRolloutSet(validated, file);
-  return { set: validated, warnings };
+  return { set: validated, warnings: [] };
+}
+
+/** One record: its query block, pool and trajectories, with the producer's other fields kept. */
+function readQuery(ctx: ImportContext, key: string, raw: unknown): { queryId: string; query: RolloutQuery } {
+  const { file, index } = ctx;
+  const queryRow = parseRowKey(key, file);
+  const queryId = idOfRow(index, queryRow, { file, record: key, field: "(key)" });
+  const record = parseOrThrow(RawRecordSchema, raw, { file, record: key });
+  const q: QueryContext = { key, queryRow, queryId, at: (field) => ({ file, record: key, field }) };
+  const info = readQueryBlock(ctx, q, record);
+  const pool = readPool(ctx, q, record.candidate_pool_ids);
+  const trajectories = record.pointer_candidates.map((rawTrajectory, t) =>
+    readTrajectory(ctx, q, rawTrajectory, t, pool),
+  );
+  const extra = Object.fromEntries(Object.entries(record).filter(([k]) => !RECORD_KEYS.has(k)));
+  return {
+    queryId,
+    query: {
+      ...(pool !== undefined ? { pool: pool.ids } : {}),
+      trajectories,
+      ...(info !== undefined ? { info } : {}),
+      ...(Object.keys(extra).length > 0 ? { extra } : {}),
+    },
+  };
+}
+
+/** The `query` block less its row index, which must be the record's key (and its question id the row's). */
+function readQueryBlock(ctx: ImportContext, q: QueryContext, record: RawRecord): Record<string, unknown> | undefined {
+  if (record.query === undefined) return undefined;
+  const { query_id: blockRow, ...rest } = record.query;
+  if (blockRow !== undefined && blockRow !== q.queryRow)
+    throw new LeverError(`${blockRow} differs from the record key ${q.queryRow}`, q.at("query.query_id"));
+  if (rest.question_id !== undefined && String(rest.question_id) !== q.queryId)
+    throw new LeverError(
+      `${rest.question_id} is not the question id of row ${q.queryRow} in dataset "${ctx.index.name}" (${q.queryId}): wrong dataset?`,
+      q.at("query.question_id"),
+    );
+  return rest;
+}
+
+interface Pool {
+  rows: number[];
+  ids: string[];
+}
+
+/** `candidate_pool_ids`: rows of the dataset, none twice, never the query itself (the pool contract). */
+function readPool(ctx: ImportContext, q: QueryContext, rows: number[] | undefined): Pool | undefined {
+  if (rows === undefined) return undefined;
+  const ids = rows.map((r, i) => idOfRow(ctx.index, r, q.at(`candidate_pool_ids[${i}]`)));
+  const duplicate = findDuplicate(rows);
+  if (duplicate !== undefined)
+    throw new LeverError(
+      `${rows[duplicate[1]]} appears twice (also at [${duplicate[0]}])`,
+      q.at(`candidate_pool_ids[${duplicate[1]}]`),
+    );
+  const self = rows.indexOf(q.queryRow);
+  if (self >= 0)
+    throw new LeverError(
+      `${q.queryRow} is the query itself: a query is never its own candidate (docs/architecture.md, "The pool contract")`,
+      q.at(`candidate_pool_ids[${self}]`),
+    );
+  return { rows, ids };
+}
+
+/** One `pointer_candidates` entry → a Trajectory in selection order. */
+function readTrajectory(
+  ctx: ImportContext,
+  q: QueryContext,
+  raw: unknown,
+  t: number,
+  pool: Pool | undefined,
+): Trajectory {
+  const prefix = `pointer_candidates[${t}]`;
+  const field = (name: string) => q.at(`${prefix}.${name}`);
+  const tr = parseOrThrow(RawTrajectorySchema, raw, {
+    file: ctx.file,
+    record: q.key,
+    fieldPrefix: prefix,
+  }) as RawTrajectory;
+  checkPointer(ctx, tr.pointer, field);
+  const extra: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(tr)) if (!TRAJECTORY_KEYS.has(k)) extra[k] = v;
+  // A pool never holds the query (readPool), so only global pointers can name it.
+  const resolved = pool !== undefined ? pointersIntoPool(tr, pool, field) : globalPointers(ctx, q, tr, extra, field);
+  const trajectory: Record<string, unknown> = { selected: fromPromptOrder(resolved.promptIds, ctx.promptOrder) };
+  if (resolved.positions !== undefined) trajectory.positions = fromPromptOrder(resolved.positions, ctx.promptOrder);
+  for (const [rawField, name] of FIELDS) if (tr[rawField] !== undefined) trajectory[name] = tr[rawField];
+  if (Object.keys(extra).length > 0) trajectory.extra = extra;
+  const broken = brokenTrajectoryRule(trajectory as Trajectory, rawName);
+  if (broken !== undefined) throw new LeverError(broken.message, field(rawName(broken.field)));
+  return trajectory as Trajectory;
+}
+
+/** The file-wide shot length (from `--shots` or the first trajectory) and no ICD twice. */
+function checkPointer(ctx: ImportContext, pointer: number[], field: (name: string) => Where): void {
+  ctx.shots ??= pointer.length;
+  if (pointer.length !== ctx.shots)
+    throw new LeverError(
+      `has ${pointer.length} ICDs but ${ctx.shotsGiven ? "--shots is" : "earlier trajectories have"} ${ctx.shots} (wrong shot length)`,
+      field("pointer"),
+    );
+  const duplicate = findDuplicate(pointer);
+  if (duplicate !== undefined)
+    throw new LeverError(`${pointer[duplicate[1]]} appears twice`, field(`pointer[${duplicate[1]}]`));
+}
+
+interface Resolved {
+  /** Question ids in prompt order. */
+  promptIds: string[];
+  /** Pool positions in prompt order, when the query has a pool. */
+  positions?: number[];
+}
+
+/** k64: `pointer` holds positions into the pool; `pointer_global`, when present, must echo their rows. */
+function pointersIntoPool(tr: RawTrajectory, pool: Pool, field: (name: string) => Where): Resolved {
+  const { pointer } = tr;
+  pointer.forEach((p, j) => {
+    if (p < 0 || p >= pool.ids.length)
+      throw new LeverError(`${p} is outside the pool of ${pool.ids.length}`, field(`pointer[${j}]`));
+  });
+  const rows = pointer.map((p) => pool.rows[p]);
+  tr.pointer_global?.forEach((g, j) => {
+    if (g !== rows[j])
+      throw new LeverError(
+        `${g} differs from candidate_pool_ids[pointer[${j}]] = ${rows[j]}`,
+        field(`pointer_global[${j}]`),
+      );
+  });
+  if (tr.pointer_global !== undefined && tr.pointer_global.length !== pointer.length)
+    throw new LeverError(
+      `has ${tr.pointer_global.length} entries for ${pointer.length} pointers`,
+      field("pointer_global"),
+    );
+  return { promptIds: pointer.map((p) => pool.ids[p]), positions: pointer };
+}
+
+/** Without a pool, `pointer` holds dataset rows; `pointer_global` is then an unmodelled echo, kept verbatim. */
+function globalPointers(
+  ctx: ImportContext,
+  q: QueryContext,
+  tr: RawTrajectory,
+  extra: Record<string, unknown>,
+  field: (name: string) => Where,
+): Resolved {
+  const promptIds = tr.pointer.map((r, j) => idOfRow(ctx.index, r, field(`pointer[${j}]`)));
+  const self = tr.pointer.indexOf(q.queryRow);
+  if (self >= 0)
+    throw new LeverError(
+      `${q.queryRow} is the query itself: a query is never its own demonstration (RL training would learn from it)`,
+      field(`pointer[${self}]`),
+    );
+  if (tr.pointer_global !== undefined) extra.pointer_global = tr.pointer_global;
+  return { promptIds };
 }
 
 /**

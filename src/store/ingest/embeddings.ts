@@ -48,15 +48,13 @@ export interface ImportEmbeddingResult extends ValidationReport {
   idsSource: string;
   /** Rows were scaled to unit norm (`norms` describes them before). */
   normalized: boolean;
-  /** Runs that read the embedding this import replaced (they can no longer be resumed). */
-  replacedInputOf: string[];
 }
 
 /**
  * Copies an embedding file into the workspace in canonical form and registers it. Nothing is
  * registered unless the file passed every check; both files are written atomically before the record.
- * A registered embedding of the same kind is only replaced with `replace` (re-importing identical
- * content is a no-op write).
+ * A registered embedding of the same kind is only replaced with `replace`, and never once a run read
+ * it (re-importing identical content is a no-op write).
  */
 export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions): ImportEmbeddingResult {
   const { file, dataset, kind } = options;
@@ -81,7 +79,7 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
       `dataset "${dataset}" already has a "${kind}" embedding with other content (pass --replace to replace it)`,
       { field: "--kind" },
     );
-  const replacedInputOf = existing !== undefined && !same ? ws.runsReading(ws.resolveArtifact(existing.path)) : [];
+  if (existing !== undefined && !same) ws.refuseReplacingEmbedding(dataset, kind, existing.path);
   const written = ws.writeArtifact(paths.matrix, npy);
   const idsRef = ws.writeArtifact(paths.ids, idsText);
   const source = hashFileSync(file);
@@ -117,7 +115,6 @@ export function importEmbedding(ws: Workspace, options: ImportEmbeddingOptions):
     sourceDtype: loaded.sourceDtype,
     idsSource: loaded.idsSource,
     normalized: options.normalize === true,
-    replacedInputOf,
   };
 }
 

@@ -20,7 +20,7 @@ import {
   summarizeBeamSet,
   summarizeRolloutSet,
 } from "../../data/trajectories.js";
-import { writeFileAtomic } from "../../util/atomic.js";
+import { writeUserFile } from "../../util/atomic.js";
 import { LeverError } from "../../util/errors.js";
 import { decodeUtf8, readBytes } from "../../util/files.js";
 import { sha256 } from "../../util/hash.js";
@@ -126,16 +126,26 @@ export function importPoolsFile(
   return { name, artifact, summary: { sampler, k: set.k, queries: Object.keys(set.pools).length, dropped }, warnings };
 }
 
-/** Writes a stored beam set as a Lever-Plus beam file. */
-export function exportBeamsFile(ws: Workspace, name: string, out: string): BeamSetSummary {
+/** Writes a stored beam set as a Lever-Plus beam file (an existing file with other content only with `replace`). */
+export function exportBeamsFile(
+  ws: Workspace,
+  name: string,
+  out: string,
+  options: { replace?: boolean } = {},
+): BeamSetSummary {
   const set = readBeamSet(ws, name);
-  writeFileAtomic(out, `${JSON.stringify(exportBeams(set, indexOf(ws, set.dataset)))}\n`);
+  writeUserFile(out, `${JSON.stringify(exportBeams(set, indexOf(ws, set.dataset)))}\n`, options);
   return summarizeBeamSet(set);
 }
 
-/** Writes a stored rollout set as a Lever-Plus RL data file. */
-export function exportRolloutsFile(ws: Workspace, name: string, out: string): RolloutSetSummary {
+/** Writes a stored rollout set as a Lever-Plus RL data file (an existing file with other content only with `replace`). */
+export function exportRolloutsFile(
+  ws: Workspace,
+  name: string,
+  out: string,
+  options: { replace?: boolean } = {},
+): RolloutSetSummary {
   const set = readRolloutSet(ws, name);
-  writeFileAtomic(out, `${JSON.stringify(exportRollouts(set, indexOf(ws, set.dataset)))}\n`);
+  writeUserFile(out, `${JSON.stringify(exportRollouts(set, indexOf(ws, set.dataset)))}\n`, options);
   return summarizeRolloutSet(set);
 }

@@ -32,6 +32,7 @@ export function importVqa(workspaceDir: string, options: VqaImportOptions): VqaI
           field: "name",
         });
       }
+      if (options.replace) ws.refuseReplacingDataset(options.name);
     } finally {
       ws.close();
     }

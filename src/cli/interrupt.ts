@@ -1,0 +1,31 @@
+/**
+ * Ctrl-C for every long command (`lever run`, `lever demo`, `lever train …`, `lever beams`,
+ * `lever rollouts`, `lever eval`): the first SIGINT aborts the signal handed to the work, which stops
+ * at its next batch, item or prediction after storing what it finished, and ends in an
+ * InterruptedError saying what was kept and how to resume (`lever` prints it and exits 130). A second
+ * SIGINT stops the process at once (exit 130); what was stored before stays, and a rerun resumes.
+ */
+import { setMaxListeners } from "node:events";
+
+/** Runs `fn` with a signal that the first Ctrl-C aborts; the handler is removed when `fn` settles. */
+export async function withSigint<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  // Every batch in flight listens to this one signal (one per item in flight, more than Node's default 10).
+  setMaxListeners(0, controller.signal);
+  const onSigint = () => {
+    if (controller.signal.aborted) {
+      process.stderr.write("\ninterrupt: stopping at once (exit 130); a rerun resumes from what was stored\n");
+      process.exit(130);
+    }
+    process.stderr.write(
+      "\ninterrupt: stopping after the batch or item in flight (finished work is kept); Ctrl-C again stops at once\n",
+    );
+    controller.abort();
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    return await fn(controller.signal);
+  } finally {
+    process.removeListener("SIGINT", onSigint);
+  }
+}

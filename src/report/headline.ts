@@ -1,0 +1,94 @@
+/**
+ * The report's headline: per shot, the best method under test (highest accuracy; not the baseline,
+ * not a simulator reference) against the baseline, on the comparison's table of all questions (else
+ * its largest), with Δ, its interval, the Holm-adjusted p and the verdict — significantly better,
+ * significantly worse, or no significant difference — as one sentence and one small table. Pure: it
+ * reads the comparison engine's result (src/metrics/compare.ts) and decides nothing the table does not.
+ */
+import type { ComparisonResult, Interval } from "../metrics/compare.js";
+import { formatInterval, formatNumber, formatPValue } from "./table.js";
+
+export type Verdict = "better" | "worse" | "no significant difference";
+
+export interface HeadlineRow {
+  shot: number;
+  /** The best method's row id and label. */
+  row: string;
+  label: string;
+  accuracy: number;
+  /** The baseline's accuracy at this shot (null when it has none). */
+  baselineAccuracy: number | null;
+  /** Points, on the questions both scored. */
+  difference: number;
+  ci: Interval;
+  pHolm: number | null;
+  pairs: number;
+  verdict: Verdict;
+}
+
+export interface Headline {
+  baseline: string;
+  /** The table the headline reads ("all" or "first N"), and its questions. */
+  table: string;
+  questions: number;
+  rows: HeadlineRow[];
+  sentence: string;
+}
+
+/** Significant after Holm and which way: a significantly worse Δ is "worse", never "better". */
+export function verdictOf(c: { significant: boolean; difference: number }): Verdict {
+  if (!c.significant) return "no significant difference";
+  return c.difference > 0 ? "better" : "worse";
+}
+
+/** The headline of a comparison; null when no method under test was compared with the baseline. */
+export function headlineOf(result: ComparisonResult): Headline | null {
+  const table = result.tables.find((t) => t.subset === "all") ?? result.tables.at(-1);
+  if (table === undefined) return null;
+  const info = new Map(result.rows.map((r) => [r.id, r]));
+  const baselineRow = table.rows.find((r) => info.get(r.row)?.isBaseline);
+  const baselineLabel = result.rows.find((r) => r.isBaseline)?.label ?? result.baseline;
+  const rows: HeadlineRow[] = [];
+  for (const [j, shot] of result.shots.entries()) {
+    let best: HeadlineRow | null = null;
+    for (const r of table.rows) {
+      const row = info.get(r.row);
+      const cell = r.cells[j];
+      if (row === undefined || row.isBaseline || row.isReference) continue;
+      if (cell === null || cell.accuracy === null || cell.comparison === null) continue;
+      if (best !== null && cell.accuracy <= best.accuracy) continue;
+      const c = cell.comparison;
+      best = {
+        shot,
+        row: r.row,
+        label: row.label,
+        accuracy: cell.accuracy,
+        baselineAccuracy: baselineRow?.cells[j]?.accuracy ?? null,
+        difference: c.difference,
+        ci: c.ci,
+        pHolm: c.pHolm,
+        pairs: c.pairs,
+        verdict: verdictOf(c),
+      };
+    }
+    if (best !== null) rows.push(best);
+  }
+  if (rows.length === 0) return null;
+  const questions = table.label === "all" ? `all ${table.questions} questions` : `the ${table.label} questions`;
+  return {
+    baseline: baselineLabel,
+    table: table.label,
+    questions: table.questions,
+    rows,
+    sentence: `Best method against the baseline ${baselineLabel} on ${questions}: ${rows.map(clause).join("; ")}.`,
+  };
+}
+
+function clause(r: HeadlineRow): string {
+  const shots = `${r.shot} shot${r.shot === 1 ? "" : "s"}`;
+  const versus = r.baselineAccuracy === null ? "" : ` vs ${formatNumber(r.baselineAccuracy, 2)}`;
+  const p = r.pHolm === null ? "" : `, Holm p ${formatPValue(r.pHolm)}`;
+  const verdict =
+    r.verdict === "no significant difference" ? "no significant difference" : `significantly ${r.verdict}`;
+  return `at ${shots} ${r.label} ${formatNumber(r.accuracy, 2)}${versus} (Δ ${formatNumber(r.difference, 2, true)} ${formatInterval([r.ci.lower, r.ci.upper], 2, true)}${p}): ${verdict}`;
+}
