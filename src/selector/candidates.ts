@@ -10,7 +10,7 @@
  * With every option off nothing here runs, so the model is bit-identical to the one without them.
  */
 import * as T from "../tensor/ops.js";
-import { type Data, type DType, Tensor } from "../tensor/tensor.js";
+import { allocData, commonDtype, type Data, type DType, gradBuffer, needsGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import { CANDIDATE_FEATURES, mixesCandidates, readsCandidateData, type SelectorConfig } from "./config.js";
 
@@ -18,8 +18,8 @@ import { CANDIDATE_FEATURES, mixesCandidates, readsCandidateData, type SelectorC
 export interface CandidateData {
   /** The config's feature columns [B·K, F] (a constant), or null without features. */
   features: Tensor | null;
-  /** Identity: each slot's table row (0 where invalid) and a [B·K, 1] 0/1 validity column. */
-  items: { rows: Int32Array; valid: Tensor } | null;
+  /** Identity: each slot's row of the identity table, −1 where it has none (padding, outside the table). */
+  items: Int32Array | null;
 }
 
 /** Parameter lookup of the model (throws on an unknown name). */
@@ -39,7 +39,7 @@ export function readCandidateData(
 ): CandidateData {
   return {
     features: config.features.length > 0 ? featureColumns(config, input.features, slots, dtype) : null,
-    items: config.identity === "embedding" ? itemRows(config, input.items, slots, dtype) : null,
+    items: config.identity === "embedding" ? itemRows(config, input.items, slots) : null,
   };
 }
 
@@ -65,21 +65,12 @@ function featureColumns(config: SelectorConfig, data: Data | undefined, slots: n
   return Tensor.from(out, [slots, F], dtype);
 }
 
-function itemRows(config: SelectorConfig, items: Int32Array | undefined, slots: number, dtype: DType) {
+function itemRows(config: SelectorConfig, items: Int32Array | undefined, slots: number): Int32Array {
   if (items === undefined)
     throw new LeverError('the selector has identity "embedding" but the input has no items (index rows of the slots)');
   if (items.length !== slots) throw new LeverError(`candidate items hold ${items.length} entries, expected ${slots}`);
-  const rows = new Int32Array(slots);
-  const valid = dtype === "float64" ? new Float64Array(slots) : new Float32Array(slots);
-  for (let s = 0; s < slots; s++) {
-    const i = items[s];
-    // −1 (padding) or an item outside the table: zero embedding, zero bias.
-    if (i >= 0 && i < config.indexItems) {
-      rows[s] = i;
-      valid[s] = 1;
-    }
-  }
-  return { rows, valid: Tensor.from(valid, [slots, 1], dtype) };
+  // −1 (padding) or an item outside the table: zero embedding, zero bias.
+  return Int32Array.from(items, (i) => (i >= 0 && i < config.indexItems ? i : -1));
 }
 
 /**
@@ -98,8 +89,7 @@ export function enrichCandidates(
   if (data.features !== null || data.items !== null) {
     let flat = T.reshape(cand, [B * K, H]);
     if (data.features !== null) flat = T.add(flat, T.linear(data.features, p("feature_proj.weight")));
-    if (data.items !== null)
-      flat = T.add(flat, T.mul(T.indexSelect(p("item_emb.weight"), data.items.rows, 0), data.items.valid));
+    if (data.items !== null) flat = addRows(flat, p("item_emb.weight"), data.items);
     r = T.reshape(flat, [B, K, H]);
   }
   if (config.poolAttention === 0) return r;
@@ -147,9 +137,51 @@ export function candidateScores(
     out = T.linear(data.features, u); // [B·K, 1]
   }
   if (data.items !== null) {
-    const N = config.indexItems;
-    const bias = T.mul(T.indexSelect(T.reshape(p("item_bias"), [N, 1]), data.items.rows, 0), data.items.valid);
-    out = out === null ? bias : T.add(out, bias);
+    const bias = T.reshape(p("item_bias"), [config.indexItems, 1]);
+    const base = out ?? Tensor.from(allocData(bias.dtype, B * K), [B * K, 1], bias.dtype);
+    out = addRows(base, bias, data.items);
   }
   return out === null ? null : T.reshape(out, [B, 1, K]);
+}
+
+/**
+ * x + table[rows] row by row, [M, W] (one op instead of gather, mask and add; the identity table is
+ * large): a row −1 adds nothing. Backward: dx = g, d table[rows[m]] += g[m].
+ */
+export function addRows(x: Tensor, table: Tensor, rows: Int32Array): Tensor {
+  const dtype = commonDtype("addRows", x, table);
+  const W = table.shape[1];
+  const M = rows.length;
+  if (table.ndim !== 2 || x.size !== M * W)
+    throw new RangeError(`addRows: x of ${x.size} values, expected ${M} rows of ${W}`);
+  const out = allocData(dtype, x.size);
+  out.set(x.data);
+  const t = table.data;
+  for (let m = 0; m < M; m++) {
+    const r = rows[m];
+    if (r < 0) continue;
+    const o = m * W;
+    const src = r * W;
+    for (let j = 0; j < W; j++) out[o + j] += t[src + j];
+  }
+  const result = new Tensor(out, x.shape);
+  if (!needsGrad(x, table)) return result;
+  result.setGradFn([x, table], (g) => {
+    if (x.requiresGrad) {
+      const gx = gradBuffer(x);
+      for (let i = 0; i < gx.length; i++) gx[i] += g[i];
+    }
+    if (table.requiresGrad) scatterRows(g, rows, W, gradBuffer(table));
+  });
+  return result;
+}
+
+function scatterRows(g: Data, rows: Int32Array, W: number, into: Data): void {
+  for (let m = 0; m < rows.length; m++) {
+    const r = rows[m];
+    if (r < 0) continue;
+    const o = m * W;
+    const dst = r * W;
+    for (let j = 0; j < W; j++) into[dst + j] += g[o + j];
+  }
 }

@@ -34,9 +34,7 @@ describe("selector config: candidate options", () => {
   it("refuse repeated features, unknown features, identity without index items and too many pool layers", () => {
     expect(() => cfg({ features: ["vote", "vote"] })).toThrow(/features must be distinct/);
     expect(() => cfg({ features: ["answer"] })).toThrow();
-    expect(() => cfg({ identity: "embedding" })).toThrow(
-      /needs indexItems > 0 .*set it from the data/,
-    );
+    expect(() => cfg({ identity: "embedding" })).toThrow(/needs indexItems > 0 .*set it from the data/);
     expect(() => cfg({ poolAttention: 5 })).toThrow();
   });
 
