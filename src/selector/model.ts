@@ -36,13 +36,14 @@ import { type Data, type DType, noGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
 import {
+  addRows,
   type CandidateData,
   candidateScores,
   enrichCandidates,
   enrichesCandidates,
   readCandidateData,
 } from "./candidates.js";
-import type { SelectorConfig } from "./config.js";
+import { mixesCandidates, type SelectorConfig } from "./config.js";
 import { gateUpdate } from "./gate-op.js";
 import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
@@ -53,6 +54,12 @@ export interface TableEncoding {
   candHat: Tensor;
   /** The L2-normalised input rows [rows, d] (only with the cosine prior). */
   inputHat: Tensor | null;
+  /**
+   * With features or identity but no pool attention, cand_proj is linear in r = P + W_f f + E[item]:
+   * W_c·P per row [rows, H] and W_c·E per identity item [N, H] (null without identity), so a slot's
+   * ĉ costs O(H), not O(H²).
+   */
+  linear: { rows: Tensor; items: Tensor | null } | null;
 }
 
 /**
@@ -199,8 +206,30 @@ export class PointerSelector {
       const projected = this.inputProject(this.tensor(table, [rows, d]));
       const candHat = T.l2Normalize(T.linear(projected, this.p("cand_proj.weight")));
       const inputHat = this.config.prior === "cosine" ? T.l2Normalize(this.tensor(table, [rows, d])) : null;
-      return { rows, projected, candHat, inputHat };
+      return { rows, projected, candHat, inputHat, linear: this.linearParts(projected) };
     });
+  }
+
+  /** TableEncoding.linear: the per-row and per-item parts of cand_proj(r) (see there), or null. */
+  private linearParts(projected: Tensor): TableEncoding["linear"] {
+    if (!enrichesCandidates(this.config) || mixesCandidates(this.config)) return null;
+    const Wc = this.p("cand_proj.weight");
+    const items = this.config.identity === "embedding" ? T.linear(this.p("item_emb.weight"), Wc) : null;
+    return { rows: T.linear(projected, Wc), items };
+  }
+
+  /** Ĉ [B, K, H] of an evaluation through a TableEncoding with candidate options (per slot). */
+  private slotCandHat(encoding: TableEncoding, cand: Tensor, gatherRows: Int32Array, data: CandidateData): Tensor {
+    const [B, K, H] = cand.shape;
+    if (encoding.linear === null) return T.l2Normalize(T.linear(cand, this.p("cand_proj.weight")));
+    // normalise(W_c P_row + (W_c W_f) f + W_c E[item]), O(H) per slot.
+    let raw = T.indexSelect(encoding.linear.rows, gatherRows, 0);
+    if (data.features !== null) {
+      const WcWf = T.matmul(this.p("cand_proj.weight"), this.p("feature_proj.weight")); // [H, F]
+      raw = T.add(raw, T.linear(data.features, WcWf));
+    }
+    if (data.items !== null && encoding.linear.items !== null) raw = addRows(raw, encoding.linear.items, data.items);
+    return T.reshape(T.l2Normalize(raw), [B, K, H]);
   }
 
   /** The per-query part of the forward pass (steps 1–4 up to the normalised states). */
@@ -266,6 +295,8 @@ export class PointerSelector {
     // The table's candHat only when the representation is per row, not per slot (enrichment).
     if (encoding && !enriched) {
       candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
+    } else if (encoding && candidateData) {
+      candHat = this.slotCandHat(encoding, cand, gatherRows, candidateData);
     } else {
       const cd = training ? T.dropout(cand, p, rng, true) : cand;
       candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));
