@@ -74,24 +74,24 @@ function itemRows(config: SelectorConfig, items: Int32Array | undefined, slots: 
 }
 
 /**
- * The enriched candidate representation [B, K, H] from the projected candidates `cand` [B, K, H]:
- * + W_f f + E[item], then the pool-attention layers (padding slots never serve as keys).
+ * The enriched candidate representation [B, K, H] of the B·K slots: r = P[gather] + W_f f + E[item]
+ * from the projected table rows `projected` [rows, H] (one fused pass), then the pool-attention layers
+ * (padding slots never serve as keys). `gather` holds each slot's table row (any row for padding).
  */
 export function enrichCandidates(
   config: SelectorConfig,
   p: ParamOf,
-  cand: Tensor,
+  projected: Tensor,
+  gather: Int32Array,
   data: CandidateData,
   padMask: Uint8Array,
+  K: number,
 ): Tensor {
-  const [B, K, H] = cand.shape;
-  let r = cand;
-  if (data.features !== null || data.items !== null) {
-    let flat = T.reshape(cand, [B * K, H]);
-    if (data.features !== null) flat = T.add(flat, T.linear(data.features, p("feature_proj.weight")));
-    if (data.items !== null) flat = addRows(flat, p("item_emb.weight"), data.items);
-    r = T.reshape(flat, [B, K, H]);
-  }
+  const H = config.hidden;
+  const B = gather.length / K;
+  const Wf = data.features !== null ? p("feature_proj.weight") : null;
+  const E = data.items !== null ? p("item_emb.weight") : null;
+  let r = T.reshape(enrichRows(projected, gather, data.features, Wf, E, data.items), [B, K, H]);
   if (config.poolAttention === 0) return r;
   const n = config.heads;
   const mask = new Uint8Array(B * n * K * K); // [B, n, K(query), K(key)]: key j masked when padding
@@ -145,35 +145,96 @@ export function candidateScores(
 }
 
 /**
- * x + table[rows] row by row, [M, W] (one op instead of gather, mask and add; the identity table is
- * large): a row −1 adds nothing. Backward: dx = g, d table[rows[m]] += g[m].
+ * x + table[rows] row by row, [M, W] (one op instead of gather, mask and add): a row −1 adds nothing.
+ * Backward: dx = g, d table[rows[m]] += g[m].
  */
 export function addRows(x: Tensor, table: Tensor, rows: Int32Array): Tensor {
-  const dtype = commonDtype("addRows", x, table);
   const W = table.shape[1];
-  const M = rows.length;
-  if (table.ndim !== 2 || x.size !== M * W)
-    throw new RangeError(`addRows: x of ${x.size} values, expected ${M} rows of ${W}`);
-  const out = allocData(dtype, x.size);
-  out.set(x.data);
-  const t = table.data;
-  for (let m = 0; m < M; m++) {
-    const r = rows[m];
-    if (r < 0) continue;
-    const o = m * W;
-    const src = r * W;
-    for (let j = 0; j < W; j++) out[o + j] += t[src + j];
-  }
-  const result = new Tensor(out, x.shape);
-  if (!needsGrad(x, table)) return result;
-  result.setGradFn([x, table], (g) => {
-    if (x.requiresGrad) {
-      const gx = gradBuffer(x);
-      for (let i = 0; i < gx.length; i++) gx[i] += g[i];
-    }
-    if (table.requiresGrad) scatterRows(g, rows, W, gradBuffer(table));
+  if (table.ndim !== 2 || x.size !== rows.length * W)
+    throw new RangeError(`addRows: x of ${x.size} values, expected ${rows.length} rows of ${W}`);
+  const identity = Int32Array.from({ length: rows.length }, (_, m) => m);
+  return T.reshape(enrichRows(T.reshape(x, [rows.length, W]), identity, null, null, table, rows), x.shape);
+}
+
+/**
+ * One fused pass over M slots (the per-slot work of the candidate options is a few passes over B·K·H
+ * values; fused, training and evaluation pay one): out[m] = source[gather[m]] + W·f[m] + table[rows[m]],
+ * [M, H], with W [H, F] and f [M, F] (a constant) optional, table [N, H] and rows optional (a row −1
+ * adds nothing). Backward: d source[gather[m]] += g[m], dW += g[m] f[m]ᵀ, d table[rows[m]] += g[m].
+ */
+export function enrichRows(
+  source: Tensor,
+  gather: Int32Array,
+  f: Tensor | null,
+  W: Tensor | null,
+  table: Tensor | null,
+  rows: Int32Array | null,
+): Tensor {
+  const inputs = [source, f, W, table].filter((t): t is Tensor => t !== null);
+  const dtype = commonDtype("enrichRows", ...inputs);
+  const H = source.shape[1];
+  const M = gather.length;
+  const F = W === null ? 0 : W.shape[1];
+  if (source.ndim !== 2 || (W !== null && (f === null || W.shape[0] !== H || f.size !== M * F)))
+    throw new RangeError("enrichRows: shapes do not match");
+  if (table !== null && (rows === null || rows.length !== M || table.shape[1] !== H))
+    throw new RangeError("enrichRows: table rows do not match");
+  const out = allocData(dtype, M * H);
+  const Wt = W === null ? null : transposed(W.data, H, F);
+  enrichForward(source.data, gather, f?.data ?? null, Wt, F, table?.data ?? null, rows, H, out);
+  const result = new Tensor(out, [M, H]);
+  if (!needsGrad(...inputs)) return result;
+  result.setGradFn(inputs, (g) => {
+    if (source.requiresGrad) scatterRows(g, gather, H, gradBuffer(source));
+    if (W?.requiresGrad && f !== null) outerAccumulate(g, f.data, M, H, F, gradBuffer(W));
+    if (table?.requiresGrad && rows !== null) scatterRows(g, rows, H, gradBuffer(table));
   });
   return result;
+}
+
+function transposed(w: Data, rows: number, cols: number): Float64Array {
+  const t = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = w[r * cols + c];
+  return t;
+}
+
+function enrichForward(
+  src: Data,
+  gather: Int32Array,
+  f: Data | null,
+  Wt: Float64Array | null,
+  F: number,
+  table: Data | null,
+  rows: Int32Array | null,
+  H: number,
+  out: Data,
+): void {
+  for (let m = 0; m < gather.length; m++) {
+    const o = m * H;
+    const s = gather[m] * H;
+    out.set(src.subarray(s, s + H), o);
+    if (f !== null && Wt !== null)
+      for (let j = 0; j < F; j++) {
+        const v = f[m * F + j];
+        const w = j * H;
+        for (let h = 0; h < H; h++) out[o + h] += v * Wt[w + h];
+      }
+    const r = rows === null ? -1 : rows[m];
+    if (table !== null && r >= 0) {
+      const t = r * H;
+      for (let h = 0; h < H; h++) out[o + h] += table[t + h];
+    }
+  }
+}
+
+/** into[h, j] += Σ_m g[m, h] f[m, j]  (the gradient of W [H, F]). */
+function outerAccumulate(g: Data, f: Data, M: number, H: number, F: number, into: Data): void {
+  for (let m = 0; m < M; m++)
+    for (let j = 0; j < F; j++) {
+      const v = f[m * F + j];
+      if (v === 0) continue;
+      for (let h = 0; h < H; h++) into[h * F + j] += g[m * H + h] * v;
+    }
 }
 
 function scatterRows(g: Data, rows: Int32Array, W: number, into: Data): void {

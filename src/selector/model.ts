@@ -36,11 +36,11 @@ import { type Data, type DType, noGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
 import {
-  addRows,
   type CandidateData,
   candidateScores,
   enrichCandidates,
   enrichesCandidates,
+  enrichRows,
   readCandidateData,
 } from "./candidates.js";
 import { mixesCandidates, type SelectorConfig } from "./config.js";
@@ -223,12 +223,9 @@ export class PointerSelector {
     const [B, K, H] = cand.shape;
     if (encoding.linear === null) return T.l2Normalize(T.linear(cand, this.p("cand_proj.weight")));
     // normalise(W_c P_row + (W_c W_f) f + W_c E[item]), O(H) per slot.
-    let raw = T.indexSelect(encoding.linear.rows, gatherRows, 0);
-    if (data.features !== null) {
-      const WcWf = T.matmul(this.p("cand_proj.weight"), this.p("feature_proj.weight")); // [H, F]
-      raw = T.add(raw, T.linear(data.features, WcWf));
-    }
-    if (data.items !== null && encoding.linear.items !== null) raw = addRows(raw, encoding.linear.items, data.items);
+    const { rows, items } = encoding.linear;
+    const WcWf = data.features && T.matmul(this.p("cand_proj.weight"), this.p("feature_proj.weight")); // [H, F]
+    const raw = enrichRows(rows, gatherRows, data.features, WcWf, items, data.items);
     return T.reshape(T.l2Normalize(raw), [B, K, H]);
   }
 
@@ -250,10 +247,11 @@ export class PointerSelector {
     const projected = encoding
       ? encoding.projected
       : this.inputProject(this.tensor(input.table as Data, [tableRows, d]));
-    let cand = T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]); // C_r [B, K, H]
     const enriched = enrichesCandidates(this.config);
     const candidateData = enriched ? readCandidateData(this.config, input, B * K, this.dtype) : null;
-    if (candidateData) cand = enrichCandidates(this.config, (n) => this.p(n), cand, candidateData, padMask);
+    const cand = candidateData // C_r [B, K, H], enriched per slot with the candidate options
+      ? enrichCandidates(this.config, (n) => this.p(n), projected, gatherRows, candidateData, padMask, K)
+      : T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]);
     let x = this.inputProject(this.tensor(input.queries, [B, d])); // q_r [B, H]
 
     const n = heads;
