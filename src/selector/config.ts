@@ -119,10 +119,30 @@ export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidde
   .refine(distinctFeatures, featuresMessage)
   .refine(identityHasItems, identityMessage);
 
-/** The model settings a training run chooses: everything but d, shots and indexItems, which come from the data. */
+/** A defaulted field as an optional one with the same description (its default named in it). */
+function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
+  const fallback = JSON.stringify(field.parse(undefined));
+  return field
+    .unwrap()
+    .optional()
+    .describe(`${field.description ?? ""} (default: ${fallback})`);
+}
+
+/**
+ * The model settings a training run chooses: everything but d, shots and indexItems, which come from
+ * the data. The candidate options stay ABSENT here unless set (their defaults apply when the selector
+ * config is parsed), so the settings of a run without them — and the `lever run` stage identities
+ * hashed from them (src/experiment/plan.ts, pinned by test/experiment/plan.test.ts) — are what they
+ * were before the options existed.
+ */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
+  .extend({
+    features: absentByDefault(SelectorFieldsSchema.shape.features),
+    identity: absentByDefault(SelectorFieldsSchema.shape.identity),
+    poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
+  })
   .refine(headsDivideHidden, headsMessage)
-  .refine(distinctFeatures, featuresMessage);
+  .refine((c) => distinctFeatures({ features: c.features ?? [] }), featuresMessage);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;
