@@ -6,7 +6,8 @@
  *    index (OKVQA train size), including the one-off projection of the index.
  * Median of ≥ 10 timed runs after warm-up; rows/s = trajectories per second. The key configuration
  * (8×16, K = 32, 3 layers) and inference are re-run in a child process with LEVER_NATIVE=0 to
- * measure the TypeScript-only fallback.
+ * measure the TypeScript-only fallback. Then 4-shot inference with the candidate options (features +
+ * identity, + pool attention) against the same model without them (bench/candidate-options.ts).
  */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -20,6 +21,7 @@ import type { QueryGroup } from "../src/train/data.js";
 import { OptimSchema, train } from "../src/train/loop.js";
 import { sftObjective } from "../src/train/sft.js";
 import { Rng } from "../src/util/rng.js";
+import { candidateInferenceS, ratioTable } from "./candidate-options.js";
 import { median } from "./common.js";
 
 const D = 512;
@@ -125,6 +127,8 @@ export async function run(): Promise<void> {
     if (layers === 3) inf3 = s;
     console.log(`| ${layers} layer(s) | ${s.toFixed(3)} | ${Math.round(5000 / s)} | ${peakRssMb().toFixed(0)} |`);
   }
+  console.log("\ncandidate options: greedy 4-shot inference of 2,000 queries, K=64, 9,009-row index\n");
+  console.log(ratioTable("s", candidateInferenceS()));
   if (path === "typescript") return;
   // TypeScript-only fallback in a child process (the kernel choice is made at load time).
   const here = fileURLToPath(import.meta.url);

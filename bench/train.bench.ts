@@ -14,6 +14,9 @@
  * from the end of backward to `afterStep`, and the VLM is wrapped around the backend. Best and median
  * of several runs after a smaller warm-up run; the load average is printed with the numbers. The
  * SHA-256 of the trained weights is printed so code changes can be checked to leave results bit-identical.
+ *  (c) the candidate options (features + identity, pool attention): one training step at the model
+ *      level against the same step without them (bench/candidate-options.ts); `LEVER_BENCH_TRAIN=features`
+ *      runs only this part.
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -41,6 +44,7 @@ import { runTraining, seededStart } from "../src/train/run.js";
 import { Rng } from "../src/util/rng.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
 import type { Vlm } from "../src/vlm/types.js";
+import { candidateStepMs, ratioTable } from "./candidate-options.js";
 import { loadAverage, median } from "./common.js";
 
 const D = 512;
@@ -530,7 +534,27 @@ export async function onlineBench(): Promise<void> {
   }
 }
 
+/** (c) The candidate options' cost per training step (bench/candidate-options.ts); target ≤ 1.3× for features + identity. */
+export function featuresBench(): void {
+  const B = 32;
+  const t = candidateStepMs(B, TRAJECTORIES);
+  console.log(
+    `\n(c) candidate options: one training step (encode + teacher forcing + SFT loss + backward + clip + AdamW), ` +
+      `${B} queries × ${TRAJECTORIES} trajectories, K=${K}, ${SHOTS} shots, identity table of 9,009 items; ` +
+      `variants in turn, median of 10 after 3 warm-up rounds (load average ${loadAverage()})\n`,
+  );
+  console.log(ratioTable("ms", t));
+  const ratio = t.cpu[1] / t.cpu[0];
+  console.log(
+    `verdict: features + identity cost ${ratio.toFixed(2)}× the CPU time of a step without — ` +
+      `${ratio <= 1.3 ? "within" : "OVER"} the 1.3× target; with pool attention ${(t.cpu[2] / t.cpu[0]).toFixed(2)}×`,
+  );
+}
+
+/** `LEVER_BENCH_TRAIN=features` runs only (c). */
 export async function run(): Promise<void> {
+  if (process.env.LEVER_BENCH_TRAIN === "features") return featuresBench();
   await offline();
   await onlineBench();
+  featuresBench();
 }

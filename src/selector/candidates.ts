@@ -10,7 +10,7 @@
  * With every option off nothing here runs, so the model is bit-identical to the one without them.
  */
 import * as T from "../tensor/ops.js";
-import { type Data, type DType, Tensor } from "../tensor/tensor.js";
+import { allocData, commonDtype, type Data, type DType, gradBuffer, needsGrad, Tensor } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import { CANDIDATE_FEATURES, mixesCandidates, readsCandidateData, type SelectorConfig } from "./config.js";
 
@@ -18,8 +18,8 @@ import { CANDIDATE_FEATURES, mixesCandidates, readsCandidateData, type SelectorC
 export interface CandidateData {
   /** The config's feature columns [B·K, F] (a constant), or null without features. */
   features: Tensor | null;
-  /** Identity: each slot's table row (0 where invalid) and a [B·K, 1] 0/1 validity column. */
-  items: { rows: Int32Array; valid: Tensor } | null;
+  /** Identity: each slot's row of the identity table, −1 where it has none (padding, outside the table). */
+  items: Int32Array | null;
 }
 
 /** Parameter lookup of the model (throws on an unknown name). */
@@ -39,7 +39,7 @@ export function readCandidateData(
 ): CandidateData {
   return {
     features: config.features.length > 0 ? featureColumns(config, input.features, slots, dtype) : null,
-    items: config.identity === "embedding" ? itemRows(config, input.items, slots, dtype) : null,
+    items: config.identity === "embedding" ? itemRows(config, input.items, slots) : null,
   };
 }
 
@@ -65,43 +65,33 @@ function featureColumns(config: SelectorConfig, data: Data | undefined, slots: n
   return Tensor.from(out, [slots, F], dtype);
 }
 
-function itemRows(config: SelectorConfig, items: Int32Array | undefined, slots: number, dtype: DType) {
+function itemRows(config: SelectorConfig, items: Int32Array | undefined, slots: number): Int32Array {
   if (items === undefined)
     throw new LeverError('the selector has identity "embedding" but the input has no items (index rows of the slots)');
   if (items.length !== slots) throw new LeverError(`candidate items hold ${items.length} entries, expected ${slots}`);
-  const rows = new Int32Array(slots);
-  const valid = dtype === "float64" ? new Float64Array(slots) : new Float32Array(slots);
-  for (let s = 0; s < slots; s++) {
-    const i = items[s];
-    // −1 (padding) or an item outside the table: zero embedding, zero bias.
-    if (i >= 0 && i < config.indexItems) {
-      rows[s] = i;
-      valid[s] = 1;
-    }
-  }
-  return { rows, valid: Tensor.from(valid, [slots, 1], dtype) };
+  // −1 (padding) or an item outside the table: zero embedding, zero bias.
+  return Int32Array.from(items, (i) => (i >= 0 && i < config.indexItems ? i : -1));
 }
 
 /**
- * The enriched candidate representation [B, K, H] from the projected candidates `cand` [B, K, H]:
- * + W_f f + E[item], then the pool-attention layers (padding slots never serve as keys).
+ * The enriched candidate representation [B, K, H] of the B·K slots: r = P[gather] + W_f f + E[item]
+ * from the projected table rows `projected` [rows, H] (one fused pass), then the pool-attention layers
+ * (padding slots never serve as keys). `gather` holds each slot's table row (any row for padding).
  */
 export function enrichCandidates(
   config: SelectorConfig,
   p: ParamOf,
-  cand: Tensor,
+  projected: Tensor,
+  gather: Int32Array,
   data: CandidateData,
   padMask: Uint8Array,
+  K: number,
 ): Tensor {
-  const [B, K, H] = cand.shape;
-  let r = cand;
-  if (data.features !== null || data.items !== null) {
-    let flat = T.reshape(cand, [B * K, H]);
-    if (data.features !== null) flat = T.add(flat, T.linear(data.features, p("feature_proj.weight")));
-    if (data.items !== null)
-      flat = T.add(flat, T.mul(T.indexSelect(p("item_emb.weight"), data.items.rows, 0), data.items.valid));
-    r = T.reshape(flat, [B, K, H]);
-  }
+  const H = config.hidden;
+  const B = gather.length / K;
+  const Wf = data.features !== null ? p("feature_proj.weight") : null;
+  const E = data.items !== null ? p("item_emb.weight") : null;
+  let r = T.reshape(enrichRows(projected, gather, data.features, Wf, E, data.items), [B, K, H]);
   if (config.poolAttention === 0) return r;
   const n = config.heads;
   const mask = new Uint8Array(B * n * K * K); // [B, n, K(query), K(key)]: key j masked when padding
@@ -147,9 +137,112 @@ export function candidateScores(
     out = T.linear(data.features, u); // [B·K, 1]
   }
   if (data.items !== null) {
-    const N = config.indexItems;
-    const bias = T.mul(T.indexSelect(T.reshape(p("item_bias"), [N, 1]), data.items.rows, 0), data.items.valid);
-    out = out === null ? bias : T.add(out, bias);
+    const bias = T.reshape(p("item_bias"), [config.indexItems, 1]);
+    const base = out ?? Tensor.from(allocData(bias.dtype, B * K), [B * K, 1], bias.dtype);
+    out = addRows(base, bias, data.items);
   }
   return out === null ? null : T.reshape(out, [B, 1, K]);
+}
+
+/**
+ * x + table[rows] row by row, [M, W] (one op instead of gather, mask and add): a row −1 adds nothing.
+ * Backward: dx = g, d table[rows[m]] += g[m].
+ */
+export function addRows(x: Tensor, table: Tensor, rows: Int32Array): Tensor {
+  const W = table.shape[1];
+  if (table.ndim !== 2 || x.size !== rows.length * W)
+    throw new RangeError(`addRows: x of ${x.size} values, expected ${rows.length} rows of ${W}`);
+  const identity = Int32Array.from({ length: rows.length }, (_, m) => m);
+  return T.reshape(enrichRows(T.reshape(x, [rows.length, W]), identity, null, null, table, rows), x.shape);
+}
+
+/**
+ * One fused pass over M slots (the per-slot work of the candidate options is a few passes over B·K·H
+ * values; fused, training and evaluation pay one): out[m] = source[gather[m]] + W·f[m] + table[rows[m]],
+ * [M, H], with W [H, F] and f [M, F] (a constant) optional, table [N, H] and rows optional (a row −1
+ * adds nothing). Backward: d source[gather[m]] += g[m], dW += g[m] f[m]ᵀ, d table[rows[m]] += g[m].
+ */
+export function enrichRows(
+  source: Tensor,
+  gather: Int32Array,
+  f: Tensor | null,
+  W: Tensor | null,
+  table: Tensor | null,
+  rows: Int32Array | null,
+): Tensor {
+  const inputs = [source, f, W, table].filter((t): t is Tensor => t !== null);
+  const dtype = commonDtype("enrichRows", ...inputs);
+  const H = source.shape[1];
+  const M = gather.length;
+  const F = W === null ? 0 : W.shape[1];
+  if (source.ndim !== 2 || (W !== null && (f === null || W.shape[0] !== H || f.size !== M * F)))
+    throw new RangeError("enrichRows: shapes do not match");
+  if (table !== null && (rows === null || rows.length !== M || table.shape[1] !== H))
+    throw new RangeError("enrichRows: table rows do not match");
+  const out = allocData(dtype, M * H);
+  const Wt = W === null ? null : transposed(W.data, H, F);
+  enrichForward(source.data, gather, f?.data ?? null, Wt, F, table?.data ?? null, rows, H, out);
+  const result = new Tensor(out, [M, H]);
+  if (!needsGrad(...inputs)) return result;
+  result.setGradFn(inputs, (g) => {
+    if (source.requiresGrad) scatterRows(g, gather, H, gradBuffer(source));
+    if (W?.requiresGrad && f !== null) outerAccumulate(g, f.data, M, H, F, gradBuffer(W));
+    if (table?.requiresGrad && rows !== null) scatterRows(g, rows, H, gradBuffer(table));
+  });
+  return result;
+}
+
+function transposed(w: Data, rows: number, cols: number): Float64Array {
+  const t = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = w[r * cols + c];
+  return t;
+}
+
+function enrichForward(
+  src: Data,
+  gather: Int32Array,
+  f: Data | null,
+  Wt: Float64Array | null,
+  F: number,
+  table: Data | null,
+  rows: Int32Array | null,
+  H: number,
+  out: Data,
+): void {
+  for (let m = 0; m < gather.length; m++) {
+    const o = m * H;
+    const s = gather[m] * H;
+    out.set(src.subarray(s, s + H), o);
+    if (f !== null && Wt !== null)
+      for (let j = 0; j < F; j++) {
+        const v = f[m * F + j];
+        const w = j * H;
+        for (let h = 0; h < H; h++) out[o + h] += v * Wt[w + h];
+      }
+    const r = rows === null ? -1 : rows[m];
+    if (table !== null && r >= 0) {
+      const t = r * H;
+      for (let h = 0; h < H; h++) out[o + h] += table[t + h];
+    }
+  }
+}
+
+/** into[h, j] += Σ_m g[m, h] f[m, j]  (the gradient of W [H, F]). */
+function outerAccumulate(g: Data, f: Data, M: number, H: number, F: number, into: Data): void {
+  for (let m = 0; m < M; m++)
+    for (let j = 0; j < F; j++) {
+      const v = f[m * F + j];
+      if (v === 0) continue;
+      for (let h = 0; h < H; h++) into[h * F + j] += g[m * H + h] * v;
+    }
+}
+
+function scatterRows(g: Data, rows: Int32Array, W: number, into: Data): void {
+  for (let m = 0; m < rows.length; m++) {
+    const r = rows[m];
+    if (r < 0) continue;
+    const o = m * W;
+    const dst = r * W;
+    for (let j = 0; j < W; j++) into[dst + j] += g[o + j];
+  }
 }

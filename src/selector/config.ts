@@ -119,11 +119,22 @@ export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidde
   .refine(distinctFeatures, featuresMessage)
   .refine(identityHasItems, identityMessage);
 
+/** A defaulted field as an optional one with the same description (its default named in it). */
+function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
+  const fallback = JSON.stringify(field.parse(undefined));
+  return field
+    .unwrap()
+    .optional()
+    .describe(`${field.description ?? ""} (default: ${fallback})`);
+}
+
 /**
  * The model settings a training run chooses: everything but d, shots and indexItems, which come from the
- * data. Its defaults differ from the selector's own in two fields, by measurement (docs/training.md, "What
- * to expect"): a new run gets the cosine prior and the answer features; `{ prior: none, features: [] }`
- * builds the plain Lever-Plus pointer selector.
+ * data. Two defaults differ from the selector's own, by measurement (docs/training.md, "What to expect"):
+ * a new run gets the cosine prior and the answer features (`{ prior: none, features: [] }` builds the
+ * plain Lever-Plus pointer selector). The options that did not measure better (identity, pool
+ * attention) stay ABSENT unless set — their selector defaults apply when the config is parsed — so they
+ * do not enter the settings, nor the `lever run` stage identities hashed from them.
  */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
   .extend({
@@ -135,16 +146,18 @@ export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: tr
       .unwrap()
       .default(["vote", "agreement"])
       .describe(`${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`),
+    identity: absentByDefault(SelectorFieldsSchema.shape.identity),
+    poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })
   .refine(headsDivideHidden, headsMessage)
-  .refine(distinctFeatures, featuresMessage);
+  .refine((c) => distinctFeatures({ features: c.features ?? [] }), featuresMessage);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;
 
 /** True when the model reads per-candidate data beyond the embeddings (`SelectorInput.features` / `.items`). */
-export function readsCandidateData(config: Pick<SelectorConfig, "features" | "identity">): boolean {
-  return config.features.length > 0 || config.identity !== "none";
+export function readsCandidateData(config: { features?: readonly string[]; identity?: string }): boolean {
+  return (config.features?.length ?? 0) > 0 || (config.identity ?? "none") !== "none";
 }
 
 /** True when a candidate's representation depends on the rest of its pool (pool attention). */

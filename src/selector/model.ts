@@ -40,9 +40,10 @@ import {
   candidateScores,
   enrichCandidates,
   enrichesCandidates,
+  enrichRows,
   readCandidateData,
 } from "./candidates.js";
-import type { SelectorConfig } from "./config.js";
+import { mixesCandidates, type SelectorConfig } from "./config.js";
 import { gateUpdate } from "./gate-op.js";
 import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
@@ -53,6 +54,12 @@ export interface TableEncoding {
   candHat: Tensor;
   /** The L2-normalised input rows [rows, d] (only with the cosine prior). */
   inputHat: Tensor | null;
+  /**
+   * With features or identity but no pool attention, cand_proj is linear in r = P + W_f f + E[item]:
+   * W_c·P per row [rows, H] and W_c·E per identity item [N, H] (null without identity), so a slot's
+   * ĉ costs O(H), not O(H²).
+   */
+  linear: { rows: Tensor; items: Tensor | null } | null;
 }
 
 /**
@@ -199,8 +206,27 @@ export class PointerSelector {
       const projected = this.inputProject(this.tensor(table, [rows, d]));
       const candHat = T.l2Normalize(T.linear(projected, this.p("cand_proj.weight")));
       const inputHat = this.config.prior === "cosine" ? T.l2Normalize(this.tensor(table, [rows, d])) : null;
-      return { rows, projected, candHat, inputHat };
+      return { rows, projected, candHat, inputHat, linear: this.linearParts(projected) };
     });
+  }
+
+  /** TableEncoding.linear: the per-row and per-item parts of cand_proj(r) (see there), or null. */
+  private linearParts(projected: Tensor): TableEncoding["linear"] {
+    if (!enrichesCandidates(this.config) || mixesCandidates(this.config)) return null;
+    const Wc = this.p("cand_proj.weight");
+    const items = this.config.identity === "embedding" ? T.linear(this.p("item_emb.weight"), Wc) : null;
+    return { rows: T.linear(projected, Wc), items };
+  }
+
+  /** Ĉ [B, K, H] of an evaluation through a TableEncoding with candidate options (per slot). */
+  private slotCandHat(encoding: TableEncoding, cand: Tensor, gatherRows: Int32Array, data: CandidateData): Tensor {
+    const [B, K, H] = cand.shape;
+    if (encoding.linear === null) return T.l2Normalize(T.linear(cand, this.p("cand_proj.weight")));
+    // normalise(W_c P_row + (W_c W_f) f + W_c E[item]), O(H) per slot.
+    const { rows, items } = encoding.linear;
+    const WcWf = data.features && T.matmul(this.p("cand_proj.weight"), this.p("feature_proj.weight")); // [H, F]
+    const raw = enrichRows(rows, gatherRows, data.features, WcWf, items, data.items);
+    return T.reshape(T.l2Normalize(raw), [B, K, H]);
   }
 
   /** The per-query part of the forward pass (steps 1–4 up to the normalised states). */
@@ -221,10 +247,11 @@ export class PointerSelector {
     const projected = encoding
       ? encoding.projected
       : this.inputProject(this.tensor(input.table as Data, [tableRows, d]));
-    let cand = T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]); // C_r [B, K, H]
     const enriched = enrichesCandidates(this.config);
     const candidateData = enriched ? readCandidateData(this.config, input, B * K, this.dtype) : null;
-    if (candidateData) cand = enrichCandidates(this.config, (n) => this.p(n), cand, candidateData, padMask);
+    const cand = candidateData // C_r [B, K, H], enriched per slot with the candidate options
+      ? enrichCandidates(this.config, (n) => this.p(n), projected, gatherRows, candidateData, padMask, K)
+      : T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]);
     let x = this.inputProject(this.tensor(input.queries, [B, d])); // q_r [B, H]
 
     const n = heads;
@@ -266,6 +293,8 @@ export class PointerSelector {
     // The table's candHat only when the representation is per row, not per slot (enrichment).
     if (encoding && !enriched) {
       candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
+    } else if (encoding && candidateData) {
+      candHat = this.slotCandHat(encoding, cand, gatherRows, candidateData);
     } else {
       const cd = training ? T.dropout(cand, p, rng, true) : cand;
       candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));

@@ -38,6 +38,15 @@ export interface OptimDefaults {
   groupLr?: Record<string, number>;
 }
 
+/**
+ * Default learning-rate multiplier of the `features` group (the per-step score weights u_t of the answer
+ * features, docs/selector.md): they start at 0 and must reach O(1) — where a vote share changes a pick —
+ * in one run, which at the trunk's learning rate they do not (measured: u ≈ 0.005 after 8 SFT epochs;
+ * docs/training.md, "What to expect"). 100× under SFT and RCE, 30× under GRPO's 3× larger base rate.
+ * Only this vector is scaled: scaling a matrix (feature_proj) or the cosine prior's weight measured worse.
+ */
+export const FEATURE_LR = { supervised: 100, grpo: 30 } as const;
+
 /** Metrics where smaller is better; `mode: auto` infers the direction from the name. */
 export function lowerIsBetter(metric: string): boolean {
   return /loss|rce|kl/i.test(metric);
@@ -95,13 +104,17 @@ export function optimSchema(d: OptimDefaults) {
     .strict();
 }
 
-/** The SFT optimiser: Lightning-style cosine with 5 % warm-up, AdamW(1e-4, wd 1e-3), 20 epochs. */
+/**
+ * The SFT optimiser: Lightning-style cosine with 5 % warm-up, AdamW(1e-4, wd 1e-3), 20 epochs; the answer
+ * features' score weights at 100× the learning rate (`FEATURE_LR`).
+ */
 export const OptimSchema = optimSchema({
   epochs: 20,
   lr: 1e-4,
   weightDecay: 1e-3,
   schedule: { kind: "cosine", warmupRatio: 0.05, minLrRatio: 0 },
   metric: "valLoss",
+  groupLr: { features: FEATURE_LR.supervised },
 });
 export type OptimConfig = z.infer<typeof OptimSchema>;
 

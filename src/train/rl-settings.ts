@@ -15,7 +15,7 @@ import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
 import { AdvantageSchema } from "./advantages.js";
 import { KlControlSchema } from "./kl-control.js";
-import { optimSchema } from "./loop.js";
+import { FEATURE_LR, optimSchema } from "./loop.js";
 import { type OnlineConfig, OnlineSchema } from "./online.js";
 import { PolicyLossSchema } from "./policy-loss.js";
 import { TemperatureSchema } from "./rce.js";
@@ -147,17 +147,21 @@ const common = {
  */
 const AUTO_METRIC = "auto";
 
-/** The RL stages' optimiser defaults: 5 epochs, weight decay 0.01, constant LR, the "auto" best-epoch metric. */
-const rlOptim = (lr: number) =>
+/**
+ * The RL stages' optimiser defaults: 5 epochs, weight decay 0.01, constant LR, the "auto" best-epoch
+ * metric, the answer features' score weights at `featureLr`× the rate (FEATURE_LR).
+ */
+const rlOptim = (lr: number, featureLr: number) =>
   optimSchema({
     epochs: 5,
     lr,
     weightDecay: 0.01,
     schedule: { kind: "constant", warmupRatio: 0, minLrRatio: 0 },
     metric: AUTO_METRIC,
+    groupLr: { features: featureLr },
   });
 
-const rceOptim = rlOptim(1e-4);
+const rceOptim = rlOptim(1e-4, FEATURE_LR.supervised);
 export const RceStageConfigSchema = z
   .object({
     ...common,
@@ -167,7 +171,7 @@ export const RceStageConfigSchema = z
   .strict();
 export type RceStageConfig = z.output<typeof RceStageConfigSchema>;
 
-const grpoOptim = rlOptim(3e-5);
+const grpoOptim = rlOptim(3e-5, FEATURE_LR.grpo);
 export const GrpoStageConfigSchema = z
   .object({
     ...common,

@@ -161,13 +161,20 @@ describe("every candidate option starts as the model without it", () => {
 });
 
 describe("evaluation through a TableEncoding with candidate options", () => {
-  it("enriches each slot after the gather (not the table's per-row candHat) and matches the direct path", () => {
-    const config = SelectorConfigSchema.parse({ ...base, ...ALL_ON, heads: 2 });
+  it.each([
+    [
+      "features + identity (ĉ from the table's linear parts)",
+      { features: ["agreement", "vote"], identity: "embedding", indexItems: 5 },
+    ],
+    ["features + identity + pool attention (ĉ per slot)", ALL_ON],
+  ] as const)("%s: enriches each slot after the gather and matches the direct path", (_name, over) => {
+    const config = SelectorConfigSchema.parse({ ...base, ...over, heads: 2 });
     const model = new PointerSelector(config, noisy(initParams(config, 5), 6), "float64");
     const input = world(9, 3, 5, 8);
     const labels = Int32Array.of(0, 1, 2, 3, 2, 1, 1, 0, 3);
     const direct = scores(model, input, labels, 3);
     const table = model.encodeTable(input.table as Float64Array);
+    expect(table.linear === null).toBe(config.poolAttention > 0);
     const viaTable = scores(model, { ...input, table }, labels, 3);
     direct.forEach((row, t) => {
       row.forEach((v, i) => {

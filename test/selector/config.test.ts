@@ -46,4 +46,13 @@ describe("selector config: candidate options", () => {
     expect(() => ModelOptionsSchema.parse({ indexItems: 5 })).toThrow(/indexItems/);
     expect(() => ModelOptionsSchema.parse({ features: ["vote", "vote"] })).toThrow(/distinct/);
   });
+
+  it("stay absent from a training run's model options unless set (stage identities unchanged), defaults applied with d", () => {
+    const opts = ModelOptionsSchema.parse({});
+    for (const key of ["features", "identity", "indexItems", "poolAttention"]) expect(key in opts).toBe(false);
+    const config = SelectorConfigSchema.parse({ ...opts, d: 8, shots: 2 });
+    expect(config).toMatchObject({ features: [], identity: "none", indexItems: 0, poolAttention: 0 });
+    expect(ModelOptionsSchema.parse({ poolAttention: 2 }).poolAttention).toBe(2);
+    expect(() => ModelOptionsSchema.parse({ poolAttention: 5 })).toThrow();
+  });
 });
