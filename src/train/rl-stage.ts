@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { PromptOrder, RolloutSet } from "../data/trajectories.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
-import { checkIndexFits, checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
+import { type Checkpoint, checkIndexFits, checkpointFits, loadCheckpoint } from "../selector/checkpoint.js";
 import type { IndexIdentity } from "../selector/inputs.js";
 import { PointerSelector } from "../selector/model.js";
 import { type ResolvedSet, resolvePoolSet, resolveRolloutSet } from "../store/sets.js";
@@ -301,19 +301,7 @@ async function execute<S extends RlStage>(
   const online = onlineOf(settings);
   const init = refs.init !== undefined ? loadCheckpoint(refs.init) : undefined;
   const { groups, stats } = rlGroups(ws, inputs, config, init?.shots);
-  const d = inputs.sources.query.dim;
-  const start = startingPoint({
-    init,
-    initFile: refs.init,
-    model: config.model,
-    d,
-    shots: stats.shots,
-    seed: config.seed,
-    index: inputs.sources.candidates?.index,
-  });
-  const startModel = new PointerSelector(start.config, start.values, config.dtype);
-  const reference =
-    klReference(refs.reference, { d, shots: stats.shots, dtype: config.dtype, index: start.index }) ?? startModel;
+  const { start, startModel, reference } = startAndReference(refs, inputs, config, stats.shots, init);
   const { answerer, sampler } = await rlVlmServices(ws, {
     queryDataset: inputs.queryDataset,
     indexDataset: refs.dataset,
@@ -429,6 +417,22 @@ function klReference(
   checkpointFits(checkpoint.config, fit.d, fit.shots, "KL reference", file);
   if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, indexOrFail(fit.index, file), file);
   return new PointerSelector(checkpoint.config, checkpoint.params, fit.dtype);
+}
+
+/** The run's starting point and its KL reference (the --reference checkpoint, else the start itself). */
+function startAndReference(
+  refs: RlInputs,
+  inputs: ResolvedRlInputs,
+  config: RlStageConfig,
+  shots: number,
+  init: Checkpoint | undefined,
+) {
+  const d = inputs.sources.query.dim;
+  const index = inputs.sources.candidates?.index;
+  const start = startingPoint({ init, initFile: refs.init, model: config.model, d, shots, seed: config.seed, index });
+  const startModel = new PointerSelector(start.config, start.values, config.dtype);
+  const reference = klReference(refs.reference, { d, shots, dtype: config.dtype, index: start.index }) ?? startModel;
+  return { start, startModel, reference };
 }
 
 /** The state saved after the last finished epoch of an interrupted run, if any. */

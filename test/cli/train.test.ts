@@ -93,13 +93,15 @@ describe("lever train sft", () => {
     expect(existsSync(out.bestCheckpoint)).toBe(true);
     const best = loadCheckpoint(out.bestCheckpoint);
     expect(best.provenance.runId).toBe(out.runId);
+    // The answer features (a training default) read the index's annotations, hashed with the inputs.
     expect(Object.keys(best.provenance.dataHashes).sort()).toEqual([
       "beams",
+      "indexAnswers",
       "indexEmbedding",
       "pools",
       "queryEmbedding",
     ]);
-    expect(best.config).toMatchObject({ d: 8, hidden: 8, stateUpdate: "gate" });
+    expect(best.config).toMatchObject({ d: 8, hidden: 8, stateUpdate: "gate", features: ["vote", "agreement"] });
   });
 
   it("takes a JSON config and lets flags override it; bad values name the field", async () => {

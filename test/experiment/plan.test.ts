@@ -2,8 +2,11 @@
  * Planning `lever run`. Stage and evaluation identities are persistent: they name the stage records of every workspace
  * (`artifacts/experiments/stages/<stage>-<id>.json`) and the evaluation runs, so a workspace made by an
  * earlier build reuses its finished stages only while the same experiment plans the same ids. These
- * values were computed by the build before the stage table (commit e39fe92); a change here strands
- * every existing workspace's finished work.
+ * values were computed by the build before the stage table (commit e39fe92) for data, pools, beams and
+ * the evaluation; the training stages and those after them changed once, deliberately, when new training
+ * runs got the answer features and their learning-rate multiplier by default (issue 17; the defaults
+ * differ, so the runs are different runs). Any other change here strands every existing workspace's
+ * finished work.
  */
 import { describe, expect, it } from "vitest";
 import { loadExperiment } from "../../src/experiment/load.js";
@@ -63,17 +66,17 @@ describe("stage identities stay what earlier builds planned", () => {
       data: ["5b381a23c1", "data", []],
       pools: ["d851471d52", "pools", ["data"]],
       beams: ["8f37736ecf", "beams", ["data", "pools"]],
-      sft: ["014db6a6cc", "sft", ["beams", "data", "pools"]],
-      rollouts: ["96a3e55069", "rollouts", ["data", "pools", "sft"]],
-      rce: ["3407312711", "rce", ["data", "pools", "rollouts", "sft"]],
-      online: ["a4bd16a2d5", "online", ["data", "pools", "rce"]],
+      sft: ["162fde3d77", "sft", ["beams", "data", "pools"]],
+      rollouts: ["cdba9efc92", "rollouts", ["data", "pools", "sft"]],
+      rce: ["ee9c4a85ff", "rce", ["data", "pools", "rollouts", "sft"]],
+      online: ["6de6a2ebba", "online", ["data", "pools", "rce"]],
     };
     const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];
     expect(identities(write("synth.yaml", SYNTH))).toEqual([
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("57548987c0", "grpo_beta-0.1_seed-1") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("20ac8fa821", "grpo_beta-0.1_seed-2") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("abccda56a5", "grpo_beta-0.2_seed-1") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("89902c1f3b", "grpo_beta-0.2_seed-2") } },
+      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("f7a123084b", "grpo_beta-0.1_seed-1") } },
+      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("9b201cdfa3", "grpo_beta-0.1_seed-2") } },
+      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("bbd8b5a468", "grpo_beta-0.2_seed-1") } },
+      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("2a26f50d49", "grpo_beta-0.2_seed-2") } },
     ]);
   });
 
@@ -86,8 +89,8 @@ describe("stage identities stay what earlier builds planned", () => {
           pools: ["c14bb4c584", "pools", ["data"]],
           beams: ["04bc50efa3", "beams", ["data", "pools"]],
           rollouts: ["25a884db41", "rollouts", ["data", "pools"]],
-          rce: ["303e48eeff", "rce", ["data", "pools", "rollouts"]],
-          grpo: ["b7c4a553ce", "grpo", ["data", "pools", "rce", "rollouts"]],
+          rce: ["24e1fd3298", "rce", ["data", "pools", "rollouts"]],
+          grpo: ["318bd26511", "grpo", ["data", "pools", "rce", "rollouts"]],
         },
       },
     ]);
@@ -100,11 +103,11 @@ describe("stage identities stay what earlier builds planned", () => {
       data: "e33c52d128",
       pools: "39eac4eb1a",
       beams: "b14f04619f",
-      sft: "92701588ba",
-      rollouts: "6527cc5d17",
-      rce: "72158b8b6b",
-      grpo: "175f1aba49",
-      online: "59b1a25b75",
+      sft: "2a163fa092",
+      rollouts: "c20d12298a",
+      rce: "fc4c20c6b1",
+      grpo: "0169068626",
+      online: "8b3e62afa3",
     });
   });
 });

@@ -47,11 +47,20 @@ describe("selector config: candidate options", () => {
     expect(() => ModelOptionsSchema.parse({ features: ["vote", "vote"] })).toThrow(/distinct/);
   });
 
-  it("stay absent from a training run's model options unless set (stage identities unchanged), defaults applied with d", () => {
+  it("a training run gets the cosine prior and the answer features by default; identity and pool attention stay absent unless set", () => {
     const opts = ModelOptionsSchema.parse({});
-    for (const key of ["features", "identity", "indexItems", "poolAttention"]) expect(key in opts).toBe(false);
+    expect(opts).toMatchObject({ prior: "cosine", features: ["vote", "agreement"] });
+    for (const key of ["identity", "indexItems", "poolAttention"]) expect(key in opts).toBe(false);
     const config = SelectorConfigSchema.parse({ ...opts, d: 8, shots: 2 });
-    expect(config).toMatchObject({ features: [], identity: "none", indexItems: 0, poolAttention: 0 });
+    expect(config).toMatchObject({
+      prior: "cosine",
+      features: ["vote", "agreement"],
+      identity: "none",
+      poolAttention: 0,
+    });
+    // The plain Lever-Plus selector, asked for explicitly; the selector's own defaults are unchanged.
+    expect(ModelOptionsSchema.parse({ prior: "none", features: [] })).toMatchObject({ prior: "none", features: [] });
+    expect(SelectorConfigSchema.parse({ d: 8, shots: 2 })).toMatchObject({ prior: "none", features: [] });
     expect(ModelOptionsSchema.parse({ poolAttention: 2 }).poolAttention).toBe(2);
     expect(() => ModelOptionsSchema.parse({ poolAttention: 5 })).toThrow();
   });

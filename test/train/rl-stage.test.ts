@@ -48,7 +48,8 @@ const weights = (path: string) =>
   Object.fromEntries([...loadCheckpoint(path).params].map(([k, v]) => [k, Array.from(v)]));
 /** `init: "random"` said explicitly (a starting point is required); tests that start from a checkpoint override it. */
 const inputs = { rollouts: join(dir, "rollouts.json"), dataset: "synth", embedding: "joint" as const, init: "random" };
-const model = { hidden: 8, dropout: 0, attnDropout: 0 };
+/** The plain pointer selector: these tests are about the objectives, not the default candidate features. */
+const model = { hidden: 8, dropout: 0, attnDropout: 0, prior: "none" as const, features: [] };
 
 function rce(over: Record<string, unknown> = {}) {
   return RceStageConfigSchema.parse({

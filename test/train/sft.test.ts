@@ -27,7 +27,7 @@ const baseInput = () => ({
 
 function config(over: SftConfigInput = {}) {
   return SftConfigSchema.parse({
-    model: { hidden: 16, layers: 1, dropout: 0.1, attnDropout: 0.1, stateUpdate: "gate" },
+    model: { hidden: 16, layers: 1, dropout: 0.1, attnDropout: 0.1, stateUpdate: "gate", prior: "none", features: [] },
     optim: { epochs: 12, batchQueries: 16, lr: 1e-2, weightDecay: 0, schedule: { kind: "cosine", warmupRatio: 0.05 } },
     data: { valFraction: 0.25 },
     seed: 3,
