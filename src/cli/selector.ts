@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { CHECKPOINT_REF_HELP, resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadCheckpoint, parameterGroups, saveCheckpoint } from "../selector/checkpoint.js";
-import { variantName } from "../selector/config.js";
+import { readsCandidateData, variantName } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
 import { importTorchStateDict } from "../selector/import-torch.js";
 import { loadSelectorInput, loadTrajectories } from "../selector/input-files.js";
@@ -33,6 +33,12 @@ function positiveNumber(name: string) {
 /** A checkpoint, its model, and the query/candidate inputs of `predict` and `logprob`. */
 function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: string; pools?: string }) {
   const c = loadCheckpoint(ckpt);
+  // Candidate answers and identities come from a workspace's index dataset, which .npy inputs do not carry.
+  if (readsCandidateData(c.config))
+    throw new LeverError(
+      `this selector reads its candidates' answers or identities (${variantName(c.config)}), which embedding files do not carry; evaluate it in a workspace: lever eval --retriever selector:CKPT`,
+      { file: ckpt, field: "config" },
+    );
   const model = new PointerSelector(c.config, c.params);
   const input = loadSelectorInput({ queryEmb: files.queryEmb, candEmb: files.candEmb, pools: files.pools }, c.config.d);
   return { c, model, input };

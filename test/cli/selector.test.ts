@@ -95,6 +95,26 @@ describe("lever selector", () => {
     });
   });
 
+  it("predict and logprob from embedding files refuse a selector that reads its candidates' answers, saying where it runs", async () => {
+    const withFeatures = SelectorConfigSchema.parse({ d: 8, hidden: 6, shots: 3, features: ["vote", "agreement"] });
+    const file = join(dir, "features.safetensors");
+    saveCheckpoint(file, {
+      config: withFeatures,
+      params: initParams(withFeatures, 1),
+      trainedK: 5,
+      shots: 3,
+      provenance: { stage: "sft", runId: "r2", epoch: 0, metrics: {}, createdAt: "2026-01-01T00:00:00Z" },
+    });
+    const [, ...files] = embArgs();
+    for (const command of ["predict", "logprob"]) {
+      const extra = command === "logprob" ? ["--trajectories", join(dir, "t.json")] : [];
+      expectUserError(
+        await runSelectorCli([command, file, ...files, ...extra]),
+        /features\.safetensors.*field "config".*reads its candidates' answers.*lever eval --retriever selector:CKPT/,
+      );
+    }
+  });
+
   it("predict over an index with per-query pools of different sizes", async () => {
     const out = JSON.parse(
       await run(["predict", ...embArgs("index.npy"), "--pools", join(dir, "pools.json"), "--json"]),

@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
 import { candidateData, indexIdentity } from "../../src/icl/candidates.js";
-import { CANDIDATE_FEATURES } from "../../src/selector/config.js";
+import { CANDIDATE_FEATURES, SelectorConfigSchema } from "../../src/selector/config.js";
+import { predict } from "../../src/selector/decode.js";
 import { FEATURE_COUNT, resolvePool, selectorInput, selectorSources } from "../../src/selector/inputs.js";
+import { PointerSelector } from "../../src/selector/model.js";
+import { initParams } from "../../src/selector/params.js";
 
 const item = (questionId: string, shown: string, annotators: string[]): VqaItem => ({
   questionId,
@@ -92,6 +95,13 @@ describe("candidate data (vote, agreement, identity)", () => {
     const after = selectorInput([resolvePool(other, "q", pool)], other, "float64");
     expect(after.features).toEqual(before.features);
     expect(after.items).toEqual(before.items);
+    // And so the choices of a selector that reads the features (its feature weights made nonzero).
+    const config = SelectorConfigSchema.parse({ d: 2, hidden: 2, shots: 2, features: ["vote", "agreement"] });
+    const params = initParams(config, 7);
+    params.set("feature_weight", Float64Array.from([3, -1, 2, 1]));
+    const model = new PointerSelector(config, params, "float64");
+    const choose = (input: typeof before) => predict(model, input, { shots: 2 }).map((t) => t.positions);
+    expect(choose(after)).toEqual(choose(before));
     expect(() => resolvePool(sources, "q", ["a", "q"])).toThrow(/record "q".*the query is in its own pool/);
   });
 });
