@@ -23,6 +23,7 @@ const INDEX_ROWS = 9009;
 
 export const VARIANTS: { name: string; options: Partial<SelectorConfigInput> }[] = [
   { name: "no options", options: {} },
+  { name: "features [vote, agreement] (the training default)", options: { features: ["vote", "agreement"] } },
   {
     name: "features [vote, agreement] + identity",
     options: { features: ["vote", "agreement"], identity: "embedding", indexItems: INDEX_ROWS },
