@@ -12,7 +12,8 @@
  * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
  */
 import { resolve } from "node:path";
-import type { z } from "zod";
+import { z } from "zod";
+import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import { candidateData } from "../icl/candidates.js";
 import { loadCheckpoint } from "../selector/checkpoint.js";
@@ -24,6 +25,12 @@ import type { ResolvedSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
+
+/** The inputs every training stage names the same way, declared once; each stage places them in its schema. */
+export const TrainingInputFields = {
+  dataset: z.string().min(1).describe("index dataset (the candidates)"),
+  embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+};
 
 export interface TrainingInputRefs {
   /** The stage's data files by name (e.g. beams, pools), in the order they are recorded. */

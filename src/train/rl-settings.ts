@@ -9,11 +9,11 @@
  * rl-stage.ts the wiring's), so the stage narrows without casts or `stage === …` chains.
  */
 import { z } from "zod";
-import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { RewardSchema } from "../icl/rewards.js";
 import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
 import { AdvantageSchema } from "./advantages.js";
+import { TrainingInputFields } from "./inputs.js";
 import { KlControlSchema } from "./kl-control.js";
 import { FEATURE_LR, optimSchema } from "./loop.js";
 import { type OnlineConfig, OnlineSchema } from "./online.js";
@@ -39,8 +39,7 @@ export const RlInputsSchema = z
       .describe(
         "pool set the rollouts were drawn from (needed when the rollouts do not carry their pools, and with --online)",
       ),
-    dataset: z.string().min(1).describe("index dataset (the candidates)"),
-    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    ...TrainingInputFields,
     init: z
       .string()
       .min(1)

@@ -7,7 +7,6 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
@@ -18,7 +17,7 @@ import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type HealthWarning, sftHealthWarnings } from "./health.js";
-import { type TrainingInputs, trainingInputs } from "./inputs.js";
+import { TrainingInputFields, type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
@@ -30,8 +29,7 @@ export const SftInputsSchema = z
   .object({
     beams: z.string().min(1).describe("beam artefact: a file, or a name under artifacts/beams/"),
     pools: z.string().min(1).describe("pool set the beams were searched in: a file, or a name under artifacts/pools/"),
-    dataset: z.string().min(1).describe("index dataset (the candidates)"),
-    embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+    ...TrainingInputFields,
     init: z
       .string()
       .min(1)
