@@ -107,7 +107,7 @@ describe("stage identities stay what earlier builds planned", () => {
       rollouts: "c20d12298a",
       rce: "fc4c20c6b1",
       grpo: "0169068626",
-      online: "8b3e62afa3",
+      online: "c87ae47e2e",
     });
   });
 });
