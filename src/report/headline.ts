@@ -41,6 +41,16 @@ export function verdictOf(c: { significant: boolean; difference: number }): Verd
   return c.difference > 0 ? "better" : "worse";
 }
 
+/** The verdict in words: "significantly better", "significantly worse", "no significant difference". */
+export function verdictText(verdict: Verdict): string {
+  return verdict === "no significant difference" ? verdict : `significantly ${verdict}`;
+}
+
+/** "+1.23 [+0.40, +2.05]": a Δ in points with its interval, as the headline and the comparison show it. */
+export function deltaText(difference: number, ci: Interval): string {
+  return `${formatNumber(difference, 2, true)} ${formatInterval([ci.lower, ci.upper], 2, true)}`;
+}
+
 /** The headline of a comparison; null when no method under test was compared with the baseline. */
 export function headlineOf(result: ComparisonResult): Headline | null {
   const table = result.tables.find((t) => t.subset === "all") ?? result.tables.at(-1);
@@ -88,7 +98,5 @@ function clause(r: HeadlineRow): string {
   const shots = `${r.shot} shot${r.shot === 1 ? "" : "s"}`;
   const versus = r.baselineAccuracy === null ? "" : ` vs ${formatNumber(r.baselineAccuracy, 2)}`;
   const p = r.pHolm === null ? "" : `, Holm p ${formatPValue(r.pHolm)}`;
-  const verdict =
-    r.verdict === "no significant difference" ? "no significant difference" : `significantly ${r.verdict}`;
-  return `at ${shots} ${r.label} ${formatNumber(r.accuracy, 2)}${versus} (Δ ${formatNumber(r.difference, 2, true)} ${formatInterval([r.ci.lower, r.ci.upper], 2, true)}${p}): ${verdict}`;
+  return `at ${shots} ${r.label} ${formatNumber(r.accuracy, 2)}${versus} (Δ ${deltaText(r.difference, r.ci)}${p}): ${verdictText(r.verdict)}`;
 }

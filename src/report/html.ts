@@ -14,10 +14,10 @@ import type { CellComparison, CellResult, ComparisonResult } from "../metrics/co
 import type { AnswerTypes, StageCost } from "./breakdown.js";
 import { barChart, lineChart } from "./charts.js";
 import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
-import { type Headline, type Verdict, verdictOf } from "./headline.js";
+import { deltaText, type Headline, type Verdict, verdictOf, verdictText } from "./headline.js";
 import { stageTitle } from "./metric-names.js";
 import type { Curve, Example, ReportModel, StageSummary } from "./model.js";
-import { formatInterval, formatNumber, formatPValue } from "./table.js";
+import { formatNumber, formatPValue } from "./table.js";
 
 /** Escapes text for HTML element content and quoted attribute values. */
 export function escapeHtml(text: string): string {
@@ -203,9 +203,9 @@ function headlineSection(headline: Headline | null): string {
     e(r.label),
     num(formatNumber(r.accuracy, 2)),
     num(r.baselineAccuracy === null ? "n/a" : formatNumber(r.baselineAccuracy, 2)),
-    `<td class="num ${verdictClass(r.verdict)}">${e(`${formatNumber(r.difference, 2, true)} ${formatInterval([r.ci.lower, r.ci.upper], 2, true)}`)}</td>`,
+    `<td class="num ${verdictClass(r.verdict)}">${e(deltaText(r.difference, r.ci))}</td>`,
     num(r.pHolm === null ? "—" : formatPValue(r.pHolm)),
-    `<td class="${verdictClass(r.verdict)}">${e(r.verdict === "no significant difference" ? r.verdict : `significantly ${r.verdict}`)}</td>`,
+    `<td class="${verdictClass(r.verdict)}">${e(verdictText(r.verdict))}</td>`,
   ]);
   return section(
     "headline",
@@ -359,9 +359,10 @@ function cellHtml(cell: CellResult): string {
 
 function comparisonHtml(c: CellComparison): string[] {
   const mark = significanceMark(c);
+  const verdict = verdictOf(c);
   const test = c.mcnemar === null ? "sign-flip" : `McNemar ${c.mcnemar.onlyRow}/${c.mcnemar.onlyBaseline}`;
   return [
-    `<div class="${verdictClass(verdictOf(c))}">Δ ${e(formatNumber(c.difference, 2, true))} ${e(formatInterval([c.ci.lower, c.ci.upper], 2, true))} ${mark}${verdictOf(c) === "worse" ? " worse" : ""}</div>`,
+    `<div class="${verdictClass(verdict)}">Δ ${e(deltaText(c.difference, c.ci))} ${mark}${verdict === "worse" ? " worse" : ""}</div>`,
     `<div class="p">${e(test)}, p ${e(formatPValue(c.pValue))}, ${c.reference ? "reference, outside Holm" : `Holm ${e(holmText(c))}`}</div>`,
     `<div class="mde">${c.pairs} pairs${c.excluded > 0 ? `, ${c.excluded} excluded` : ""}${c.mde === null ? "" : `, MDE ${e(formatNumber(c.mde, 2))}`}</div>`,
     ...(c.seeds === null ? [] : [`<div class="seeds">Δ ${e(seedText(c.seeds))}</div>`]),
