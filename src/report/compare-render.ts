@@ -58,9 +58,14 @@ export function testDescription(result: ComparisonResult): string {
   return `p: ${single}${groups}${images}`;
 }
 
+/** The intervals' confidence level as the tables print it: "95%". */
+export function levelText(settings: ComparisonResult["settings"]): string {
+  return `${Math.round(100 * settings.confidence)}%`;
+}
+
 export function legend(result: ComparisonResult): string[] {
   const s = result.settings;
-  const level = `${Math.round(100 * s.confidence)}%`;
+  const level = levelText(s);
   const resampling = s.clustered ? ", resampling whole images" : "";
   return [
     `Accuracy: official VQA accuracy (%), ${level} bootstrap CI over questions${resampling} (${s.resamples} resamples, seed ${s.seed}); failed VLM calls are excluded and counted.`,

@@ -13,7 +13,7 @@
 import type { CellComparison, CellResult, ComparisonResult } from "../metrics/compare.js";
 import type { AnswerTypes, StageCost } from "./breakdown.js";
 import { barChart, lineChart } from "./charts.js";
-import { accuracyText, holmText, legend, seedText, significanceMark } from "./compare-render.js";
+import { accuracyText, holmText, legend, levelText, seedText, significanceMark } from "./compare-render.js";
 import { deltaText, type Headline, type Verdict, verdictOf, verdictText } from "./headline.js";
 import { stageTitle } from "./metric-names.js";
 import type { Curve, Example, ReportModel, StageSummary } from "./model.js";
@@ -64,7 +64,7 @@ const NAV = [
 
 export async function renderReportHtml(model: ReportModel): Promise<string> {
   const sections = [
-    headlineSection(model.headline),
+    headlineSection(model.headline, model.comparison),
     await comparisonSection(model.comparison, model.answerTypes),
     healthSection(model),
     examplesSection(model),
@@ -195,8 +195,8 @@ function healthSection(model: ReportModel): string {
   return section("health", "Health warnings", `<ul class="warnings">${items.join("")}</ul>`);
 }
 
-function headlineSection(headline: Headline | null): string {
-  if (headline === null)
+function headlineSection(headline: Headline | null, comparison: ComparisonResult | null): string {
+  if (headline === null || comparison === null)
     return section("headline", "Headline", "<p>No method was compared with a baseline among these runs.</p>");
   const rows = headline.rows.map((r) => [
     num(String(r.shot)),
@@ -213,10 +213,18 @@ function headlineSection(headline: Headline | null): string {
     [
       `<div class="headline"><p class="sentence">${e(headline.sentence)}</p>`,
       table(
-        ["shot", "best method", "accuracy", `baseline (${headline.baseline})`, "Δ [95% CI]", "Holm p", "verdict"],
+        [
+          "shot",
+          "best method",
+          "accuracy",
+          `baseline (${headline.baseline})`,
+          `Δ [${levelText(comparison.settings)} CI]`,
+          "Holm p",
+          "verdict",
+        ],
         rows,
       ),
-      `<p class="meta">Best = highest accuracy among the methods under test at that shot (not the baseline, not the simulator's references), on ${e(headline.table)} questions (${headline.questions}); Δ in points on the questions both scored; significant = Holm-adjusted p ≤ 0.05. Details in the comparison below.</p></div>`,
+      `<p class="meta">Best = highest accuracy among the methods under test at that shot (not the baseline, not the simulator's references), on ${e(headline.table)} questions (${headline.questions}); Δ in points on the questions both scored; significant = Holm-adjusted p ≤ ${comparison.settings.alpha}. Details in the comparison below.</p></div>`,
     ].join("\n"),
   );
 }

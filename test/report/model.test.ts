@@ -180,6 +180,17 @@ describe("the report's result first", () => {
     expect(headline).toMatch(/<td>topk-image<\/td><td class="num">71\.43<\/td><td class="num">25\.00<\/td>/);
   });
 
+  it("takes the headline's confidence level and α from the comparison, as the legend does", async () => {
+    expect(html).toContain("<th>Δ [95% CI]</th>");
+    expect(html).toContain("significant = Holm-adjusted p ≤ 0.05.");
+    const strict = structuredClone(model);
+    Object.assign(strict.comparison!.settings, { confidence: 0.99, alpha: 0.01 });
+    const text = await renderReportHtml(strict);
+    const headline = text.slice(text.indexOf('<section id="headline">'), text.indexOf('<section id="comparison">'));
+    expect(headline).toContain("<th>Δ [99% CI]</th>");
+    expect(headline).toContain("significant = Holm-adjusted p ≤ 0.01.");
+  });
+
   it("colours a significantly worse Δ red and says so; green only for a significantly better one", async () => {
     expect(verdictOf({ significant: true, difference: -3 })).toBe("worse");
     expect(verdictOf({ significant: true, difference: 3 })).toBe("better");
