@@ -152,6 +152,13 @@ export function buildReportModel(
   const metrics = new Map(runs.map((run) => [run.id, ws.getMetrics(run.id)]));
   const metricsOf = (run: RunRecord) => metrics.get(run.id) ?? [];
   warnings.push(...runWarnings(ws, runs, metricsOf));
+  // Each dataset's items, read once for the data statistics, the answer types and the examples.
+  const items = new Map<string, readonly VqaItem[]>();
+  const itemsOf: ItemsOf = (name) => {
+    let list = items.get(name);
+    if (list === undefined) items.set(name, (list = ws.getDataset(name) === undefined ? [] : ws.loadItems(name)));
+    return list;
+  };
   if (comparison !== null) warnings.push(...comparisonWarnings(comparison));
 
   return {
@@ -185,7 +192,7 @@ export function buildReportModel(
           examples: _examples,
           files: _files,
           ...summary
-        } = summarizeDataset(ws.requireDataset(name), ws.loadItems(name));
+        } = summarizeDataset(ws.requireDataset(name), itemsOf(name));
         return summary;
       }),
     evaluations: evalRuns.map((run) => evaluationStats(ws, run)),
@@ -194,9 +201,9 @@ export function buildReportModel(
     warnings,
     comparison,
     headline: comparison === null ? null : headlineOf(comparison),
-    answerTypes: loaded === null ? null : answerTypeAccuracy(loaded.methods, answerTypesOf(ws, loaded.dataset)),
+    answerTypes: loaded === null ? null : answerTypeAccuracy(loaded.methods, answerTypesOf(itemsOf(loaded.dataset))),
     stageCosts: stageCosts(ws, runs, metricsOf, labelOf),
-    ...examples(ws, loaded, options.examples),
+    ...examples(ws, itemsOf, loaded, options.examples),
   };
 }
 
@@ -242,6 +249,8 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
  * logged its summary again: the last value per (run, stage, name) is the current one.
  */
 type MetricsOf = (run: RunRecord) => readonly MetricRecord[];
+/** A dataset's items (none when the dataset is not in the workspace). */
+type ItemsOf = (dataset: string) => readonly VqaItem[];
 
 function summaries(
   runs: readonly RunRecord[],
@@ -304,10 +313,9 @@ function curves(runs: readonly RunRecord[], metricsOf: MetricsOf, labelOf: (run:
   return out.sort((a, b) => stageOrder.indexOf(a.stage) - stageOrder.indexOf(b.stage));
 }
 
-/** Question id → answer type of the query dataset's items (none when the dataset is not in the workspace). */
-function answerTypesOf(ws: Workspace, dataset: string): Map<string, string> {
-  if (ws.getDataset(dataset) === undefined) return new Map();
-  return new Map(ws.loadItems(dataset).map((item) => [item.questionId, item.answerType]));
+/** Question id → answer type of the query dataset's items. */
+function answerTypesOf(items: readonly VqaItem[]): Map<string, string> {
+  return new Map(items.map((item) => [item.questionId, item.answerType]));
 }
 
 /** Averages consecutive points in buckets of ⌈n / max⌉ (non-finite values are skipped). */
@@ -388,6 +396,7 @@ function comparisonWarnings(result: ComparisonResult): HealthWarning[] {
  */
 function examples(
   ws: Workspace,
+  itemsOf: ItemsOf,
   loaded: EvalMethods | null,
   count: number,
 ): { exampleShot: number | null; examples: Example[] } {
@@ -406,8 +415,8 @@ function examples(
     new Set(rowsAt.flatMap((m) => (m.rows.has(id) ? [String(m.rows.get(id)?.accuracy)] : []))).size > 1;
   const chosen = [...ids.filter(disagree), ...ids.filter((id) => !disagree(id))].slice(0, count);
 
-  const queries = itemsById(ws, [loaded.dataset]);
-  const index = itemsById(ws, loaded.indexDatasets);
+  const queries = itemsById(itemsOf, [loaded.dataset]);
+  const index = itemsById(itemsOf, loaded.indexDatasets);
   const predictions = new Map<string, Map<string, { answer: string | null; rawAnswer: string | null }>>();
   for (const m of loaded.methods) {
     const source = loaded.sources.get(m.id)!;
@@ -453,12 +462,10 @@ function examples(
   };
 }
 
-function itemsById(ws: Workspace, datasets: readonly string[]): Map<string, VqaItem> {
+function itemsById(itemsOf: ItemsOf, datasets: readonly string[]): Map<string, VqaItem> {
   const out = new Map<string, VqaItem>();
-  for (const name of datasets) {
-    if (ws.getDataset(name) === undefined) continue;
-    for (const item of ws.loadItems(name)) if (!out.has(item.questionId)) out.set(item.questionId, item);
-  }
+  for (const name of datasets)
+    for (const item of itemsOf(name)) if (!out.has(item.questionId)) out.set(item.questionId, item);
   return out;
 }
 

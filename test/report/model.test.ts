@@ -267,6 +267,30 @@ describe("the report's breakdowns", () => {
   });
 });
 
+describe("reading the workspace", () => {
+  it("loads each dataset's items once, for the data statistics, the answer types and the examples", () => {
+    const ws = Workspace.open(fixture.dir, { create: false });
+    try {
+      const loads: string[] = [];
+      const loadItems = ws.loadItems.bind(ws);
+      ws.loadItems = (name: string) => {
+        loads.push(name);
+        return loadItems(name);
+      };
+      const again = buildReportModel(ws, {
+        ...ReportSettingsSchema.parse({ examples: 3, resamples: 200 }),
+        runs: [fixture.evalRun, "sft-a"],
+      });
+      expect(again.answerTypes?.types).toEqual(["yes/no", "number", "other"]);
+      expect(again.examples.length).toBe(3);
+      expect(loads.length).toBeGreaterThan(0);
+      expect(loads).toEqual([...new Set(loads)]);
+    } finally {
+      ws.close();
+    }
+  });
+});
+
 describe("training curves", () => {
   it("are grouped per stage: each stage's loss has its own chart and y scale, titled readably", async () => {
     const ws = Workspace.open(join(mkdtempSync(join(tmpdir(), "lever-curves-")), "ws"));
