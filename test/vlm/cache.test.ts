@@ -183,18 +183,23 @@ describe("cachedVlm over any Vlm", () => {
 
   it("recomputes and overwrites an unreadable stored response", async () => {
     const cache = new MemoryResponseCache();
-    const fake: Vlm = {
-      id: "sim:x",
-      generate: async (prompts) => prompts.map(() => ({ text: "fresh", tokens: 1 })),
-      scoreAnswer: async () => [],
-    };
-    const p: VlmPrompt = { demonstrations: [], query: { questionId: "1", imagePath: null, question: "?" } };
-    const key = await requestKey("sim:x", "generate", p, null);
+    const { fake, p, key } = await freshVlm("sim:x");
     cache.put(key, "sim:x", "generate", '{"text": 3}');
     expect(await cachedVlm(fake, cache).generate([p])).toEqual([{ text: "fresh", tokens: 1 }]);
     expect(JSON.parse(cache.get(key)!)).toEqual({ text: "fresh", tokens: 1 });
   });
 });
+
+/** A VLM answering "fresh" to every prompt, one prompt, and its cache key for that VLM: to store a stale response under. */
+async function freshVlm(id: string): Promise<{ fake: Vlm; p: VlmPrompt; key: string }> {
+  const fake: Vlm = {
+    id,
+    generate: async (prompts) => prompts.map(() => ({ text: "fresh", tokens: 1 })),
+    scoreAnswer: async () => [],
+  };
+  const p: VlmPrompt = { demonstrations: [], query: { questionId: "1", imagePath: null, question: "?" } };
+  return { fake, p, key: await requestKey(id, "generate", p, null) };
+}
 
 describe("empty answers and the cache", () => {
   it("never stores an empty completion, and asks again for a blank answer an older build stored", async () => {
@@ -211,13 +216,7 @@ describe("empty answers and the cache", () => {
     } finally {
       await silent.close();
     }
-    const fake: Vlm = {
-      id: "sim:blank",
-      generate: async (prompts) => prompts.map(() => ({ text: "fresh", tokens: 1 })),
-      scoreAnswer: async () => [],
-    };
-    const p: VlmPrompt = { demonstrations: [], query: { questionId: "1", imagePath: null, question: "?" } };
-    const key = await requestKey("sim:blank", "generate", p, null);
+    const { fake, p, key } = await freshVlm("sim:blank");
     cache.put(key, "sim:blank", "generate", '{"text":" ","tokens":1}');
     expect(await cachedVlm(fake, cache).generate([p])).toEqual([{ text: "fresh", tokens: 1 }]);
   });
