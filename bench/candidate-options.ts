@@ -7,7 +7,7 @@
  * model level (encode + teacher forcing + SFT loss + backward + clip + AdamW over all parameters,
  * the identity table included), with the features and items passed as `SelectorInput` fields.
  */
-import { type SelectorConfigInput, SelectorConfigSchema } from "../src/selector/config.js";
+import { ModelOptionsSchema, type SelectorConfigInput, SelectorConfigSchema } from "../src/selector/config.js";
 import { predict } from "../src/selector/decode.js";
 import { PointerSelector, type SelectorInput, sftLoss } from "../src/selector/model.js";
 import { initParams } from "../src/selector/params.js";
@@ -21,16 +21,19 @@ const SHOTS = 4;
 const K = 64;
 const INDEX_ROWS = 9009;
 
+/** The features a training run gets by default (the schema's, so the bench measures what a run uses). */
+const FEATURES = ModelOptionsSchema.parse({}).features;
+
 export const VARIANTS: { name: string; options: Partial<SelectorConfigInput> }[] = [
   { name: "no options", options: {} },
-  { name: "features [vote, agreement] (the training default)", options: { features: ["vote", "agreement"] } },
+  { name: `features [${FEATURES.join(", ")}] (the training default)`, options: { features: FEATURES } },
   {
-    name: "features [vote, agreement] + identity",
-    options: { features: ["vote", "agreement"], identity: "embedding", indexItems: INDEX_ROWS },
+    name: `features [${FEATURES.join(", ")}] + identity`,
+    options: { features: FEATURES, identity: "embedding", indexItems: INDEX_ROWS },
   },
   {
     name: "features + identity + pool attention (1 layer)",
-    options: { features: ["vote", "agreement"], identity: "embedding", indexItems: INDEX_ROWS, poolAttention: 1 },
+    options: { features: FEATURES, identity: "embedding", indexItems: INDEX_ROWS, poolAttention: 1 },
   },
 ];
 
@@ -89,16 +92,45 @@ function stepRunner(options: Partial<SelectorConfigInput>, B: number, G: number,
   return (): { wall: number; cpu: number } => {
     const input = batch(B, 100 + i, index, true);
     const dropout = rng.child(`step${i++}`);
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    optimizer.zeroGrad();
-    const enc = m.encode(input, { training: true, rng: dropout });
-    sftLoss(m.teacherForce(enc, G, labels, SHOTS), labels, weights, 0).backward();
-    clipGradNorm(m.parameters(), 1);
-    optimizer.step();
-    const c = process.cpuUsage(c0);
-    return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 };
+    return timedMs(() => {
+      optimizer.zeroGrad();
+      const enc = m.encode(input, { training: true, rng: dropout });
+      sftLoss(m.teacherForce(enc, G, labels, SHOTS), labels, weights, 0).backward();
+      clipGradNorm(m.parameters(), 1);
+      optimizer.step();
+    });
   };
+}
+
+/** Wall and process CPU milliseconds of one call. */
+function timedMs(f: () => void): { wall: number; cpu: number } {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  f();
+  const c = process.cpuUsage(c0);
+  return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000 };
+}
+
+/**
+ * The runners take turns (`warmup` rounds, then `runs` timed), so a change of machine load during the
+ * measurement hits every variant alike; per runner the median wall and CPU time.
+ */
+function inTurn(
+  runners: readonly (() => { wall: number; cpu: number })[],
+  warmup: number,
+  runs: number,
+): { wall: number[]; cpu: number[] } {
+  const wall: number[][] = runners.map(() => []);
+  const cpu: number[][] = runners.map(() => []);
+  for (let i = 0; i < warmup + runs; i++)
+    runners.forEach((run, v) => {
+      const t = run();
+      if (i >= warmup) {
+        wall[v].push(t.wall);
+        cpu[v].push(t.cpu);
+      }
+    });
+  return { wall: wall.map(median), cpu: cpu.map(median) };
 }
 
 /**
@@ -108,40 +140,25 @@ function stepRunner(options: Partial<SelectorConfigInput>, B: number, G: number,
  */
 export function candidateStepMs(B: number, G: number, runs = 10): { wall: number[]; cpu: number[] } {
   const index = indexTable();
-  const runners = VARIANTS.map((v) => stepRunner(v.options, B, G, index));
-  const wall: number[][] = VARIANTS.map(() => []);
-  const cpu: number[][] = VARIANTS.map(() => []);
-  for (let i = 0; i < runs + 3; i++)
-    runners.forEach((step, v) => {
-      const t = step();
-      if (i >= 3) {
-        wall[v].push(t.wall);
-        cpu[v].push(t.cpu);
-      }
-    });
-  return { wall: wall.map(median), cpu: cpu.map(median) };
+  return inTurn(
+    VARIANTS.map((v) => stepRunner(v.options, B, G, index)),
+    3,
+    runs,
+  );
 }
 
 /**
  * Per variant the median seconds (wall and process CPU) to greedily decode `Q` queries × K = 64
- * (4 shots), the index projected once per call; variants in turn as for the step.
+ * (4 shots), the index projected once per call; variants in turn (1 warm-up round) as for the step.
  */
 export function candidateInferenceS(Q = 2000, runs = 5): { wall: number[]; cpu: number[] } {
   const input = batch(Q, 11, indexTable(), false);
-  const models = VARIANTS.map((v) => selector(v.options));
-  for (const m of models) predict(m, input, { shots: SHOTS });
-  const wall: number[][] = VARIANTS.map(() => []);
-  const cpu: number[][] = VARIANTS.map(() => []);
-  for (let i = 0; i < runs; i++)
-    models.forEach((m, v) => {
-      const t0 = performance.now();
-      const c0 = process.cpuUsage();
-      predict(m, input, { shots: SHOTS });
-      const c = process.cpuUsage(c0);
-      wall[v].push((performance.now() - t0) / 1000);
-      cpu[v].push((c.user + c.system) / 1e6);
-    });
-  return { wall: wall.map(median), cpu: cpu.map(median) };
+  const ms = inTurn(
+    VARIANTS.map((v) => selector(v.options)).map((m) => () => timedMs(() => predict(m, input, { shots: SHOTS }))),
+    1,
+    runs,
+  );
+  return { wall: ms.wall.map((t) => t / 1000), cpu: ms.cpu.map((t) => t / 1000) };
 }
 
 /** One table row per variant: wall and CPU time and their ratios to the first (no options). */
