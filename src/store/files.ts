@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { LeverError } from "../util/errors.js";
+import { redactUrlPasswords } from "../util/redact.js";
 
 /**
  * Resolves a path relative to the artifacts folder, refusing anything that would escape it
@@ -58,6 +59,14 @@ export function mapStrings<T>(value: T, fn: (text: string) => string): T {
   if (value !== null && typeof value === "object" && !ArrayBuffer.isView(value))
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, fn)])) as T;
   return value;
+}
+
+/**
+ * The stored form of a value (run configs, dataset records, stage records): every path inside `root`
+ * marked workspace-relative (`toStored`), every password in a URL replaced by `***` (src/util/redact.ts).
+ */
+export function storedForm<T>(root: string, value: T): T {
+  return mapStrings(value, (text) => redactUrlPasswords(toStored(root, text)));
 }
 
 /** sha256 and size of a file, read in chunks (synchronous: used inside stage bookkeeping). */
