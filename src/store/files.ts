@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
-import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
+import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { LeverError } from "../util/errors.js";
+import { pathInside } from "../util/files.js";
 import { redactUrlPasswords } from "../util/redact.js";
 
 /**
@@ -15,8 +16,7 @@ export function resolveInside(root: string, relativePath: string): string {
     });
   }
   const full = resolve(root, normalize(relativePath));
-  const rel = relative(root, full);
-  if (rel.length === 0 || rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
+  if (pathInside(root, full) === null) {
     throw new LeverError(`artefact path "${relativePath}" leaves the artifacts folder`, { field: "path" });
   }
   return full;
@@ -25,9 +25,8 @@ export function resolveInside(root: string, relativePath: string): string {
 /** The stored form of an artefact path: relative with "/" separators when under root, else absolute. */
 export function portablePath(root: string, path: string): string {
   const full = isAbsolute(path) ? path : join(root, path);
-  const rel = relative(root, full);
-  if (rel.length > 0 && !rel.startsWith("..") && !isAbsolute(rel)) return rel.split(sep).join("/");
-  return full;
+  const rel = pathInside(root, full);
+  return rel !== null ? rel.split(sep).join("/") : full;
 }
 
 /**
