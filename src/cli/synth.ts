@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { importSynthSplit } from "../sim/ingest.js";
 import { type WorldParamsInput, WorldParamsSchema } from "../sim/params.js";
 import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
+import { NAME_PATTERN } from "../store/datasets.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { readJsonFile } from "../util/files.js";
@@ -91,11 +92,13 @@ export function register(program: Command): void {
     });
 }
 
-/** The dataset names `--import NAME` gives the two splits. */
+/** The dataset names `--import NAME` gives the two splits, checked as the workspace checks dataset names. */
 function importNames(name: string): { train: string; val: string } {
-  if (!/^[A-Za-z0-9._-]+$/.test(name))
-    throw new LeverError(`expected a name of letters, digits, '.', '_' and '-', got "${name}"`, { field: "--import" });
-  return { train: `${name}-train`, val: `${name}-val` };
+  const names = { train: `${name}-train`, val: `${name}-val` };
+  for (const derived of Object.values(names))
+    if (!NAME_PATTERN.test(derived))
+      throw new LeverError(`dataset name "${derived}" must match ${NAME_PATTERN}`, { field: "--import" });
+  return names;
 }
 
 /** Refuses before anything is written when the workspace already holds one of the datasets. */

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import { type ErrorLocation, LeverError } from "../util/errors.js";
+import { pathInside } from "../util/files.js";
 
 /**
  * Image paths of VQA items. A dataset records one path template; each item's path is rendered
@@ -90,8 +91,7 @@ export function compileImageTemplate(template: string): ImageRenderer {
   return (ids, where) => {
     let out = "";
     for (const part of parts) out += typeof part === "string" ? part : ids[part.name].padStart(part.width, "0");
-    const rel = relative(folder, resolve(out));
-    if (rel.length === 0 || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel))
+    if (pathInside(folder, resolve(out)) === null)
       throw new LeverError(
         `image id ${JSON.stringify(ids.imageId)} makes the image path ${out}, which leaves the image folder ${folder}`,
         { ...where, field: "image_id" },

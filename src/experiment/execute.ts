@@ -79,9 +79,7 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   const runLabels: Record<string, string> = {};
   for (const { stage, variants } of p.unique) {
     if (hooks.signal?.aborted)
-      await interruptible(`${outputs.size} of ${p.unique.length} stages done`, () => {
-        throw interruptedError();
-      });
+      throw chainInterrupted(interruptedError(), `${outputs.size} of ${p.unique.length} stages done`);
     let out = readStageRecord(ws, stage);
     if (out !== null) {
       counts[stage.stage].reused += variants.length;
@@ -137,11 +135,15 @@ async function interruptible<T>(kept: string, fn: () => Promise<T> | T): Promise
   try {
     return await fn();
   } catch (error) {
-    if (!(error instanceof InterruptedError)) throw error;
-    throw new InterruptedError(
-      `${error.message}; kept: ${kept} and every finished item and epoch; run the same command again to resume (done stages are reused)`,
-    );
+    throw error instanceof InterruptedError ? chainInterrupted(error, kept) : error;
   }
+}
+
+/** A stage's InterruptedError said again with what the chain kept and how to resume. */
+function chainInterrupted(error: InterruptedError, kept: string): InterruptedError {
+  return new InterruptedError(
+    `${error.message}; kept: ${kept} and every finished item and epoch; run the same command again to resume (done stages are reused)`,
+  );
 }
 
 /** Runs one stage through its entry, with the outputs of the stages it reads. */

@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
-import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
+import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { LeverError } from "../util/errors.js";
+import { pathInside } from "../util/files.js";
+import { redactUrlPasswords } from "../util/redact.js";
 
 /**
  * Resolves a path relative to the artifacts folder, refusing anything that would escape it
@@ -14,8 +16,7 @@ export function resolveInside(root: string, relativePath: string): string {
     });
   }
   const full = resolve(root, normalize(relativePath));
-  const rel = relative(root, full);
-  if (rel.length === 0 || rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) {
+  if (pathInside(root, full) === null) {
     throw new LeverError(`artefact path "${relativePath}" leaves the artifacts folder`, { field: "path" });
   }
   return full;
@@ -24,9 +25,8 @@ export function resolveInside(root: string, relativePath: string): string {
 /** The stored form of an artefact path: relative with "/" separators when under root, else absolute. */
 export function portablePath(root: string, path: string): string {
   const full = isAbsolute(path) ? path : join(root, path);
-  const rel = relative(root, full);
-  if (rel.length > 0 && !rel.startsWith("..") && !isAbsolute(rel)) return rel.split(sep).join("/");
-  return full;
+  const rel = pathInside(root, full);
+  return rel !== null ? rel.split(sep).join("/") : full;
 }
 
 /**
@@ -58,6 +58,14 @@ export function mapStrings<T>(value: T, fn: (text: string) => string): T {
   if (value !== null && typeof value === "object" && !ArrayBuffer.isView(value))
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, fn)])) as T;
   return value;
+}
+
+/**
+ * The stored form of a value (run configs, dataset records, stage records): every path inside `root`
+ * marked workspace-relative (`toStored`), every password in a URL replaced by `***` (src/util/redact.ts).
+ */
+export function storedForm<T>(root: string, value: T): T {
+  return mapStrings(value, (text) => redactUrlPasswords(toStored(root, text)));
 }
 
 /** sha256 and size of a file, read in chunks (synchronous: used inside stage bookkeeping). */

@@ -12,30 +12,29 @@ import { dirname, join, resolve } from "node:path";
 import type { Database } from "better-sqlite3";
 import { writeFileAtomic } from "../util/atomic.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
-import { redactUrlPasswords } from "../util/redact.js";
-import { mapStrings, toStored } from "./files.js";
+import { storedForm, WORKSPACE_MARK } from "./files.js";
 
 /** Applies step 4 to the database at `file` (its folder is the workspace). */
 export function storeWorkspaceRelative(db: Database, file: string): void {
   const root = resolve(dirname(file));
-  const stored = (text: string) => redactUrlPasswords(toStored(root, text));
+  const stored = <T>(value: T): T => storedForm(root, value);
   for (const row of db.prepare("SELECT id, config FROM runs").all() as { id: string; config: string }[]) {
-    const config = mapStrings(JSON.parse(row.config) as unknown, stored);
+    const config = stored(JSON.parse(row.config) as unknown);
     const text = canonicalJson(config);
     if (text !== row.config)
       db.prepare("UPDATE runs SET config = ?, config_hash = ? WHERE id = ?").run(text, hashValue(config), row.id);
   }
   for (const row of db.prepare("SELECT name, files, images FROM datasets").all() as DatasetPaths[]) {
-    const files = JSON.stringify(mapStrings(JSON.parse(row.files) as unknown, stored));
+    const files = JSON.stringify(stored(JSON.parse(row.files) as unknown));
     const images = row.images === null ? null : stored(row.images);
     if (files !== row.files || images !== row.images)
       db.prepare("UPDATE datasets SET files = ?, images = ? WHERE name = ?").run(files, images, row.name);
   }
   const prefix = `${root}/`;
   db.prepare(
-    `UPDATE items SET image_path = '<workspace>' || substr(image_path, length(@root) + 1)
+    `UPDATE items SET image_path = @mark || substr(image_path, length(@root) + 1)
      WHERE substr(image_path, 1, length(@prefix)) = @prefix`,
-  ).run({ root, prefix });
+  ).run({ mark: WORKSPACE_MARK, root, prefix });
   const retrievers = db.prepare("SELECT DISTINCT retriever FROM predictions").pluck().all() as string[];
   for (const retriever of retrievers) {
     const now = stored(retriever);
@@ -52,12 +51,12 @@ interface DatasetPaths {
 }
 
 /** `lever run`'s stage records (JSON files), rewritten when they name a path inside the workspace. */
-function storeStageRecords(dir: string, stored: (text: string) => string): void {
+function storeStageRecords(dir: string, stored: <T>(value: T) => T): void {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir).filter((n) => n.endsWith(".json"))) {
     const path = join(dir, name);
     const text = readFileSync(path, "utf8");
-    const now = `${JSON.stringify(mapStrings(JSON.parse(text) as unknown, stored), null, 2)}\n`;
+    const now = `${JSON.stringify(stored(JSON.parse(text) as unknown), null, 2)}\n`;
     if (now !== text) writeFileAtomic(path, now);
   }
 }

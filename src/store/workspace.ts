@@ -15,6 +15,7 @@ import {
   mapStrings,
   portablePath,
   resolveInside,
+  storedForm,
   toStored,
   WORKSPACE_MARK,
 } from "./files.js";
@@ -229,7 +230,7 @@ export class Workspace {
    * every password in a URL (a `--base-url` with basic auth) replaced by `***` (src/util/redact.ts).
    */
   stored<T>(value: T): T {
-    return mapStrings(value, (text) => redactUrlPasswords(toStored(this.dir, text)));
+    return storedForm(this.dir, value);
   }
 
   /** The inverse of `stored`: workspace-relative paths resolved in this workspace's folder. */

@@ -6,6 +6,7 @@
  * CLI (SQLite's busy / read-only / full included), so none of them prints a stack trace.
  */
 import { readFileSync } from "node:fs";
+import { isAbsolute, relative, sep } from "node:path";
 import { LeverError } from "./errors.js";
 
 const SYSTEM_ERRORS: Record<string, string> = {
@@ -149,4 +150,13 @@ export function readJsonFile(path: string): unknown {
   } catch (error) {
     throw new LeverError(`not valid JSON (${(error as Error).message})`, { file: path });
   }
+}
+
+/**
+ * `path` relative to `root` when it lies strictly inside it (not `root` itself, nothing reached through
+ * ".."), else null: the one containment check of artefact paths and rendered image paths.
+ */
+export function pathInside(root: string, path: string): string | null {
+  const rel = relative(root, path);
+  return rel.length === 0 || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel) ? null : rel;
 }

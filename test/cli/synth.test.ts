@@ -48,6 +48,10 @@ describe("lever data synth --import", () => {
     const again = await runCli([...args, "--out", join(root, "other"), "--import", "toy"]);
     expectUserError(again, /field "--import": the workspace already has a dataset "toy-train"/);
     expect(existsSync(join(root, "other"))).toBe(false);
+    // A name the workspace would refuse as a dataset name is refused before anything is written.
+    const bad = await runCli([...args, "--out", join(root, "bad"), "--import", ".hidden"]);
+    expectUserError(bad, /field "--import": dataset name "\.hidden-train" must match/);
+    expect(existsSync(join(root, "bad"))).toBe(false);
     // Without images the splits import without an image root.
     await runCliOk([...args, "--out", join(root, "bare"), "--import", "bare", "--no-images"]);
   });

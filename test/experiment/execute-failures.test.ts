@@ -2,8 +2,7 @@
  * `lever run` against a server that fails some requests: a rollouts stage with failed trajectories is not
  * recorded as done (the run stops with the same error as `lever rollouts`), and the rerun retries them.
  */
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
@@ -12,9 +11,10 @@ import { plan } from "../../src/experiment/plan.js";
 import { stageRecordPath } from "../../src/experiment/records.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
+import { experimentFiles } from "./helpers.js";
 
 let mock: MockVllm;
-const dir = mkdtempSync(join(tmpdir(), "lever-runner-failures-"));
+const { dir, write } = experimentFiles("lever-runner-failures-");
 
 beforeAll(async () => {
   mock = await MockVllm.start();
@@ -26,10 +26,9 @@ afterAll(async () => {
 
 describe("lever run with failing VLM requests", () => {
   it("stops at a rollouts stage with failed trajectories instead of recording it done; the rerun retries them", async () => {
-    const file = join(dir, "fail.yaml");
     // preflight off: the injected faults are meant for the rollouts' own requests, not the server check.
-    writeFileSync(
-      file,
+    const file = write(
+      "fail.yaml",
       `name: fail
 data:
   synth: { seed: 5, trainItems: 120, valItems: 20, embedding: { dim: 16 } }

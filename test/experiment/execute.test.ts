@@ -1,16 +1,15 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { execute, labelledStream } from "../../src/experiment/execute.js";
 import { loadExperiment } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import { Workspace } from "../../src/store/workspace.js";
+import { experimentFiles } from "./helpers.js";
 
-const dir = mkdtempSync(join(tmpdir(), "lever-runner-"));
-const file = join(dir, "tiny.yaml");
-writeFileSync(
-  file,
+const { dir, write } = experimentFiles("lever-runner-");
+const file = write(
+  "tiny.yaml",
   `name: tiny
 data:
   synth: { seed: 4, trainItems: 300, valItems: 60, embedding: { dim: 16 } }

@@ -2,8 +2,7 @@
  * `lever run` after a training stage failed: the next `lever run` resumes that stage's run from its last
  * finished epoch (src/store/stage-run.ts), instead of training a new run from scratch.
  */
-import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
@@ -11,11 +10,11 @@ import { loadExperiment } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { crashingProgress } from "../helpers/crash.js";
+import { experimentFiles } from "./helpers.js";
 
-const dir = mkdtempSync(join(tmpdir(), "lever-runner-resume-"));
-const file = join(dir, "resume.yaml");
-writeFileSync(
-  file,
+const { dir, write } = experimentFiles("lever-runner-resume-");
+const file = write(
+  "resume.yaml",
   `name: resume
 data:
   synth: { seed: 6, trainItems: 200, valItems: 30, embedding: { dim: 16 } }

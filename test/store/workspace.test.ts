@@ -508,6 +508,11 @@ describe("schema step 4: an older workspace's absolute paths become workspace-re
         "INSERT INTO items (dataset, question_id, image_id, question, answers, answer, question_type, answer_type, image_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
       )
       .run("d", "1", "1", "q?", "[]", "a", "what", "other", image);
+    raw
+      .prepare(
+        "INSERT INTO predictions (run, retriever, shot, question_id, demonstrations, prompt_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      )
+      .run("rce-0001", `selector:${ckpt}`, 1, "1", "[]", "p", now);
     writeFileSync(
       join(old, "artifacts", "experiments", "stages", "rce-x.json"),
       JSON.stringify({ stage: "rce", id: "x", outputs: { runId: "rce-0001", bestFile: ckpt } }),
@@ -528,6 +533,9 @@ describe("schema step 4: an older workspace's absolute paths become workspace-re
         images: join(moved, "{image_id}.jpg"),
       });
       expect(ws.loadItems("d")[0].imagePath).toBe(join(moved, "experiments", "data", "x1", "images", "1.jpg"));
+      const predictions = ws.getPredictions("rce-0001");
+      expect(predictions.map((p) => p.retriever)).toEqual([`selector:${movedCkpt}`]);
+      expect(ws.hasPrediction("rce-0001", `selector:${movedCkpt}`, 1, "1")).toBe(true);
       const record = JSON.parse(readFileSync(join(moved, "artifacts", "experiments", "stages", "rce-x.json"), "utf8"));
       expect(record.outputs.bestFile).toBe("<workspace>/artifacts/runs/sft-0001/sft/best.safetensors");
     } finally {

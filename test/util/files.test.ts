@@ -4,7 +4,15 @@ import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { firstInvalidUtf8, readJsonFile, readTextFile, sqliteError, userError } from "../../src/util/files.js";
+import { portablePath } from "../../src/store/files.js";
+import {
+  firstInvalidUtf8,
+  pathInside,
+  readJsonFile,
+  readTextFile,
+  sqliteError,
+  userError,
+} from "../../src/util/files.js";
 import { parseOrThrow } from "../../src/util/validate.js";
 import { leverErrorOf } from "../helpers/errors.js";
 
@@ -108,5 +116,18 @@ describe("system conditions as one line (userError, what the CLI prints)", () =>
   it("leaves real bugs alone (they are shown with their stack)", () => {
     expect(userError(new TypeError("x is not a function"))).toBeUndefined();
     expect(userError(new RangeError("Rng.int: bad bound 0"))).toBeUndefined();
+  });
+});
+
+describe("paths inside a folder (pathInside, the one containment check)", () => {
+  it("gives the relative path strictly inside, null for the folder itself, a parent or a sibling", () => {
+    expect(pathInside("/a/b", "/a/b/c/d.txt")).toBe(join("c", "d.txt"));
+    expect(pathInside("/a/b", "/a/b/..hidden")).toBe("..hidden");
+    for (const outside of ["/a/b", "/a", "/a/bc/d", "/x/y"]) expect(pathInside("/a/b", outside), outside).toBeNull();
+  });
+
+  it("keeps an artefact whose name starts with '..' relative to the artifacts folder (portablePath)", () => {
+    expect(portablePath("/ws/artifacts", "/ws/artifacts/..cache/x.json")).toBe("..cache/x.json");
+    expect(portablePath("/ws/artifacts", "/ws/other/x.json")).toBe("/ws/other/x.json");
   });
 });
