@@ -18,7 +18,6 @@ import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type HealthWarning, sftHealthWarnings } from "./health.js";
 import { TrainingInputFields, type TrainingInputs, trainingInputs } from "./inputs.js";
-import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
 import { checkInputsUnchanged, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
@@ -40,13 +39,9 @@ export const SftInputsSchema = z
   .strict();
 export type SftInputs = z.output<typeof SftInputsSchema>;
 
-export interface SftStageOptions extends SftInputs {
+/** The inputs, the training config, and where the stage reports and what stops it (`StageIo`). */
+export interface SftStageOptions extends SftInputs, StageIo {
   config: SftConfig;
-  progress?: ProgressStream | null;
-  /** Ctrl-C: training stops before the next batch, the run stays resumable (an InterruptedError says what was kept). */
-  signal?: AbortSignal;
-  /** Things the user should know before training starts (the CLI prints them on stderr). */
-  note?: (text: string) => void;
 }
 
 export interface SftStageResult extends Omit<SftRunResult, "model"> {
