@@ -20,7 +20,7 @@ import { type HealthWarning, sftHealthWarnings } from "./health.js";
 import { TrainingInputFields, type TrainingInputs, trainingInputs } from "./inputs.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
+import { checkInputsUnchanged, checkpointDirOf, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -149,7 +149,7 @@ async function continueSftStage(ws: Workspace, runId: string, how: StageIo): Pro
   const stored = parseOrThrow(StoredRunSchema, run.config, { record: runId, fieldPrefix: "config" });
   const inputs = resolveInputs(ws, { ...stored, model: stored.sft.model });
   checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
-  const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
+  const statePath = join(checkpointDirOf(ws, runId, "sft"), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
   return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, ...how });

@@ -12,6 +12,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
+import { checkpointDirOf } from "../icl/checkpoint-ref.js";
 import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
 import { EventFileWriter, tensorboardDirOf } from "../store/tensorboard.js";
@@ -82,10 +83,8 @@ export function splitNote(
   );
 }
 
-/** Directory of a run's checkpoints and state. */
-export function checkpointDirOf(ws: Workspace, runId: string, stage: string): string {
-  return ws.artifactPath(`runs/${runId}/${stage}`);
-}
+/** Directory of a run's checkpoints and state (src/icl/checkpoint-ref.ts, which also resolves RUN to a file there). */
+export { checkpointDirOf };
 
 /**
  * Trains the run's stage, or hands back the result of a run whose stage is done: its saved state is
