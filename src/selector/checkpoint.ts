@@ -271,16 +271,21 @@ export function checkpointFits(
 
 /**
  * A checkpoint with learned identities fits only the index it learned them on: throws one LeverError
- * line when `actual` (this run's index) differs. A checkpoint without identity fits any index.
- * `where` names the checkpoint (its file) in the message.
+ * line when `actual` (this run's index) differs, or when the run reads no index dataset (`actual`
+ * undefined). A checkpoint without identity fits any index, or none. `where` names the checkpoint (its
+ * file) in the message.
  */
 export function checkIndexFits(
   checkpoint: Pick<Checkpoint, "config" | "index"> | IndexIdentity,
-  actual: IndexIdentity,
+  actual: IndexIdentity | undefined,
   where: string,
 ): void {
   const learned = "config" in checkpoint ? checkpoint.index : checkpoint;
   if ("config" in checkpoint && checkpoint.config.identity !== "embedding") return;
+  if (actual === undefined)
+    throw new LeverError("the checkpoint learned identities of index items, but this run reads no index dataset", {
+      file: where,
+    });
   if (learned === undefined)
     throw new LeverError(`checkpoint ${where} has identity "embedding" but records no index; retrain it`);
   if (learned.dataset === actual.dataset && learned.items === actual.items && learned.hash === actual.hash) return;

@@ -238,6 +238,11 @@ describe("checkpoints with candidate options", () => {
       /learned identities of index okvqa-train .* this run's index is vqav2-train/,
     );
     expect(() => checkIndexFits({ config, index: undefined }, other, "plain.safetensors")).not.toThrow();
+    // A run that reads no index dataset: refused for identities, fine without them.
+    expect(() => checkIndexFits(ckpt, undefined, "runs/sft-0001/best.safetensors")).toThrow(
+      "runs/sft-0001/best.safetensors: the checkpoint learned identities of index items, but this run reads no index dataset",
+    );
+    expect(() => checkIndexFits({ config, index: undefined }, undefined, "plain.safetensors")).not.toThrow();
   });
 });
 
