@@ -18,7 +18,7 @@ import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { type AnswerSupport, answerSupport, poolVote, voteWeight } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES } from "../selector/config.js";
-import type { CandidateSource, IndexIdentity } from "../selector/inputs.js";
+import { type CandidateSource, FEATURE_COUNT, type IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 
@@ -49,7 +49,9 @@ export function candidateData(dataset: string, index: EmbeddingMatrix, items: re
     }
     return s;
   };
-  const F = CANDIDATE_FEATURES.length;
+  const F = FEATURE_COUNT;
+  const VOTE = CANDIDATE_FEATURES.indexOf("vote");
+  const AGREEMENT = CANDIDATE_FEATURES.indexOf("agreement");
   return {
     identity,
     index: indexIdentity(dataset, items),
@@ -66,8 +68,8 @@ export function candidateData(dataset: string, index: EmbeddingMatrix, items: re
       );
       const out = new Float32Array(K * F);
       for (let k = 0; k < K; k++) {
-        out[k * F + CANDIDATE_FEATURES.indexOf("vote")] = vote[k];
-        out[k * F + CANDIDATE_FEATURES.indexOf("agreement")] = agreement[k];
+        out[k * F + VOTE] = vote[k];
+        out[k * F + AGREEMENT] = agreement[k];
       }
       return out;
     },

@@ -9,9 +9,9 @@
  *   RUN:last       the last finished epoch's checkpoint
  *   RUN:epoch-N    epoch N's checkpoint (1-based, as the files are named)
  *
- * An existing file wins over a run of the same name. Also here: the checkpoint file names a training
- * run writes (`runs/<run id>/<stage>/`), and the label of a checkpoint by its run (`sft-0002`,
- * `sft-0002:epoch-3`) for tables and legends.
+ * An existing file wins over a run of the same name. Also here: where a training run writes its
+ * checkpoints (`checkpointDirOf`: `runs/<run id>/<stage>/`) and their file names, and the label of a
+ * checkpoint by its run (`sft-0002`, `sft-0002:epoch-3`) for tables and legends.
  */
 import { existsSync, readdirSync } from "node:fs";
 import { basename, extname, join } from "node:path";
@@ -22,6 +22,11 @@ export const BEST_FILE = "best.safetensors";
 /** Epoch `epoch` (0-based) → its checkpoint's file name (1-based: epoch-001.safetensors). */
 export const epochFile = (epoch: number) => `epoch-${String(epoch + 1).padStart(3, "0")}.safetensors`;
 const EPOCH_FILE = /^epoch-(\d{3,})\.safetensors$/;
+
+/** Directory of a training run's checkpoints and state (`stage` = the run's kind). */
+export function checkpointDirOf(ws: Workspace, runId: string, stage: string): string {
+  return ws.artifactPath(`runs/${runId}/${stage}`);
+}
 
 /** The kinds of run that write checkpoints (online GRPO is a `grpo` run). */
 const TRAINING_KINDS = ["sft", "rce", "grpo"];
@@ -45,7 +50,7 @@ export function resolveCheckpoint(ws: Workspace | null, ref: string, field = "ch
         file: ref,
       },
     );
-  const dir = ws.artifactPath(`runs/${run.id}/${run.kind}`);
+  const dir = checkpointDirOf(ws, run.id, run.kind);
   const epochs = existsSync(dir)
     ? readdirSync(dir)
         .map((f) => EPOCH_FILE.exec(f)?.[1])

@@ -168,6 +168,6 @@ function candidatesFor(
     );
   const { dataset, items } = embeddings.indexItems();
   const data = candidateData(dataset, indexMatrix, items);
-  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, data.index, path);
+  checkIndexFits(checkpoint, data.index, path);
   return data;
 }

@@ -12,7 +12,7 @@
  * defaults, so a checkpoint without them is byte-identical to one written before they existed.
  */
 import { z } from "zod";
-import { readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";
+import { openSafetensors, readSafetensors, type Tensor as StTensor, writeSafetensors } from "../data/safetensors.js";
 import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type SelectorConfig, SelectorConfigSchema, SelectorFieldsSchema, variantName } from "./config.js";
@@ -122,6 +122,31 @@ export function saveCheckpoint(
 export function loadCheckpoint(path: string): Checkpoint {
   const file = readSafetensors(path);
   const meta = file.metadata;
+  const { config, field } = checkedConfig(path, meta);
+  const trainedK = parseJsonField(path, "k", field("k"), z.number().int().positive().nullable());
+  const shots = parseJsonField(path, "shots", field("shots"), z.number().int().positive());
+  const provenance = parseJsonField(path, "provenance", field("provenance"), ProvenanceSchema);
+  const index = meta.index === undefined ? undefined : parseJsonField(path, "index", meta.index, IndexIdentitySchema);
+  checkIndexField(config, index, path);
+  const params = stateDictToParams(config, file.tensors, path);
+  return { config, params, trainedK, shots, provenance, ...(index !== undefined ? { index } : {}) };
+}
+
+/**
+ * The architecture of a checkpoint from its header alone (the tensors are not read): for a caller that
+ * needs only the config, e.g. to know whether a run reads candidate data. Same checks as loading.
+ */
+export function checkpointConfig(path: string): SelectorConfig {
+  const reader = openSafetensors(path);
+  try {
+    return checkedConfig(path, reader.metadata).config;
+  } finally {
+    reader.close();
+  }
+}
+
+/** The header checks every reader of a checkpoint makes: format, architecture, config. */
+function checkedConfig(path: string, meta: Record<string, string>) {
   const field = (name: string): string => {
     const v = meta[name];
     if (v === undefined)
@@ -142,13 +167,7 @@ export function loadCheckpoint(path: string): Checkpoint {
       field: "__metadata__.architecture",
     });
   const config = parseJsonField(path, "config", field("config"), SelectorConfigSchema);
-  const trainedK = parseJsonField(path, "k", field("k"), z.number().int().positive().nullable());
-  const shots = parseJsonField(path, "shots", field("shots"), z.number().int().positive());
-  const provenance = parseJsonField(path, "provenance", field("provenance"), ProvenanceSchema);
-  const index = meta.index === undefined ? undefined : parseJsonField(path, "index", meta.index, IndexIdentitySchema);
-  checkIndexField(config, index, path);
-  const params = stateDictToParams(config, file.tensors, path);
-  return { config, params, trainedK, shots, provenance, ...(index !== undefined ? { index } : {}) };
+  return { config, field };
 }
 
 /** Save-side check: the values must be exactly the config's parameters (same strictness as loading). */
@@ -252,16 +271,21 @@ export function checkpointFits(
 
 /**
  * A checkpoint with learned identities fits only the index it learned them on: throws one LeverError
- * line when `actual` (this run's index) differs. A checkpoint without identity fits any index.
- * `where` names the checkpoint (its file) in the message.
+ * line when `actual` (this run's index) differs, or when the run reads no index dataset (`actual`
+ * undefined). A checkpoint without identity fits any index, or none. `where` names the checkpoint (its
+ * file) in the message.
  */
 export function checkIndexFits(
   checkpoint: Pick<Checkpoint, "config" | "index"> | IndexIdentity,
-  actual: IndexIdentity,
+  actual: IndexIdentity | undefined,
   where: string,
 ): void {
   const learned = "config" in checkpoint ? checkpoint.index : checkpoint;
   if ("config" in checkpoint && checkpoint.config.identity !== "embedding") return;
+  if (actual === undefined)
+    throw new LeverError("the checkpoint learned identities of index items, but this run reads no index dataset", {
+      file: where,
+    });
   if (learned === undefined)
     throw new LeverError(`checkpoint ${where} has identity "embedding" but records no index; retrain it`);
   if (learned.dataset === actual.dataset && learned.items === actual.items && learned.hash === actual.hash) return;

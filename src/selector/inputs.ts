@@ -23,6 +23,7 @@
 import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
+import type { IndexIdentity } from "./checkpoint.js";
 import { CANDIDATE_FEATURES } from "./config.js";
 import type { SelectorInput } from "./model.js";
 
@@ -46,12 +47,8 @@ export interface SelectorSources {
   candidates?: CandidateSource;
 }
 
-/** The index dataset an identity table was built from: its name, item count and a hash of its ids. */
-export interface IndexIdentity {
-  dataset: string;
-  items: number;
-  hash: string;
-}
+/** The index dataset an identity table was built from (its schema is the checkpoint's `IndexIdentitySchema`). */
+export type { IndexIdentity };
 
 /** What the selector can be shown about index items besides their embeddings (src/icl/candidates.ts). */
 export interface CandidateSource {

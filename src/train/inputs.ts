@@ -16,7 +16,7 @@ import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import { candidateData } from "../icl/candidates.js";
-import { loadCheckpoint } from "../selector/checkpoint.js";
+import { checkpointConfig } from "../selector/checkpoint.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
 import { type IndexIdentity, type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
@@ -92,11 +92,12 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   };
 }
 
-/** Whether the model trained, or any checkpoint the run reads, sees candidate answers or identities. */
+/**
+ * Whether the model trained, or any checkpoint the run reads, sees candidate answers or identities
+ * (a checkpoint's config read from its header: the stage loads its weights once, later).
+ */
 function readsCandidates(refs: TrainingInputRefs): boolean {
   const { init, ...others } = refs.checkpoints;
-  const configs = [init !== undefined ? loadCheckpoint(init).config : refs.model, ...Object.values(others)];
-  return configs.some(
-    (c) => c !== undefined && readsCandidateData(typeof c === "string" ? loadCheckpoint(c).config : c),
-  );
+  const configs = [init !== undefined ? checkpointConfig(init) : refs.model, ...Object.values(others)];
+  return configs.some((c) => c !== undefined && readsCandidateData(typeof c === "string" ? checkpointConfig(c) : c));
 }

@@ -200,13 +200,13 @@ export async function train<G>(
   resumeFrom?: ResumeState,
 ): Promise<TrainResult> {
   if (groups.length === 0) throw new LeverError("no training examples");
-  const optimizer = selectorOptimizer(model, optim);
+  const { optimizer, groupScales } = selectorOptimizer(model, optim);
   const steps: StepRunner<G> = {
     objective,
     optimizer,
     trainable: model.specs.filter((s) => !optim.frozen.includes(s.group)).map((s) => model.params.get(s.name)!),
     optim,
-    groupScales: [...new Set(model.specs.map((s) => s.group))].map((g) => optim.groupLr[g] ?? 1),
+    groupScales,
     hooks,
     batches: Math.ceil(groups.length / optim.batchQueries),
     totalSteps: optim.epochs * Math.ceil(groups.length / optim.batchQueries),
@@ -266,8 +266,11 @@ export async function train<G>(
   };
 }
 
-/** AdamW with one parameter group per selector part, so parts can be frozen. */
-function selectorOptimizer(model: PointerSelector, optim: OptimConfig): AdamW {
+/**
+ * AdamW with one parameter group per selector part, so parts can be frozen, and each group's
+ * learning-rate multiplier (optim.groupLr, 1 when not named), in the optimiser's group order.
+ */
+function selectorOptimizer(model: PointerSelector, optim: OptimConfig): { optimizer: AdamW; groupScales: number[] } {
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
@@ -277,7 +280,7 @@ function selectorOptimizer(model: PointerSelector, optim: OptimConfig): AdamW {
       field: "groupLr",
     });
   const groupNames = [...new Set(model.specs.map((s) => s.group))];
-  return new AdamW(
+  const optimizer = new AdamW(
     groupNames.map((name) => ({
       params: model.specs.filter((s) => s.group === name).map((s) => model.params.get(s.name)!),
       lr: optim.lr,
@@ -286,6 +289,7 @@ function selectorOptimizer(model: PointerSelector, optim: OptimConfig): AdamW {
     })),
     { betas: optim.betas, eps: optim.eps },
   );
+  return { optimizer, groupScales: groupNames.map((name) => optim.groupLr[name] ?? 1) };
 }
 
 /** The loop's state, the objective's, the optimiser's and early stopping's as saved after an earlier epoch. */

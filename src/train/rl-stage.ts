@@ -45,7 +45,7 @@ import {
 } from "./rl-settings.js";
 import { RlValidator } from "./rl-validate.js";
 import { rlVlmServices } from "./rl-vlm.js";
-import { indexOrFail, runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
+import { runTraining, STATE_FILE, startingPoint, type TrainingRunResult } from "./run.js";
 import {
   checkInputsUnchanged,
   checkpointDirOf,
@@ -415,7 +415,7 @@ function klReference(
   if (file === undefined) return undefined;
   const checkpoint = loadCheckpoint(file);
   checkpointFits(checkpoint.config, fit.d, fit.shots, "KL reference", file);
-  if (checkpoint.config.identity === "embedding") checkIndexFits(checkpoint, indexOrFail(fit.index, file), file);
+  checkIndexFits(checkpoint, fit.index, file);
   return new PointerSelector(checkpoint.config, checkpoint.params, fit.dtype);
 }
 

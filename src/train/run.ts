@@ -72,9 +72,9 @@ export function startingPoint(s: {
 }): StartingPoint {
   if (s.init) {
     checkpointFits(s.init.config, s.d, s.shots, "starting", s.initFile);
-    if (s.init.config.identity !== "embedding") return { config: s.init.config, values: s.init.params };
-    checkIndexFits(s.init, indexOrFail(s.index, s.initFile), s.initFile ?? "the starting checkpoint");
-    return { config: s.init.config, values: s.init.params, index: s.init.index };
+    checkIndexFits(s.init, s.index, s.initFile ?? "the starting checkpoint");
+    const { config, params: values, index } = s.init;
+    return config.identity === "embedding" ? { config, values, index } : { config, values };
   }
   const identity = s.model.identity === "embedding";
   const config = SelectorConfigSchema.parse({
@@ -209,13 +209,4 @@ export async function runTraining<G extends QueryGroup>(input: TrainingRunInput<
     checkpoints,
     bestCheckpoint,
   };
-}
-
-/** The run's index identity, which a checkpoint with learned identities needs (`file`: that checkpoint). */
-export function indexOrFail(index: IndexIdentity | undefined, file: string | undefined): IndexIdentity {
-  if (index === undefined)
-    throw new LeverError("the checkpoint learned identities of index items, but this run reads no index dataset", {
-      file,
-    });
-  return index;
 }

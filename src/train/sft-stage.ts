@@ -18,10 +18,9 @@ import { LeverError } from "../util/errors.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type HealthWarning, sftHealthWarnings } from "./health.js";
 import { TrainingInputFields, type TrainingInputs, trainingInputs } from "./inputs.js";
-import type { ProgressStream } from "./progress.js";
 import { STATE_FILE } from "./run.js";
 import { runSft, type SftConfig, SftConfigSchema, type SftRunResult } from "./sft-run.js";
-import { checkInputsUnchanged, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
+import { checkInputsUnchanged, checkpointDirOf, executeStage, imagesOf, type StageIo, splitNote } from "./stage.js";
 import { loadTrainState, type SavedState } from "./train-state.js";
 
 /** What an SFT run reads (not part of the hashed training config). */
@@ -40,13 +39,9 @@ export const SftInputsSchema = z
   .strict();
 export type SftInputs = z.output<typeof SftInputsSchema>;
 
-export interface SftStageOptions extends SftInputs {
+/** The inputs, the training config, and where the stage reports and what stops it (`StageIo`). */
+export interface SftStageOptions extends SftInputs, StageIo {
   config: SftConfig;
-  progress?: ProgressStream | null;
-  /** Ctrl-C: training stops before the next batch, the run stays resumable (an InterruptedError says what was kept). */
-  signal?: AbortSignal;
-  /** Things the user should know before training starts (the CLI prints them on stderr). */
-  note?: (text: string) => void;
 }
 
 export interface SftStageResult extends Omit<SftRunResult, "model"> {
@@ -154,7 +149,7 @@ async function continueSftStage(ws: Workspace, runId: string, how: StageIo): Pro
   const stored = parseOrThrow(StoredRunSchema, run.config, { record: runId, fieldPrefix: "config" });
   const inputs = resolveInputs(ws, { ...stored, model: stored.sft.model });
   checkInputsUnchanged(runId, stored.dataHashes, inputs.dataHashes);
-  const statePath = join(ws.artifactPath(`runs/${runId}/sft`), STATE_FILE);
+  const statePath = join(checkpointDirOf(ws, runId, "sft"), STATE_FILE);
   const resume = existsSync(statePath) ? loadTrainState(statePath) : undefined;
   const init = stored.init !== undefined ? loadCheckpoint(stored.init) : undefined;
   return execute(ws, runId, inputs, stored.sft, { init, initFile: stored.init, resume, ...how });

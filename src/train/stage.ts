@@ -12,6 +12,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile } from "../data/health-file.js";
+import { checkpointDirOf } from "../icl/checkpoint-ref.js";
 import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
 import { EventFileWriter, tensorboardDirOf } from "../store/tensorboard.js";
@@ -36,20 +37,19 @@ export interface StageHooks {
 /** Where a training stage reports (progress, notes) and what stops it (Ctrl-C). */
 export interface StageIo {
   progress?: ProgressStream | null;
+  /** Informational lines (a resumed run, a lease taken over from a dead process, the validation split). */
   note?: (text: string) => void;
+  /** Ctrl-C: training stops before the next batch, the run is left interrupted (resumable), and an InterruptedError says what was kept. */
   signal?: AbortSignal;
 }
 
-export interface StageOptions {
+export interface StageOptions extends StageIo {
   /** Stage name = run kind: "sft", "rce", "grpo". */
   stage: string;
   runId: string;
   epochs: number;
   /** The files the run reads (recorded; replacing them is refused afterwards). */
   inputs: readonly ArtifactRef[];
-  progress?: ProgressStream | null;
-  /** Informational lines (e.g. a lease taken over from a dead process). */
-  note?: (text: string) => void;
   /** Metric names shown on the per-epoch progress line (default: all). */
   display?: readonly string[];
   /** Health checks of an epoch's metrics (with every epoch's so far, this one last). */
@@ -58,8 +58,6 @@ export interface StageOptions {
     metrics: Record<string, number>,
     history: readonly Record<string, number>[],
   ) => HealthWarning[];
-  /** Ctrl-C: training stops before the next batch, the run is left interrupted (resumable), and an InterruptedError says what was kept. */
-  signal?: AbortSignal;
 }
 
 export interface StageResult<R> {
@@ -85,10 +83,8 @@ export function splitNote(
   );
 }
 
-/** Directory of a run's checkpoints and state. */
-export function checkpointDirOf(ws: Workspace, runId: string, stage: string): string {
-  return ws.artifactPath(`runs/${runId}/${stage}`);
-}
+/** Directory of a run's checkpoints and state (src/icl/checkpoint-ref.ts, which also resolves RUN to a file there). */
+export { checkpointDirOf };
 
 /**
  * Trains the run's stage, or hands back the result of a run whose stage is done: its saved state is

@@ -135,7 +135,12 @@ describe("all candidate options off", () => {
     expect(enc.candidateData).toBeNull();
     const table = model.encodeTable(plainInput.table as Float64Array);
     const viaTable = noGrad(() => model.encode({ ...plainInput, table }));
-    expect(Array.from(viaTable.candHat.data.subarray(0, 4))).toEqual(Array.from(table.candHat.data.subarray(0, 4)));
+    // Every slot's ĉ is its table row's (padding gathers row 0), not only the first slot's.
+    const H = config.hidden;
+    const rows = Array.from(plainInput.slots, (r) => Math.max(r, 0));
+    const gathered = rows.flatMap((r) => Array.from(table.candHat.data.subarray(r * H, (r + 1) * H)));
+    expect(Array.from(viaTable.candHat.data)).toEqual(gathered);
+    expect(viaTable.candHat.data.length).toBe(plainInput.slots.length * H);
   });
 });
 

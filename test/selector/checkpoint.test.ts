@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { writeSafetensors } from "../../src/data/safetensors.js";
-import { checkIndexFits, loadCheckpoint, parameterGroups, saveCheckpoint } from "../../src/selector/checkpoint.js";
+import {
+  checkIndexFits,
+  checkpointConfig,
+  loadCheckpoint,
+  parameterGroups,
+  saveCheckpoint,
+} from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { beamDecode } from "../../src/selector/decode.js";
 import { importTorchStateDict } from "../../src/selector/import-torch.js";
@@ -115,6 +121,28 @@ describe("selector checkpoints", () => {
       provenance: "{}",
     });
     expect(() => loadCheckpoint(path)).toThrow(/field "__metadata__\.config\.stateUpdate"/);
+    expect(() => checkpointConfig(path)).toThrow(/field "__metadata__\.config\.stateUpdate"/);
+  });
+
+  it("checkpointConfig reads the config from the header alone, with loading's checks", () => {
+    const path = join(dir, "header-only.safetensors");
+    const provenance = { stage: "sft", createdAt: "2026-01-01T00:00:00Z" };
+    saveCheckpoint(path, { config, params: initParams(config, 2), trainedK: null, shots: 3, provenance });
+    expect(checkpointConfig(path)).toEqual(loadCheckpoint(path).config);
+    // The tensors are not read: a checkpoint whose weights do not fit its config still gives its config.
+    const wider = { ...config, hidden: 8 };
+    writeSafetensors(path, tensorsOf(initParams(wider, 1), wider), {
+      format: "lever.selector/1",
+      architecture: "lever-plus.pointer-selector",
+      config: JSON.stringify(config),
+      k: "null",
+      shots: "3",
+      provenance: JSON.stringify(provenance),
+    });
+    expect(() => loadCheckpoint(path)).toThrow(/mis-shaped/);
+    expect(checkpointConfig(path)).toEqual(config);
+    writeSafetensors(path, tensorsOf(initParams(config, 1)), { format: "lever.selector/1" });
+    expect(() => checkpointConfig(path)).toThrow(/header-only\.safetensors, field "__metadata__\.architecture"/);
   });
 
   it("reports parameter counts per group that add up to the total", () => {
@@ -210,6 +238,11 @@ describe("checkpoints with candidate options", () => {
       /learned identities of index okvqa-train .* this run's index is vqav2-train/,
     );
     expect(() => checkIndexFits({ config, index: undefined }, other, "plain.safetensors")).not.toThrow();
+    // A run that reads no index dataset: refused for identities, fine without them.
+    expect(() => checkIndexFits(ckpt, undefined, "runs/sft-0001/best.safetensors")).toThrow(
+      "runs/sft-0001/best.safetensors: the checkpoint learned identities of index items, but this run reads no index dataset",
+    );
+    expect(() => checkIndexFits({ config, index: undefined }, undefined, "plain.safetensors")).not.toThrow();
   });
 });
 

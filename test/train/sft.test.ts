@@ -164,6 +164,34 @@ describe("SFT training", () => {
     expect(c.get("query_proj.weight")).not.toEqual(a.get("query_proj.weight"));
   });
 
+  it("scales a parameter group's learning rate by optim.groupLr, and refuses an unknown group", async () => {
+    // One step (every training query in one batch) from the same init: Adam's first step moves each
+    // weight by lr·ĝ/(|ĝ| + eps), so a group at 10× moves 10× as far and every other group alike.
+    const oneStep = (groupLr: Record<string, number>) =>
+      config({
+        model: {
+          hidden: 16,
+          layers: 1,
+          dropout: 0,
+          attnDropout: 0,
+          stateUpdate: "gate",
+          prior: "cosine",
+          features: [],
+        },
+        optim: { epochs: 1, batchQueries: 240, lr: 1e-3, weightDecay: 0, schedule: { kind: "constant" }, groupLr },
+      });
+    const init = initParams(SelectorConfigSchema.parse({ ...oneStep({}).model, d: 12, shots: 2 }), 3);
+    const run = async (groupLr: Record<string, number>) =>
+      (await runSft({ ...baseInput(), config: oneStep(groupLr) })).model.values();
+    const plain = await run({});
+    const scaled = await run({ prior: 10 });
+    const moved = (v: Map<string, Float64Array>) => v.get("prior_weight")![0] - init.get("prior_weight")![0];
+    expect(Math.abs(moved(plain))).toBeGreaterThan(1e-4);
+    expect(moved(scaled)).toBeCloseTo(10 * moved(plain), 5); // float32 weights
+    expect(scaled.get("query_proj.weight")).toEqual(plain.get("query_proj.weight"));
+    await expect(run({ nope: 2 })).rejects.toThrow(/unknown parameter group\(s\): nope/);
+  });
+
   /** Learns nothing (lr 1e-9), so no epoch after the first improves by 0.5: stops after epoch 3 of 30. */
   const stopsEarly = () =>
     config({
