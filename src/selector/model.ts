@@ -44,6 +44,16 @@ import {
   readCandidateData,
 } from "./candidates.js";
 import { mixesCandidates, type SelectorConfig } from "./config.js";
+import {
+  type FactoredSlots,
+  factoredAttention,
+  factoredRows,
+  factoredScores,
+  factorSlots,
+  factorTable,
+  materialise,
+  type RowFactors,
+} from "./factored.js";
 import { gateUpdate } from "./gate-op.js";
 import { type ParamSpec, type ParamValues, paramSpecs, sizeOf } from "./params.js";
 
@@ -59,7 +69,7 @@ export interface TableEncoding {
    * W_c·P per row [rows, H] and W_c·E per identity item [N, H] (null without identity), so a slot's
    * ĉ costs O(H), not O(H²).
    */
-  linear: { rows: Tensor; items: Tensor | null } | null;
+  linear: { rows: Tensor; items: Tensor | null; factors: RowFactors | null } | null;
 }
 
 /**
@@ -91,8 +101,13 @@ export interface Encoded {
   K: number;
   /** Initial query state h₀ [B, H]. */
   h0: Tensor;
-  /** Normalised projected candidates Ĉ [B, K, H]. */
-  candHat: Tensor;
+  /**
+   * Normalised projected candidates Ĉ [B, K, H]; null while `factored` stands for it (evaluation with
+   * features, factored.ts) until something needs every slot's ĉ (`candHatOf` builds and keeps it).
+   */
+  candHat: Tensor | null;
+  /** Evaluation with features only: the slots' ĉ in factored form (factored.ts), else null. */
+  factored: FactoredSlots | null;
   /** Candidate cosine Gram matrix [B, K, K] (only with the redundancy penalty). */
   gram: Tensor | null;
   /** cos(query, candidate) of the input embeddings [B, 1, K], a constant (only with the prior). */
@@ -204,18 +219,22 @@ export class PointerSelector {
     const rows = table.length / d;
     return noGrad(() => {
       const projected = this.inputProject(this.tensor(table, [rows, d]));
-      const candHat = T.l2Normalize(T.linear(projected, this.p("cand_proj.weight")));
+      const a = T.linear(projected, this.p("cand_proj.weight"));
       const inputHat = this.config.prior === "cosine" ? T.l2Normalize(this.tensor(table, [rows, d])) : null;
-      return { rows, projected, candHat, inputHat, linear: this.linearParts(projected) };
+      return { rows, projected, candHat: T.l2Normalize(a), inputHat, linear: this.linearParts(a) };
     });
   }
 
-  /** TableEncoding.linear: the per-row and per-item parts of cand_proj(r) (see there), or null. */
-  private linearParts(projected: Tensor): TableEncoding["linear"] {
+  /**
+   * TableEncoding.linear: the per-row and per-item parts of cand_proj(r) (see there) from the rows'
+   * a = W_c P, or null; with features but no identity also the factored form's row parts (factored.ts).
+   */
+  private linearParts(a: Tensor): TableEncoding["linear"] {
     if (!enrichesCandidates(this.config) || mixesCandidates(this.config)) return null;
     const Wc = this.p("cand_proj.weight");
-    const items = this.config.identity === "embedding" ? T.linear(this.p("item_emb.weight"), Wc) : null;
-    return { rows: T.linear(projected, Wc), items };
+    if (this.config.identity === "embedding")
+      return { rows: a, items: T.linear(this.p("item_emb.weight"), Wc), factors: null };
+    return { rows: a, items: null, factors: factorTable(a, T.matmul(Wc, this.p("feature_proj.weight"))) };
   }
 
   /** Ĉ [B, K, H] of an evaluation through a TableEncoding with candidate options (per slot). */
@@ -231,7 +250,7 @@ export class PointerSelector {
 
   /** The per-query part of the forward pass (steps 1–4 up to the normalised states). */
   encode(input: SelectorInput, opts: ForwardOptions = {}): Encoded {
-    const { d, hidden: H, heads, layers } = this.config;
+    const { d, hidden: H } = this.config;
     const training = opts.training ?? false;
     const { K } = input;
     if (input.queries.length % d !== 0) throw new LeverError(`query embeddings are not a multiple of d=${d}`);
@@ -249,12 +268,68 @@ export class PointerSelector {
       : this.inputProject(this.tensor(input.table as Data, [tableRows, d]));
     const enriched = enrichesCandidates(this.config);
     const candidateData = enriched ? readCandidateData(this.config, input, B * K, this.dtype) : null;
-    const cand = candidateData // C_r [B, K, H], enriched per slot with the candidate options
-      ? enrichCandidates(this.config, (n) => this.p(n), projected, gatherRows, candidateData, padMask, K)
-      : T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]);
-    let x = this.inputProject(this.tensor(input.queries, [B, d])); // q_r [B, H]
+    // Evaluation with features only: r = P + W_f f stays factored (factored.ts), no slot is enriched.
+    const factors = encoding?.linear?.factors ?? null;
+    const features3 = factors && candidateData?.features ? T.reshape(candidateData.features, [B, K, -1]) : null;
+    const cand =
+      candidateData && !features3 // C_r [B, K, H], enriched per slot with the candidate options
+        ? enrichCandidates(this.config, (n) => this.p(n), projected, gatherRows, candidateData, padMask, K)
+        : T.reshape(T.indexSelect(projected, gatherRows, 0), [B, K, H]);
+    const attend = features3
+      ? factoredAttention(cand, this.p("feature_proj.weight"), features3)
+      : { logits: (u: Tensor) => T.matmul(u, cand, { transB: true }), context: (a: Tensor) => T.matmul(a, cand) };
+    const x = this.crossAttend(
+      this.inputProject(this.tensor(input.queries, [B, d])),
+      attend,
+      padMask,
+      K,
+      training,
+      rng,
+    );
+    const p = this.config.dropout;
+    const xd = training ? T.dropout(x, p, rng, true) : x;
+    const h0 = T.l2Normalize(T.linear(xd, this.p("query_proj.weight")));
+    let candHat: Tensor | null = null;
+    let factored: FactoredSlots | null = null;
+    // The table's candHat only when the representation is per row, not per slot (enrichment).
+    if (encoding && !enriched) {
+      candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
+    } else if (encoding && factors && features3) {
+      factored = factorSlots(encoding.linear?.rows as Tensor, factors, gatherRows, features3, K);
+    } else if (encoding && candidateData) {
+      candHat = this.slotCandHat(encoding, cand, gatherRows, candidateData);
+    } else {
+      const cd = training ? T.dropout(cand, p, rng, true) : cand;
+      candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));
+    }
+    let gate: Encoded["gate"] = null;
+    if (this.config.stateUpdate === "gate") {
+      gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
+    }
+    const prior = this.config.prior === "cosine" ? this.inputCosines(input, encoding, gatherRows, B, K) : null;
+    const enc: Encoded = { B, K, h0, candHat, factored, gram: null, prior, padMask, validCount, gate, candidateData };
+    if (this.config.redundancy === "max") {
+      const all = candHatOf(enc);
+      enc.gram = T.matmul(all, all, { transB: true });
+    }
+    return enc;
+  }
 
-    const n = heads;
+  /**
+   * Step 2: `layers` × [single-token MultiheadAttention over the candidates, residual, LayerNorm] from
+   * the projected query x [B, H]; `attend` gives u·c_k (unscaled logits) and Σ_j α_j c_j.
+   */
+  private crossAttend(
+    query: Tensor,
+    attend: { logits: (u: Tensor) => Tensor; context: (alpha: Tensor) => Tensor },
+    padMask: Uint8Array,
+    K: number,
+    training: boolean,
+    rng: Rng,
+  ): Tensor {
+    const { hidden: H, heads: n, layers } = this.config;
+    const B = query.shape[0];
+    let x = query;
     const hd = H / n;
     // Attention mask over [B, n, K]: padding slots excluded for every head.
     const attnMask = new Uint8Array(B * n * K);
@@ -273,11 +348,11 @@ export class PointerSelector {
       // u[b, h, :] = W_k,hᵀ q_h  — [n, B, hd] · [n, hd, H] → [n, B, H] → [B, n, H]
       const qh = swap01(T.reshape(q, [B, n, hd]));
       const u = swap01(T.matmul(qh, T.reshape(Wk, [n, hd, H])));
-      const logits = T.scale(T.matmul(u, cand, { transB: true }), 1 / Math.sqrt(hd)); // [B, n, K]
+      const logits = T.scale(attend.logits(u), 1 / Math.sqrt(hd)); // [B, n, K]
       let attn = T.softmax(logits, attnMask);
       const withDropout = training && this.config.attnDropout > 0;
       if (withDropout) attn = T.dropout(attn, this.config.attnDropout, rng, true);
-      const ctx = T.matmul(attn, cand); // [B, n, H] = Σ_j a_j c_j per head
+      const ctx = attend.context(attn); // [B, n, H] = Σ_j a_j c_j per head
       // v_h = W_v,h ctx_h — [n, B, H] · [n, hd, H]ᵀ → [n, B, hd] → [B, n, hd]
       const vh = swap01(T.matmul(swap01(ctx), T.reshape(Wv, [n, hd, H]), { transB: true }));
       // b_v enters with weight Σ_j a_j: 1, except after attention dropout.
@@ -286,26 +361,7 @@ export class PointerSelector {
       const out = T.linear(v, this.p(`${pre}out_proj.weight`), this.p(`${pre}out_proj.bias`));
       x = T.layerNorm(T.add(out, x), this.p(`attn_norms.${l}.weight`), this.p(`attn_norms.${l}.bias`));
     }
-    const p = this.config.dropout;
-    const xd = training ? T.dropout(x, p, rng, true) : x;
-    const h0 = T.l2Normalize(T.linear(xd, this.p("query_proj.weight")));
-    let candHat: Tensor;
-    // The table's candHat only when the representation is per row, not per slot (enrichment).
-    if (encoding && !enriched) {
-      candHat = T.reshape(T.indexSelect(encoding.candHat, gatherRows, 0), [B, K, H]);
-    } else if (encoding && candidateData) {
-      candHat = this.slotCandHat(encoding, cand, gatherRows, candidateData);
-    } else {
-      const cd = training ? T.dropout(cand, p, rng, true) : cand;
-      candHat = T.l2Normalize(T.linear(cd, this.p("cand_proj.weight")));
-    }
-    const gram = this.config.redundancy === "max" ? T.matmul(candHat, candHat, { transB: true }) : null;
-    let gate: Encoded["gate"] = null;
-    if (this.config.stateUpdate === "gate") {
-      gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
-    }
-    const prior = this.config.prior === "cosine" ? this.inputCosines(input, encoding, gatherRows, B, K) : null;
-    return { B, K, h0, candHat, gram, prior, padMask, validCount, gate, candidateData };
+    return x;
   }
 
   /** cos(query, candidate) over the input embeddings, [B, 1, K] (padding slots hold row 0's; masked). */
@@ -334,7 +390,7 @@ export class PointerSelector {
     // taken for each chosen row: precompute per slot when the rows would repeat it.
     if (enc.gate && enc.gate.perSlot === null && G * this.config.shots > K) {
       const H = this.config.hidden;
-      enc.gate.perSlot = T.linearColumns(T.reshape(enc.candHat, [B * K, H]), enc.gate.weight, H, H, enc.gate.bias);
+      enc.gate.perSlot = T.linearColumns(T.reshape(candHatOf(enc), [B * K, H]), enc.gate.weight, H, H, enc.gate.bias);
     }
     const rowQuery = new Int32Array(B * G);
     for (let r = 0; r < rowQuery.length; r++) rowQuery[r] = Math.floor(r / G);
@@ -357,7 +413,8 @@ export class PointerSelector {
       hs = T.l2Normalize(T.add(hs, T.narrow(this.p("step_emb.weight"), 0, t, 1)));
     }
     const G = state.G;
-    let scores = T.matmul(T.reshape(hs, [B, G, H]), enc.candHat, { transB: true }); // [B, G, K]
+    const hs3 = T.reshape(hs, [B, G, H]);
+    let scores = enc.factored ? factoredScores(enc.factored, hs3) : T.matmul(hs3, candHatOf(enc), { transB: true }); // [B, G, K]
     if (enc.prior !== null) scores = T.add(scores, T.mul(enc.prior, this.p("prior_weight")));
     const extra = enc.candidateData && candidateScores(this.config, (n) => this.p(n), enc.candidateData, B, K, t);
     if (extra) scores = T.add(scores, extra); // u_t·f_k + item_bias[item_k], inside the /τ
@@ -397,8 +454,11 @@ export class PointerSelector {
   advance(enc: Encoded, state: RowState, chosen: Int32Array): void {
     const { K } = enc;
     const flat = this.take(enc, state, chosen);
-    const candRows = T.reshape(enc.candHat, [enc.B * K, this.config.hidden]);
-    const c = T.indexSelect(candRows, flat, 0); // ĉ_chosen [R, H]
+    // ĉ_chosen [R, H]; in factored form built for these rows only
+    const c =
+      enc.candHat === null && enc.factored
+        ? factoredRows(enc.factored, flat)
+        : T.indexSelect(T.reshape(candHatOf(enc), [enc.B * K, this.config.hidden]), flat, 0);
     if (enc.gram !== null) {
       const sim = T.indexSelect(T.reshape(enc.gram, [enc.B * K, K]), flat, 0); // cos(ĉ_k, ĉ_chosen) [R, K]
       state.redundancy = state.redundancy === null ? sim : T.maximum(state.redundancy, sim);
@@ -441,6 +501,15 @@ export class PointerSelector {
     }
     return { G, scores, masks };
   }
+}
+
+/** Every slot's ĉ [B, K, H], built from the factored form (and kept) the first time it is needed. */
+export function candHatOf(enc: Encoded): Tensor {
+  if (enc.candHat === null) {
+    if (enc.factored === null) throw new Error("PointerSelector: an encoding with neither ĉ nor its factored form");
+    enc.candHat = materialise(enc.factored);
+  }
+  return enc.candHat;
 }
 
 /** Slot bookkeeping: padding mask, the table row of each slot (0 for padding), real candidates per query. */

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { type SelectorConfig, SelectorConfigSchema, variantName } from "../../src/selector/config.js";
-import { PointerSelector, type SelectorInput } from "../../src/selector/model.js";
+import { greedyDecode } from "../../src/selector/decode.js";
+import { candHatOf, PointerSelector, type SelectorInput } from "../../src/selector/model.js";
 import { initParams, type ParamValues } from "../../src/selector/params.js";
 import { noGrad } from "../../src/tensor/tensor.js";
 import { LeverError } from "../../src/util/errors.js";
@@ -172,6 +173,8 @@ describe("evaluation through a TableEncoding with candidate options", () => {
       { features: ["agreement", "vote"], identity: "embedding", indexItems: 5 },
     ],
     ["features + identity + pool attention (ĉ per slot)", ALL_ON],
+    ["features only (ĉ kept factored, factored.ts)", { features: ["agreement", "vote"] }],
+    ["features + redundancy penalty (factored, Gram built from it)", { features: ["vote"], redundancy: "max" }],
   ] as const)("%s: enriches each slot after the gather and matches the direct path", (_name, over) => {
     const config = SelectorConfigSchema.parse({ ...base, ...over, heads: 2 });
     const model = new PointerSelector(config, noisy(initParams(config, 5), 6), "float64");
@@ -185,6 +188,55 @@ describe("evaluation through a TableEncoding with candidate options", () => {
       row.forEach((v, i) => {
         expect(viaTable[t][i]).toBeCloseTo(v, 12);
       });
+    });
+  });
+});
+
+describe("evaluation with features only keeps ĉ factored", () => {
+  const config = SelectorConfigSchema.parse({ ...base, heads: 2, features: ["vote", "agreement"] });
+  const model = new PointerSelector(config, noisy(initParams(config, 11), 12), "float64");
+  const input = world(13, 3, 5, 8);
+  const table = model.encodeTable(input.table as Float64Array);
+
+  it("builds no slot's ĉ for greedy decoding, and the same picks and log-probabilities as the direct path", () => {
+    expect(table.linear?.factors).not.toBeNull();
+    const enc = noGrad(() => model.encode({ ...input, table }));
+    expect(enc.candHat).toBeNull();
+    const viaTable = greedyDecode(model, enc, 3);
+    expect(enc.candHat).toBeNull(); // the state update built the chosen rows only
+    const direct = greedyDecode(
+      model,
+      noGrad(() => model.encode(input)),
+      3,
+    );
+    expect(viaTable.map((t) => t.positions)).toEqual(direct.map((t) => t.positions));
+    viaTable.forEach((t, b) => {
+      expect(t.logprob).toBeCloseTo(direct[b].logprob, 12);
+    });
+  });
+
+  it("with rows that repeat slots (the gate's per-slot half), builds every ĉ once and still matches", () => {
+    const G = 2; // G · shots = 6 > K = 5: the gate's candidate half is taken per slot
+    const labels = Int32Array.of(0, 1, 2, 3, 2, 1, 1, 0, 3, 2, 3, 0, 3, 1, 2, 0, 2, 1); // slot 4 is padding
+    const run = (inp: SelectorInput) =>
+      noGrad(() => model.teacherForce(model.encode(inp), G, labels, 3).scores.map((s) => Array.from(s.data)));
+    const direct = run(input);
+    const viaTable = run({ ...input, table });
+    direct.forEach((row, t) => {
+      row.forEach((v, i) => {
+        expect(viaTable[t][i]).toBeCloseTo(v, 12);
+      });
+    });
+  });
+
+  it("the factored ĉ equals the per-slot normalised projection", () => {
+    const enc = noGrad(() => model.encode({ ...input, table }));
+    const direct = noGrad(() => model.encode(input));
+    const built = noGrad(() => candHatOf(enc));
+    expect(enc.candHat).toBe(built);
+    const want = candHatOf(direct).data;
+    built.data.forEach((v, i) => {
+      expect(v).toBeCloseTo(want[i], 12);
     });
   });
 });
