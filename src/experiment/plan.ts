@@ -47,9 +47,12 @@ export interface RunPlan {
 
 const short = (value: unknown) => hashValue(value).slice(0, 10);
 
-/** A section's settings without the operational ones. */
-const sectionIdentity = (e: Experiment, key: "vlm" | StageName) =>
-  withoutOperational(ExperimentSchema.shape[key], e[key] as object);
+/** A section's settings without the operational ones (a stage's with its dependent defaults filled). */
+const sectionIdentity = (e: Experiment, key: "vlm" | StageName) => {
+  const filled = key === "vlm" ? undefined : (STAGE_TABLE[key] as StageEntry<StageName>).filled;
+  const section = e[key] as NonNullable<Experiment[StageName]>;
+  return withoutOperational(ExperimentSchema.shape[key], (filled ? filled(section) : section) as object);
+};
 
 /** The stages of one variant with their identities (no work done). */
 export function planVariant(v: Variant): PlannedVariant {

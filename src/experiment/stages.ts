@@ -15,7 +15,7 @@ import { runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
 import type { Workspace } from "../store/workspace.js";
-import { RANDOM_INIT, type RlStageSettings } from "../train/rl-settings.js";
+import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
@@ -86,6 +86,8 @@ export interface StageEntry<S extends StageName> {
   reads: readonly ("vlm" | "embedding")[];
   /** For a stage that asks the VLM only with some settings: whether it does (its identity holds the VLM only then). */
   asksVlm?(settings: Section<S>): boolean;
+  /** The section with the defaults that depend on its other settings filled (what enters its identity). */
+  filled?(settings: Section<S>): Section<S>;
   run(ctx: StageContext<S>): Promise<StageOutputs[S]> | StageOutputs[S];
 }
 
@@ -112,12 +114,14 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     startsFrom: START,
     reads: ["vlm", "embedding"],
     asksVlm: (s) => s.validation.answers,
+    filled: (s) => withModeDefaults(s),
     run: (c) => runRl(c, "grpo", { stage: "grpo", config: c.settings }),
   },
   online: {
     needs: ["data", "pools"],
     startsFrom: START,
     reads: ["vlm", "embedding"],
+    filled: (s) => withModeDefaults(s, "online"),
     run: (c) => runRl(c, "online", { stage: "grpo", config: onlineGrpoConfig(c.settings) }),
   },
 };

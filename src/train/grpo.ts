@@ -33,7 +33,7 @@ import type { OnlineSampler, OnlineStats } from "./online.js";
 import { type PolicyDiagnostics, policyLoss, stepEntropy } from "./policy-loss.js";
 import type { RlGroup } from "./rl-data.js";
 import { type RlObjectiveData, rowTable } from "./rl-objectives.js";
-import type { GrpoConfig } from "./rl-settings.js";
+import { type GrpoConfig, withModeDefaults } from "./rl-settings.js";
 import type { ObjectiveState } from "./train-state.js";
 
 export interface GrpoObjective extends Objective<RlGroup> {
@@ -49,7 +49,8 @@ export function grpoObjective(
   reference: PointerSelector,
   online?: OnlineSampler,
 ): GrpoObjective {
-  return online ? onlineGrpo(model, data, cfg, reference, online) : offlineGrpo(model, data, cfg, reference);
+  const settings = withModeDefaults(cfg); // β unset: the online or offline default
+  return online ? onlineGrpo(model, data, settings, reference, online) : offlineGrpo(model, data, settings, reference);
 }
 
 function offlineGrpo(

@@ -9,7 +9,8 @@
  * loss reports.
  * The state (β) is serialisable so a resumed run continues with the same coefficient.
  *
- * Defaults: β = 0.04 (the DeepSeekMath GRPO paper, arXiv 2402.03300); targetKl 0.05 nats per step,
+ * Defaults: β = 0.04 offline (the DeepSeekMath GRPO paper, arXiv 2402.03300) and 0.5 online (measured;
+ * rl-settings.ts MODE_DEFAULTS fills an unset β when a run's settings are resolved); targetKl 0.05 nats per step,
  * a moderate move of a pointer distribution over tens of candidates; horizon 10000 (TRL).
  */
 import { z } from "zod";
@@ -17,7 +18,13 @@ import { z } from "zod";
 export const KlControlSchema = z
   .object({
     kind: z.enum(["fixed", "adaptive"]).default("fixed").describe("Keep β fixed, or adapt it toward targetKl"),
-    beta: z.number().min(0).default(0.04).describe("KL coefficient β (initial value when adaptive); 0 = no KL term"),
+    beta: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        "KL coefficient β (initial value when adaptive); 0 = no KL term; default 0.04, with --online 0.5 (docs/training.md)",
+      ),
     targetKl: z
       .number()
       .positive()
@@ -26,7 +33,7 @@ export const KlControlSchema = z
     horizon: z.number().positive().default(10000).describe("adaptive: trajectories over which β may change by ±20 %"),
   })
   .strict()
-  .refine((c) => c.kind === "fixed" || c.beta > 0, {
+  .refine((c) => c.kind === "fixed" || c.beta === undefined || c.beta > 0, {
     message: "an adaptive β must start above 0 (it is adjusted multiplicatively); set beta, e.g. 0.04",
     path: ["beta"],
   });
@@ -43,7 +50,9 @@ export class KlController {
     readonly config: KlControlConfig,
     state?: KlControlState,
   ) {
-    this.beta = state?.beta ?? config.beta;
+    const beta = state?.beta ?? config.beta;
+    if (beta === undefined) throw new Error("KlController: kl.beta was not resolved (rl-settings.ts resolveSettings)");
+    this.beta = beta;
   }
 
   /** Records the KL measured on `n` trajectories; returns the β for the next step. */

@@ -12,7 +12,8 @@
  * builds at fewer shots, since greedy decoding is prefix-consistent — and credits the pick at step s
  * with the mean reward of the prefixes it is in (reward-to-go, src/train/advantages.ts), so the first
  * pick is judged by the 1-shot answer it gives and not only by a 4-shot answer it barely changes.
- * Costs S times the VLM calls.
+ * Costs S times the VLM calls (shorter prompts, though); the online default (rl-settings.ts
+ * MODE_DEFAULTS), because it raised the one-shot gain on all five simulator worlds (docs/training.md).
  */
 import { z } from "zod";
 import type { VqaItem } from "../data/item.js";
@@ -29,6 +30,9 @@ import { LeverError } from "../util/errors.js";
 import type { Rng } from "../util/rng.js";
 import { rewardToGo } from "./advantages.js";
 import type { RlGroup } from "./rl-data.js";
+
+/** Credit when `credit` is unset (a sampler is online by definition; rl-settings.ts MODE_DEFAULTS). */
+export const DEFAULT_ONLINE_CREDIT = "prefix";
 
 export const OnlineSchema = z
   .object({
@@ -58,9 +62,9 @@ export const OnlineSchema = z
       .describe("online: vqaCorrect = 1 iff accuracy > 0 (0) or ≥ this threshold"),
     credit: z
       .enum(["trajectory", "prefix"])
-      .default("trajectory")
+      .optional()
       .describe(
-        "online: trajectory (one reward per sampled prompt) or prefix (also score its 1..S−1-shot prefixes; each pick is credited with the mean reward of the prefixes it is in; S× the VLM calls, step ratios only)",
+        "online: trajectory (one reward per sampled prompt) or prefix (also score its 1..S−1-shot prefixes; each pick is credited with the mean reward of the prefixes it is in; S× the VLM calls, step ratios only); default prefix online, trajectory offline",
       ),
     order: z
       .enum(["nearest", "farthest"])
@@ -90,10 +94,14 @@ export interface OnlineStats {
 }
 
 export class OnlineSampler {
+  private readonly credit: "trajectory" | "prefix";
+
   constructor(
     private readonly config: OnlineConfig,
     private readonly ctx: OnlineContext,
-  ) {}
+  ) {
+    this.credit = config.credit ?? DEFAULT_ONLINE_CREDIT;
+  }
 
   /** Samples and scores G trajectories per query; returns the groups with their rewards. */
   async sample(
@@ -108,7 +116,7 @@ export class OnlineSampler {
       return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });
     });
     // Prefix credit: every trajectory's prefixes of 1..S picks, prefix-major within a query.
-    const lengths = config.credit === "prefix" ? Array.from({ length: ctx.shots }, (_, s) => s + 1) : [ctx.shots];
+    const lengths = this.credit === "prefix" ? Array.from({ length: ctx.shots }, (_, s) => s + 1) : [ctx.shots];
     const scored = await Promise.all(
       groups.map((g, b) => {
         const query = ctx.queryById.get(g.queryId);
@@ -169,7 +177,7 @@ export class OnlineSampler {
         stats.droppedQueries++;
         return;
       }
-      const returns = config.credit === "prefix" ? rewardToGo(prefixRewards) : undefined;
+      const returns = this.credit === "prefix" ? rewardToGo(prefixRewards) : undefined;
       const rewards = returns ? returns.map((r) => r[0]) : prefixRewards.map((r) => r[0]);
       const best = rewards.reduce((k, r, i) => (r > rewards[k] ? i : k), 0);
       out.push({

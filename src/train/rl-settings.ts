@@ -16,7 +16,7 @@ import { AdvantageSchema } from "./advantages.js";
 import { TrainingInputFields } from "./inputs.js";
 import { KlControlSchema } from "./kl-control.js";
 import { FEATURE_LR, optimSchema } from "./loop.js";
-import { type OnlineConfig, OnlineSchema } from "./online.js";
+import { DEFAULT_ONLINE_CREDIT, type OnlineConfig, OnlineSchema } from "./online.js";
 import { PolicyLossSchema } from "./policy-loss.js";
 import { TemperatureSchema } from "./rce.js";
 import { TrainingFields } from "./run.js";
@@ -197,13 +197,41 @@ export interface SettingsProblem {
 }
 
 /**
+ * GRPO defaults that depend on whether it trains online (docs/training.md, "What to expect"), filled
+ * where a setting is left unset. Online: each pick credited with the rewards of the prefixes it is in
+ * (the evaluation's fewer-shot prompts; S× the VLM calls) — it raised the one-shot gain on all five
+ * simulator worlds — and β 0.5, which holds the policy near its start: at 0.04 its 3–4-shot choices
+ * drifted significantly below top-k. Offline: the DeepSeekMath β 0.04 and one reward per trajectory.
+ */
+export const MODE_DEFAULTS = {
+  offline: { klBeta: 0.04, credit: "trajectory" },
+  online: { klBeta: 0.5, credit: DEFAULT_ONLINE_CREDIT },
+} as const;
+
+interface ModeFields {
+  online: { enabled: boolean; credit?: "trajectory" | "prefix" };
+  kl: { beta?: number };
+}
+
+/** `config` with its unset mode-dependent settings filled from MODE_DEFAULTS (`mode`: the config's own). */
+export function withModeDefaults<C extends ModeFields>(
+  config: C,
+  mode: keyof typeof MODE_DEFAULTS = config.online.enabled ? "online" : "offline",
+): C {
+  const d = MODE_DEFAULTS[mode];
+  return {
+    ...config,
+    online: { ...config.online, credit: config.online.credit ?? d.credit },
+    kl: { ...config.kl, beta: config.kl.beta ?? d.klBeta },
+  };
+}
+
+/**
  * The GRPO settings' cross-field problem, if any (one source for the schemas' refinements and the stage):
  * prefix credit needs the VLM's answers to every prefix (online) and one advantage per step (step ratios).
  */
-export function grpoSettingsProblem(s: {
-  online: { enabled: boolean; credit: string };
-  loss: { ratioLevel: string };
-}): SettingsProblem | null {
+export function grpoSettingsProblem(settings: ModeFields & { loss: { ratioLevel: string } }): SettingsProblem | null {
+  const s = withModeDefaults(settings);
   if (s.online.credit !== "prefix") return null;
   if (!s.online.enabled)
     return {
@@ -233,14 +261,17 @@ interface StageSettings<C> {
   online(config: C): OnlineConfig | null;
   /** The cross-field problem of the config, if any. */
   problem(config: C): SettingsProblem | null;
+  /** The config with its unset mode-dependent defaults filled. */
+  fill(config: C): C;
 }
 
 const STAGE_SETTINGS: { [S in RlStage]: StageSettings<RlStageConfigs[S]> } = {
-  rce: { schema: RceStageConfigSchema, online: () => null, problem: () => null },
+  rce: { schema: RceStageConfigSchema, online: () => null, problem: () => null, fill: (config) => config },
   grpo: {
     schema: GrpoStageConfigSchema,
     online: (config) => (config.online.enabled ? config.online : null),
     problem: grpoSettingsProblem,
+    fill: withModeDefaults,
   },
 };
 
@@ -258,11 +289,13 @@ export function parseRlSettings<S extends RlStage>(
   return { stage, config: parseOrThrow(STAGE_SETTINGS[stage].schema, config, where) };
 }
 
-/** The stage's cross-field checks, then the "auto" best-epoch metric resolved. */
-export function resolveSettings<S extends RlStage>(settings: RlStageSettings<S>): RlStageSettings<S> {
-  const { config } = settings;
-  const problem = STAGE_SETTINGS[settings.stage].problem(config);
+/** The stage's cross-field checks, the mode-dependent defaults filled, then the "auto" best-epoch metric resolved. */
+export function resolveSettings<S extends RlStage>(given: RlStageSettings<S>): RlStageSettings<S> {
+  const stage = STAGE_SETTINGS[given.stage];
+  const problem = stage.problem(given.config);
   if (problem) throw new LeverError(problem.message, { field: problem.path.join(".") });
+  const config = stage.fill(given.config);
+  const settings = { ...given, config };
   if (config.optim.earlyStopping.metric !== AUTO_METRIC) return settings;
   if (onlineOf(settings) !== null && !config.validation.answers)
     throw new LeverError(

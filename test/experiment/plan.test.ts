@@ -69,7 +69,9 @@ describe("stage identities stay what earlier builds planned", () => {
       sft: ["162fde3d77", "sft", ["beams", "data", "pools"]],
       rollouts: ["cdba9efc92", "rollouts", ["data", "pools", "sft"]],
       rce: ["ee9c4a85ff", "rce", ["data", "pools", "rollouts", "sft"]],
-      online: ["6de6a2ebba", "online", ["data", "pools", "rce"]],
+      // Changed on purpose (issue 17): an online section without kl.beta / online.credit now trains with
+      // the online defaults (β 0.5, prefix credit; rl-settings.ts MODE_DEFAULTS), so it is a new stage.
+      online: ["30e1eefd74", "online", ["data", "pools", "rce"]],
     };
     const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];
     expect(identities(write("synth.yaml", SYNTH))).toEqual([
@@ -107,7 +109,7 @@ describe("stage identities stay what earlier builds planned", () => {
       rollouts: "c20d12298a",
       rce: "fc4c20c6b1",
       grpo: "0169068626",
-      online: "c87ae47e2e",
+      online: "58592d88c0", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
     });
   });
 });

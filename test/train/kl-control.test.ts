@@ -4,8 +4,10 @@ import { KlController, KlControlSchema } from "../../src/train/kl-control.js";
 describe("KL coefficient controller", () => {
   it("has the documented defaults and keeps a fixed β", () => {
     const cfg = KlControlSchema.parse({});
-    expect(cfg).toEqual({ kind: "fixed", beta: 0.04, targetKl: 0.05, horizon: 10000 });
-    const c = new KlController(cfg);
+    // β is left unset: its default depends on online vs offline (rl-settings.test.ts)
+    expect(cfg).toEqual({ kind: "fixed", targetKl: 0.05, horizon: 10000 });
+    expect(() => new KlController(cfg)).toThrow(/kl.beta was not resolved/);
+    const c = new KlController({ ...cfg, beta: 0.04 });
     expect(c.update(5, 1000)).toBe(0.04);
     expect(c.state()).toEqual({ beta: 0.04 });
   });

@@ -20,6 +20,21 @@ describe("RL stage settings", () => {
     expect(resolved.config.online.credit).toBe("prefix");
   });
 
+  it("online GRPO defaults to prefix credit and β 0.5, offline to one reward per trajectory and β 0.04; given values stay", () => {
+    const offline = resolveSettings(grpo({})).config;
+    expect([offline.online.credit, offline.kl.beta]).toEqual(["trajectory", 0.04]);
+    const online = resolveSettings(grpo({ online: { enabled: true } })).config;
+    expect([online.online.credit, online.kl.beta]).toEqual(["prefix", 0.5]);
+    const given = resolveSettings(grpo({ online: { enabled: true, credit: "trajectory" }, kl: { beta: 0.04 } })).config;
+    expect([given.online.credit, given.kl.beta]).toEqual(["trajectory", 0.04]);
+    expect(resolveSettings(grpo({ kl: { beta: 0 } })).config.kl.beta).toBe(0);
+    // The online default asks for step ratios: said with the fix when sequence ratios were asked for.
+    expect(() => resolveSettings(grpo({ online: { enabled: true }, loss: { ratioLevel: "sequence" } }))).toThrow(
+      /set loss.ratioLevel to step \(or online.credit to trajectory\)/,
+    );
+    expect(resolveSettings(grpo({ loss: { ratioLevel: "sequence" } })).config.online.credit).toBe("trajectory");
+  });
+
   it("a stored config is parsed by its own stage's schema, and only GRPO with online on is online", () => {
     const rce = parseRlSettings("rce", {}, { record: "rce-0001" });
     expect(rce.config.temperature).toBeDefined();
