@@ -2,7 +2,8 @@
  * Evaluation with answer features, kept factored (ours, issue 17's cost target; docs/selector.md,
  * "Candidate features, identity, pool attention", its cost table). With `features` but neither
  * identity nor pool attention, a slot's candidate is r_k = P_k + W_f f_k (P_k its table row's input
- * projection) and its normalised projection is ĉ_k = (a_k + M f_k) / n_k with a_k = W_c P_k (per table row), M = W_c W_f [H, F] and
+ * projection) and its normalised projection is ĉ_k = (a_k + M f_k) / n_k with a_k = W_c P_k (per table
+ * row), M = W_c W_f [H, F] and
  *   n_k² = ‖a_k‖² + 2 f_k·(Mᵀa_k) + f_kᵀ (MᵀM) f_k,
  * so everything per slot is O(F²) from per-row precomputes (‖a‖², Mᵀa), and no slot's H-vector is
  * ever built:
