@@ -13,7 +13,8 @@
  * with the mean reward of the prefixes it is in (reward-to-go, src/train/advantages.ts), so the first
  * pick is judged by the 1-shot answer it gives and not only by a 4-shot answer it barely changes.
  * Costs S times the VLM calls (shorter prompts, though); the online default (rl-settings.ts
- * MODE_DEFAULTS), because it raised the one-shot gain on all five simulator worlds (docs/training.md).
+ * MODE_DEFAULTS), because it raised the one-shot gain on four of the five simulator worlds and left
+ * the fifth equal (docs/training.md).
  */
 import { z } from "zod";
 import type { VqaItem } from "../data/item.js";

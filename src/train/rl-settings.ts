@@ -199,8 +199,8 @@ export interface SettingsProblem {
 /**
  * GRPO defaults that depend on whether it trains online (docs/training.md, "What to expect"), filled
  * where a setting is left unset. Online: each pick credited with the rewards of the prefixes it is in
- * (the evaluation's fewer-shot prompts; S× the VLM calls) — it raised the one-shot gain on all five
- * simulator worlds — and β 0.5, which holds the policy near its start: at 0.04 its 3–4-shot choices
+ * (the evaluation's fewer-shot prompts; S× the VLM calls) — it raised the one-shot gain on four of
+ * the five simulator worlds, the fifth equal — and β 0.5, which holds the policy near its start: at 0.04 its 3–4-shot choices
  * drifted significantly below top-k. Offline: the DeepSeekMath β 0.04 and one reward per trajectory.
  */
 export const MODE_DEFAULTS = {
