@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { type SelectorConfig, SelectorConfigSchema, variantName } from "../../src/selector/config.js";
 import { greedyDecode } from "../../src/selector/decode.js";
-import { candHatOf, PointerSelector, type SelectorInput } from "../../src/selector/model.js";
+import { candHatOf, type Encoded, PointerSelector, type SelectorInput } from "../../src/selector/model.js";
 import { initParams, type ParamValues } from "../../src/selector/params.js";
 import { noGrad } from "../../src/tensor/tensor.js";
 import { LeverError } from "../../src/util/errors.js";
@@ -183,6 +183,11 @@ describe("evaluation through a TableEncoding with candidate options", () => {
     const direct = scores(model, input, labels, 3);
     const table = model.encodeTable(input.table as Float64Array);
     expect(table.linear === null).toBe(config.poolAttention > 0);
+    // Features without identity or pool attention take the factored path (and the Gram matrix is built from it).
+    const factored = config.identity === "none" && config.poolAttention === 0;
+    const enc = noGrad(() => model.encode({ ...input, table }));
+    expect(enc.factored !== null).toBe(factored);
+    expect(enc.gram !== null).toBe(config.redundancy === "max");
     const viaTable = scores(model, { ...input, table }, labels, 3);
     direct.forEach((row, t) => {
       row.forEach((v, i) => {
@@ -218,10 +223,14 @@ describe("evaluation with features only keeps ĉ factored", () => {
   it("with rows that repeat slots (the gate's per-slot half), builds every ĉ once and still matches", () => {
     const G = 2; // G · shots = 6 > K = 5: the gate's candidate half is taken per slot
     const labels = Int32Array.of(0, 1, 2, 3, 2, 1, 1, 0, 3, 2, 3, 0, 3, 1, 2, 0, 2, 1); // slot 4 is padding
-    const run = (inp: SelectorInput) =>
-      noGrad(() => model.teacherForce(model.encode(inp), G, labels, 3).scores.map((s) => Array.from(s.data)));
-    const direct = run(input);
-    const viaTable = run({ ...input, table });
+    const run = (enc: Encoded) =>
+      noGrad(() => model.teacherForce(enc, G, labels, 3).scores.map((s) => Array.from(s.data)));
+    const direct = run(noGrad(() => model.encode(input)));
+    const enc = noGrad(() => model.encode({ ...input, table }));
+    const viaTable = run(enc);
+    expect(enc.gate?.perSlot).not.toBeNull(); // the per-slot half was taken, from every slot's ĉ …
+    expect(enc.candHat).not.toBeNull();
+    expect(candHatOf(enc)).toBe(enc.candHat); // … built once and kept
     direct.forEach((row, t) => {
       row.forEach((v, i) => {
         expect(viaTable[t][i]).toBeCloseTo(v, 12);
