@@ -12,6 +12,8 @@
  * depends. Identities name the stage records and evaluation runs of existing workspaces: they must not
  * change (test/experiment/plan.test.ts pins them).
  */
+
+import { RETRIEVERS } from "../icl/retriever-catalog.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
@@ -126,8 +128,10 @@ const TRAINING_STAGES: readonly StageName[] = ["sft", "rce", "grpo", "online"];
 
 /**
  * The comparison's baseline must be one of the methods the run will evaluate — a baseline retriever, a
- * trained stage's label (`rce`, `selector:rce`, `grpo_beta-0.12_seed-1`) or a seed group — so a typo is
- * refused before any training, not after all of it. A "RUN/RETRIEVER" reference is checked when compared.
+ * trained stage's label (`rce`, `selector:rce`, `grpo_beta-0.12_seed-1`) or a seed group by its name
+ * (`grpo`) — so a typo is refused before any training, not after all of it: the names the comparison
+ * resolves (src/report/methods.ts, `resolveMethod` and `chooseBaseline`). A "RUN/RETRIEVER" reference
+ * is checked when compared.
  */
 function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVariant[]): void {
   const e0 = loaded.variants[0].experiment;
@@ -136,9 +140,10 @@ function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVaria
   const methods = new Set(variants.flatMap((pv) => pv.variant.experiment.eval.baselines));
   for (const pv of variants)
     for (const s of pv.stages)
-      if (TRAINING_STAGES.includes(s.stage))
-        for (const name of [s.label, ...(s.seedGroup !== null ? [s.seedGroup] : [])])
-          methods.add(`selector:${name}`).add(name);
+      if (TRAINING_STAGES.includes(s.stage)) {
+        methods.add(`${RETRIEVERS.selector.prefix}${s.label}`).add(s.label);
+        if (s.seedGroup !== null) methods.add(s.seedGroup);
+      }
   if (!methods.has(ref))
     throw new LeverError(`no method "${ref}" will be evaluated (methods: ${[...methods].join(", ")})`, {
       file: loaded.file,

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { distinctLabels, retrieverMethods } from "../icl/methods.js";
+import { RETRIEVERS } from "../icl/retriever-catalog.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "../metrics/compare.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
@@ -85,7 +86,11 @@ export function loadEvalMethods(ws: Workspace, runs: readonly RunRecord[], only?
   };
 }
 
-/** Resolves a method reference to a method id; `what` names the flag in errors. */
+/**
+ * Resolves a method reference to a method id: its id or label, its retriever, its short name
+ * ("selector:grpo") or that name without "selector:" ("grpo", the stage label an experiment gives it),
+ * or RUN/RETRIEVER; `what` names the flag in errors.
+ */
 export function resolveMethod(ref: string, loaded: EvalMethods, what: string): string {
   const exact = loaded.methods.filter((m) => m.id === ref || m.label === ref);
   if (exact.length === 1) return exact[0].id;
@@ -95,6 +100,7 @@ export function resolveMethod(ref: string, loaded: EvalMethods, what: string): s
     return (
       s.retriever === ref ||
       s.short === ref ||
+      s.short === `${RETRIEVERS.selector.prefix}${ref}` ||
       runNames.some((run) => ref === `${run}/${s.retriever}` || ref === `${run}/${s.short}`)
     );
   });

@@ -98,6 +98,10 @@ describe("experiment files", () => {
     expect(error.message).toContain("selector:grpo_seed-1");
     for (const ok of ["random", "rce", "selector:sft", "grpo_seed-2", "grpo", "x-eval-1/random"])
       expect(() => plan(loadExperiment(file, [`compare.baseline=${ok}`])), ok).not.toThrow();
+    // A seed group is a row by its name only; "selector:grpo" is no method the comparison would find.
+    expect(leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=selector:grpo"]))).message).toMatch(
+      /no method "selector:grpo" will be evaluated/,
+    );
   });
 
   it("validation errors name the file, the key and its line; unknown keys are rejected", () => {

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadEvalMethods } from "../../src/report/methods.js";
+import { chooseBaseline, loadEvalMethods, resolveMethod } from "../../src/report/methods.js";
 import { Workspace } from "../../src/store/workspace.js";
 
 describe("loadEvalMethods", () => {
@@ -34,7 +34,8 @@ describe("loadEvalMethods", () => {
           failure: null,
         })),
       );
-      const { methods } = loadEvalMethods(ws, [ws.getRun(run)!]);
+      const loaded = loadEvalMethods(ws, [ws.getRun(run)!]);
+      const { methods } = loaded;
       expect(methods.map((m) => m.label)).toEqual([
         "zero",
         "random",
@@ -45,6 +46,12 @@ describe("loadEvalMethods", () => {
         "selector:sft",
       ]);
       expect(methods.filter((m) => m.reference).map((m) => m.label)).toEqual(["informed", "oracle"]);
+      // A selector by its short name or by the stage label an experiment gives it (compare.baseline: sft).
+      const sft = methods.find((m) => m.label === "selector:sft")?.id;
+      expect(sft).toBeDefined();
+      for (const ref of ["selector:sft", "sft"]) expect(resolveMethod(ref, loaded, "--baseline")).toBe(sft);
+      expect(chooseBaseline("sft", loaded).id).toBe(sft);
+      expect(() => resolveMethod("rce", loaded, "--baseline")).toThrow(/no method "rce"/);
     } finally {
       ws.close();
     }
