@@ -49,7 +49,7 @@ export function grpoObjective(
   reference: PointerSelector,
   online?: OnlineSampler,
 ): GrpoObjective {
-  const settings = withModeDefaults(cfg); // β unset: the online or offline default
+  const settings = withModeDefaults(cfg, online ? "online" : "offline"); // β unset: the mode's default
   return online ? onlineGrpo(model, data, settings, reference, online) : offlineGrpo(model, data, settings, reference);
 }
 

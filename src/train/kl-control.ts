@@ -15,6 +15,9 @@
  */
 import { z } from "zod";
 
+/** β when `beta` is unset: offline and online GRPO (rl-settings.ts MODE_DEFAULTS fills it). */
+export const KL_BETA_DEFAULT = { offline: 0.04, online: 0.5 } as const;
+
 export const KlControlSchema = z
   .object({
     kind: z.enum(["fixed", "adaptive"]).default("fixed").describe("Keep β fixed, or adapt it toward targetKl"),
@@ -23,7 +26,7 @@ export const KlControlSchema = z
       .min(0)
       .optional()
       .describe(
-        "KL coefficient β (initial value when adaptive); 0 = no KL term; default 0.04, with --online 0.5 (docs/training.md)",
+        `KL coefficient β (initial value when adaptive); 0 = no KL term; default ${KL_BETA_DEFAULT.offline}, with --online ${KL_BETA_DEFAULT.online} (docs/training.md)`,
       ),
     targetKl: z
       .number()

@@ -32,8 +32,14 @@ import type { Rng } from "../util/rng.js";
 import { rewardToGo } from "./advantages.js";
 import type { RlGroup } from "./rl-data.js";
 
-/** Credit when `credit` is unset (a sampler is online by definition; rl-settings.ts MODE_DEFAULTS). */
-export const DEFAULT_ONLINE_CREDIT = "prefix";
+export const CREDITS = ["trajectory", "prefix"] as const;
+export type Credit = (typeof CREDITS)[number];
+
+/**
+ * Credit when `credit` is unset (rl-settings.ts MODE_DEFAULTS fills it; a sampler, online by
+ * definition, reads the online one).
+ */
+export const CREDIT_DEFAULT = { offline: "trajectory", online: "prefix" } as const satisfies Record<string, Credit>;
 
 export const OnlineSchema = z
   .object({
@@ -62,10 +68,10 @@ export const OnlineSchema = z
       .default(0)
       .describe("online: vqaCorrect = 1 iff accuracy > 0 (0) or ≥ this threshold"),
     credit: z
-      .enum(["trajectory", "prefix"])
+      .enum(CREDITS)
       .optional()
       .describe(
-        "online: trajectory (one reward per sampled prompt) or prefix (also score its 1..S−1-shot prefixes; each pick is credited with the mean reward of the prefixes it is in; S× the VLM calls, step ratios only); default prefix online, trajectory offline",
+        `online: trajectory (one reward per sampled prompt) or prefix (also score its 1..S−1-shot prefixes; each pick is credited with the mean reward of the prefixes it is in; S× the VLM calls, step ratios only); default ${CREDIT_DEFAULT.online} online, ${CREDIT_DEFAULT.offline} offline`,
       ),
     order: z
       .enum(["nearest", "farthest"])
@@ -95,13 +101,13 @@ export interface OnlineStats {
 }
 
 export class OnlineSampler {
-  private readonly credit: "trajectory" | "prefix";
+  private readonly credit: Credit;
 
   constructor(
     private readonly config: OnlineConfig,
     private readonly ctx: OnlineContext,
   ) {
-    this.credit = config.credit ?? DEFAULT_ONLINE_CREDIT;
+    this.credit = config.credit ?? CREDIT_DEFAULT.online;
   }
 
   /** Samples and scores G trajectories per query; returns the groups with their rewards. */

@@ -14,9 +14,9 @@ import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
 import { AdvantageSchema } from "./advantages.js";
 import { TrainingInputFields } from "./inputs.js";
-import { KlControlSchema } from "./kl-control.js";
+import { KL_BETA_DEFAULT, KlControlSchema } from "./kl-control.js";
 import { FEATURE_LR, optimSchema } from "./loop.js";
-import { DEFAULT_ONLINE_CREDIT, type OnlineConfig, OnlineSchema } from "./online.js";
+import { CREDIT_DEFAULT, type Credit, type OnlineConfig, OnlineSchema } from "./online.js";
 import { PolicyLossSchema } from "./policy-loss.js";
 import { TemperatureSchema } from "./rce.js";
 import { TrainingFields } from "./run.js";
@@ -204,12 +204,12 @@ export interface SettingsProblem {
  * drifted significantly below top-k. Offline: the DeepSeekMath β 0.04 and one reward per trajectory.
  */
 export const MODE_DEFAULTS = {
-  offline: { klBeta: 0.04, credit: "trajectory" },
-  online: { klBeta: 0.5, credit: DEFAULT_ONLINE_CREDIT },
+  offline: { klBeta: KL_BETA_DEFAULT.offline, credit: CREDIT_DEFAULT.offline },
+  online: { klBeta: KL_BETA_DEFAULT.online, credit: CREDIT_DEFAULT.online },
 } as const;
 
 interface ModeFields {
-  online: { enabled: boolean; credit?: "trajectory" | "prefix" };
+  online: { enabled: boolean; credit?: Credit };
   kl: { beta?: number };
 }
 
