@@ -52,6 +52,16 @@ export function lowerIsBetter(metric: string): boolean {
   return /loss|rce|kl/i.test(metric);
 }
 
+/** optim.groupLr names only parameter groups (checked when the settings are read, not when training starts). */
+function knownGroups(groupLr: Record<string, number>, ctx: z.RefinementCtx): void {
+  const strange = Object.keys(groupLr).filter((g) => !(PARAM_GROUPS as readonly string[]).includes(g));
+  if (strange.length > 0)
+    ctx.addIssue({
+      code: "custom",
+      message: `unknown parameter group(s): ${strange.join(", ")} (groups: ${PARAM_GROUPS.join(", ")})`,
+    });
+}
+
 export function optimSchema(d: OptimDefaults) {
   const schedule = scheduleSchema(d.schedule);
   return z
@@ -74,9 +84,10 @@ export function optimSchema(d: OptimDefaults) {
       clipNorm: z.number().positive().nullable().default(1).describe("global gradient-norm clip"),
       groupLr: z
         .record(z.string(), z.number().positive())
+        .superRefine(knownGroups)
         .default(d.groupLr ?? {})
         .describe(
-          "learning-rate multiplier per parameter group, e.g. {features: 100}: the small new score weights (features, identity_bias, prior) move as far in a run as the matrices (groups: lever selector inspect)",
+          `learning-rate multiplier per parameter group (${PARAM_GROUPS.join(", ")}), e.g. {features: 100}: the small new score weights move as far in a run as the matrices; a record given replaces the default whole (name features again to keep its multiplier)`,
         ),
       frozen: z.array(z.string()).default([]).meta({
         flag: "freeze",
@@ -274,11 +285,6 @@ function selectorOptimizer(model: PointerSelector, optim: OptimConfig): { optimi
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
-  const strange = Object.keys(optim.groupLr).filter((g) => !(PARAM_GROUPS as readonly string[]).includes(g));
-  if (strange.length > 0)
-    throw new LeverError(`unknown parameter group(s): ${strange.join(", ")} (groups: ${PARAM_GROUPS.join(", ")})`, {
-      field: "groupLr",
-    });
   const groupNames = [...new Set(model.specs.map((s) => s.group))];
   const optimizer = new AdamW(
     groupNames.map((name) => ({

@@ -104,6 +104,18 @@ describe("experiment files", () => {
     );
   });
 
+  it("an optim.groupLr naming no parameter group is refused when the file is read, not when training starts", () => {
+    const file = write("grouplr.yaml", BASE);
+    expect(leverErrorOf(() => loadExperiment(file, ["sft.optim.groupLr={featurs: 100}"])).message).toMatch(
+      /grouplr\.yaml, field "sft\.optim\.groupLr": unknown parameter group\(s\): featurs \(groups: .*features/,
+    );
+    expect(
+      loadExperiment(file, ["sft.optim.groupLr={features: 10}"]).variants[0].experiment.sft?.optim.groupLr,
+    ).toEqual({
+      features: 10,
+    });
+  });
+
   it("validation errors name the file, the key and its line; unknown keys are rejected", () => {
     const bad = write("bad.yaml", `${BASE}grpo:\n  kl:\n    beta: -1\n`);
     expect(leverErrorOf(() => loadExperiment(bad)).message).toMatch(
