@@ -18,7 +18,7 @@ import type { PoolSet } from "../data/pool-set.js";
 import { candidateData } from "../icl/candidates.js";
 import { checkpointConfig } from "../selector/checkpoint.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
-import { type IndexIdentity, type SelectorSources, selectorSources } from "../selector/inputs.js";
+import { type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ResolvedSet } from "../store/sets.js";
@@ -49,8 +49,6 @@ export interface TrainingInputRefs {
 
 export interface TrainingInputs {
   sources: SelectorSources;
-  /** The identity table of the index, when the sources carry candidate data. */
-  index?: IndexIdentity;
   dataHashes: Record<string, string>;
   /** Every file the run reads, recorded with the run. */
   files: ArtifactRef[];
@@ -86,7 +84,6 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
   return {
     sources: selectorSources(query, index, candidates),
-    index: candidates.index,
     dataHashes,
     files: Object.values(files),
   };

@@ -9,6 +9,7 @@
  * rl-stage.ts the wiring's), so the stage narrows without casts or `stage === …` chains.
  */
 import { z } from "zod";
+import { CHECKPOINT_REF_HELP } from "../icl/checkpoint-ref.js";
 import { RewardSchema } from "../icl/rewards.js";
 import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
@@ -45,15 +46,13 @@ export const RlInputsSchema = z
       .min(1)
       .optional()
       .describe(
-        "starting checkpoint, required: a file or RUN[:best|last|epoch-N] (e.g. sft-0001, the SFT run's best), or random for a seeded random init",
+        `starting checkpoint, required: ${CHECKPOINT_REF_HELP} (e.g. sft-0001, the SFT run's best), or random for a seeded random init`,
       ),
     reference: z
       .string()
       .min(1)
       .optional()
-      .describe(
-        "GRPO: frozen KL reference checkpoint, a file or RUN[:best|last|epoch-N] (default: the starting weights)",
-      ),
+      .describe(`GRPO: frozen KL reference checkpoint, ${CHECKPOINT_REF_HELP} (default: the starting weights)`),
     name: z.string().min(1).optional().describe("run name"),
   })
   .strict();

@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
-import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
+import { CHECKPOINT_REF_HELP, resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
@@ -33,7 +33,7 @@ export const SftInputsSchema = z
       .string()
       .min(1)
       .optional()
-      .describe("start from this selector checkpoint (a file or RUN[:best|last|epoch-N]) instead of a fresh init"),
+      .describe(`start from this selector checkpoint (${CHECKPOINT_REF_HELP}) instead of a fresh init`),
     name: z.string().min(1).optional().describe("run name"),
   })
   .strict();
