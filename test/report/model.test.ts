@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { verdictOf } from "../../src/report/headline.js";
+import { headlineOf, verdictOf } from "../../src/report/headline.js";
 import { renderReportHtml } from "../../src/report/html.js";
 import { buildReportModel, downsample, type ReportModel } from "../../src/report/model.js";
 import { ReportSettingsSchema } from "../../src/report/options.js";
@@ -198,7 +198,8 @@ describe("the report's result first", () => {
     const worse = structuredClone(model);
     const cell = worse.comparison!.tables[0].rows[1].cells[0]!;
     Object.assign(cell.comparison!, { difference: -20, significant: true, pHolm: 0.01 });
-    Object.assign(worse.headline!.rows[0], { difference: -20, verdict: "worse", pHolm: 0.01 });
+    worse.headline = headlineOf(worse.comparison!); // derived from the changed comparison, not set by hand
+    expect(worse.headline?.rows[0]).toMatchObject({ difference: -20, verdict: "worse" });
     const text = await renderReportHtml(worse);
     expect(text).toMatch(/<div class="sig worse">Δ -20\.00 \[[^\]]*\] \* worse<\/div>/);
     expect(text).toMatch(/<td class="sig worse">significantly worse<\/td>/);
