@@ -11,7 +11,7 @@
  * selectors read by default. Weights are max(0, cos). Only index items' annotations are read — never
  * the query's — and every index item's support is computed once.
  */
-import { type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
+import { cosine, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { type AnswerSupport, answerSupport, poolVote, voteOrder, voteWeight } from "../metrics/vote.js";
 import { LeverError } from "../util/errors.js";
@@ -80,17 +80,4 @@ function rowLookup(query: EmbeddingMatrix, index: EmbeddingMatrix) {
     const { data, dim } = matrices[role];
     return data.subarray(r * dim, (r + 1) * dim);
   };
-}
-
-/** cos(a, b) in float64 (rows need not be unit length); 0 when either row is zero. */
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }
