@@ -13,7 +13,7 @@
  */
 import { cosine, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { type AnswerSupport, answerSupport, poolVote, voteOrder, voteWeight } from "../metrics/vote.js";
+import { type AnswerSupport, poolVote, supportsOf, voteOrder, voteWeight } from "../metrics/vote.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
 
@@ -31,19 +31,10 @@ export interface VoteSources {
 /** The vote retriever's choice within a query's pool (selection order). */
 export function voteChooser(sources: VoteSources): PoolChooser {
   let lookup: ((id: string, role: "query" | "index") => Float32Array) | undefined;
-  const byId = new Map(sources.items.map((item) => [item.questionId, item]));
-  const supports = new Map<string, AnswerSupport>();
+  const supportOf = supportsOf(sources.items);
   const support = (id: string): AnswerSupport => {
-    let s = supports.get(id);
-    if (s === undefined) {
-      const item = byId.get(id);
-      if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
-      s = answerSupport(
-        item.answers.map((a) => a.answer),
-        item.answer,
-      );
-      supports.set(id, s);
-    }
+    const s = supportOf(id);
+    if (s === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
     return s;
   };
   // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
