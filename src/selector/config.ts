@@ -72,6 +72,7 @@ export const SelectorFieldsSchema = z
       ),
     features: z
       .array(z.enum(CANDIDATE_FEATURES))
+      .refine((f) => new Set(f).size === f.length, "features must be distinct (name each feature once)")
       .default([])
       .describe(
         "per-candidate answer features the selector reads (vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
@@ -106,8 +107,6 @@ const headsMessage = {
   path: ["heads"],
 };
 
-const distinctFeatures = (c: { features: readonly string[] }) => new Set(c.features).size === c.features.length;
-const featuresMessage = { message: "features must be distinct (name each feature once)", path: ["features"] };
 const identityHasItems = (c: { identity: string; indexItems: number }) => c.identity === "none" || c.indexItems > 0;
 const identityMessage = {
   message:
@@ -115,9 +114,10 @@ const identityMessage = {
   path: ["indexItems"],
 };
 
-export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage)
-  .refine(distinctFeatures, featuresMessage)
-  .refine(identityHasItems, identityMessage);
+export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage).refine(
+  identityHasItems,
+  identityMessage,
+);
 
 /** A defaulted field as an optional one with the same description (its default named in it). */
 function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
@@ -149,8 +149,7 @@ export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: tr
     identity: absentByDefault(SelectorFieldsSchema.shape.identity),
     poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })
-  .refine(headsDivideHidden, headsMessage)
-  .refine((c) => distinctFeatures({ features: c.features ?? [] }), featuresMessage);
+  .refine(headsDivideHidden, headsMessage);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;

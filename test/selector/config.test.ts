@@ -5,6 +5,7 @@ import {
   mixesCandidates,
   readsCandidateData,
   SelectorConfigSchema,
+  SelectorFieldsSchema,
   variantName,
 } from "../../src/selector/config.js";
 
@@ -45,6 +46,18 @@ describe("selector config: candidate options", () => {
     });
     expect(() => ModelOptionsSchema.parse({ indexItems: 5 })).toThrow(/indexItems/);
     expect(() => ModelOptionsSchema.parse({ features: ["vote", "vote"] })).toThrow(/distinct/);
+  });
+
+  it("check distinct features on the field itself, so every schema built from the fields does, naming features", () => {
+    const repeated = { features: ["agreement", "agreement"] };
+    expect(SelectorFieldsSchema.shape.features.safeParse(repeated.features).success).toBe(false);
+    for (const result of [
+      SelectorConfigSchema.safeParse({ d: 8, ...repeated }),
+      ModelOptionsSchema.safeParse(repeated),
+    ])
+      expect(result.error?.issues.map((i) => [i.path, i.message])).toEqual([
+        [["features"], "features must be distinct (name each feature once)"],
+      ]);
   });
 
   it("a training run gets the cosine prior and the answer features by default; identity and pool attention stay absent unless set", () => {
