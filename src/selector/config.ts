@@ -128,6 +128,15 @@ function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
     .describe(`${field.description ?? ""} (default: ${fallback})`);
 }
 
+/** A defaulted field with another default for training runs, named in its description. */
+function trainingDefault<T extends z.ZodType>(field: z.ZodDefault<T>, value: z.util.NoUndefined<z.output<T>>) {
+  const shown = Array.isArray(value) ? value.join(", ") : String(value);
+  return field
+    .unwrap()
+    .default(value)
+    .describe(`${field.description ?? ""} (training default: ${shown})`);
+}
+
 /**
  * The model settings a training run chooses: everything but d, shots and indexItems, which come from the
  * data. Two defaults differ from the selector's own, by measurement (docs/training.md, "What to expect"):
@@ -138,14 +147,8 @@ function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
  */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
   .extend({
-    prior: SelectorFieldsSchema.shape.prior
-      .unwrap()
-      .default("cosine")
-      .describe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`),
-    features: SelectorFieldsSchema.shape.features
-      .unwrap()
-      .default(["vote", "agreement"])
-      .describe(`${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`),
+    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "cosine"),
+    features: trainingDefault(SelectorFieldsSchema.shape.features, ["vote", "agreement"]),
     identity: absentByDefault(SelectorFieldsSchema.shape.identity),
     poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })

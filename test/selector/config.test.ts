@@ -77,4 +77,12 @@ describe("selector config: candidate options", () => {
     expect(ModelOptionsSchema.parse({ poolAttention: 2 }).poolAttention).toBe(2);
     expect(() => ModelOptionsSchema.parse({ poolAttention: 5 })).toThrow();
   });
+
+  it("name each training default in the option's help, after the selector field's own description", () => {
+    const { prior, features } = ModelOptionsSchema.shape;
+    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`);
+    expect(features.description).toBe(
+      `${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`,
+    );
+  });
 });
