@@ -233,6 +233,23 @@ export function firstNonFinite(data: Float32Array): number {
   return -1;
 }
 
+/**
+ * cos(a, b) of two embedding rows, accumulated in float64 (rows need not be unit length); 0 when either
+ * row is zero. The one cosine the vote retriever (src/eval/vote.ts) and the selector's candidate
+ * features (src/selector/inputs.ts) read, so both see the same numbers.
+ */
+export function cosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    aa += a[i] * a[i];
+    bb += b[i] * b[i];
+  }
+  return aa > 0 && bb > 0 ? dot / Math.sqrt(aa * bb) : 0;
+}
+
 /** Euclidean norm of each row, accumulated in float64. */
 export function rowNorms(data: Float32Array, dim: number): Float64Array {
   const rows = data.length / dim;

@@ -11,9 +11,9 @@
  * selectors read by default. Weights are max(0, cos). Only index items' annotations are read — never
  * the query's — and every index item's support is computed once.
  */
-import { type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
+import { cosine, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { type AnswerSupport, answerSupport, poolVote, voteOrder, voteWeight } from "../metrics/vote.js";
+import { type AnswerSupport, poolVote, supportsOf, voteOrder, voteWeight } from "../metrics/vote.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
 
@@ -31,19 +31,10 @@ export interface VoteSources {
 /** The vote retriever's choice within a query's pool (selection order). */
 export function voteChooser(sources: VoteSources): PoolChooser {
   let lookup: ((id: string, role: "query" | "index") => Float32Array) | undefined;
-  const byId = new Map(sources.items.map((item) => [item.questionId, item]));
-  const supports = new Map<string, AnswerSupport>();
+  const supportOf = supportsOf(sources.items);
   const support = (id: string): AnswerSupport => {
-    let s = supports.get(id);
-    if (s === undefined) {
-      const item = byId.get(id);
-      if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
-      s = answerSupport(
-        item.answers.map((a) => a.answer),
-        item.answer,
-      );
-      supports.set(id, s);
-    }
+    const s = supportOf(id);
+    if (s === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
     return s;
   };
   // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
@@ -80,17 +71,4 @@ function rowLookup(query: EmbeddingMatrix, index: EmbeddingMatrix) {
     const { data, dim } = matrices[role];
     return data.subarray(r * dim, (r + 1) * dim);
   };
-}
-
-/** cos(a, b) in float64 (rows need not be unit length); 0 when either row is zero. */
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i] * b[i];
-    na += a[i] * a[i];
-    nb += b[i] * b[i];
-  }
-  return na > 0 && nb > 0 ? dot / Math.sqrt(na * nb) : 0;
 }

@@ -16,7 +16,7 @@
  */
 import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { type AnswerSupport, answerSupport, poolVote, voteWeight } from "../metrics/vote.js";
+import { type AnswerSupport, poolVote, supportsOf, voteWeight } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES } from "../selector/config.js";
 import { type CandidateSource, FEATURE_COUNT, type IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
@@ -31,22 +31,13 @@ export function indexIdentity(dataset: string, items: readonly VqaItem[]): Index
 export function candidateData(dataset: string, index: EmbeddingMatrix, items: readonly VqaItem[]): CandidateSource {
   const position = new Map(items.map((item, i) => [item.questionId, i]));
   const identity = Int32Array.from(index.ids, (id) => position.get(id) ?? -1);
-  const supports: (AnswerSupport | undefined)[] = new Array(index.ids.length);
+  const supportOf = supportsOf(items);
   const support = (row: number, queryId: string): AnswerSupport => {
-    let s = supports[row];
-    if (s === undefined) {
-      const at = identity[row];
-      if (at < 0)
-        throw new LeverError(`pool candidate "${index.ids[row]}" is not an item of the index dataset "${dataset}"`, {
-          record: queryId,
-        });
-      const item = items[at];
-      s = answerSupport(
-        item.answers.map((a) => a.answer),
-        item.answer,
-      );
-      supports[row] = s;
-    }
+    const s = supportOf(index.ids[row]);
+    if (s === undefined)
+      throw new LeverError(`pool candidate "${index.ids[row]}" is not an item of the index dataset "${dataset}"`, {
+        record: queryId,
+      });
     return s;
   };
   const F = FEATURE_COUNT;

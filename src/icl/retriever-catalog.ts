@@ -8,6 +8,7 @@
  * to add").
  */
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { CHECKPOINT_REF_HELP } from "./checkpoint-ref.js";
 
 export interface RetrieverEntry {
   /** The names `--retriever` takes, as help shows them ("selector:CKPT": a prefix and an argument). */
@@ -59,7 +60,7 @@ export const RETRIEVERS = {
     names: ["selector:CKPT"],
     prefix: "selector:",
     fromPool: true,
-    description: "a trained selector: CKPT a checkpoint file or a training run RUN[:best|last|epoch-N]",
+    description: `a trained selector, where CKPT is ${CHECKPOINT_REF_HELP}`,
   },
 } as const satisfies Record<string, RetrieverEntry>;
 

@@ -19,6 +19,7 @@
  * O(K²) map look-ups per pool. Pure functions: the evaluation's retriever and the selector's input
  * features read the same numbers.
  */
+import type { VqaItem } from "../data/item.js";
 import { LeverError } from "../util/errors.js";
 import { answerKey } from "./vqa.js";
 
@@ -39,6 +40,29 @@ export function answerSupport(annotators: readonly string[], shown: string): Ans
   }
   for (const [key, count] of shares) shares.set(key, count / annotators.length);
   return { answer: answerKey(shown), shares };
+}
+
+/**
+ * Each item's `AnswerSupport` by question id, computed when first asked for and kept (the vote
+ * retriever and the selector's candidate features both read the index items this way); undefined for
+ * an id that is not one of the items — the caller says what that means.
+ */
+export function supportsOf(items: readonly VqaItem[]): (id: string) => AnswerSupport | undefined {
+  const byId = new Map(items.map((item) => [item.questionId, item]));
+  const supports = new Map<string, AnswerSupport>();
+  return (id) => {
+    let s = supports.get(id);
+    if (s === undefined) {
+      const item = byId.get(id);
+      if (item === undefined) return undefined;
+      s = answerSupport(
+        item.answers.map((a) => a.answer),
+        item.answer,
+      );
+      supports.set(id, s);
+    }
+    return s;
+  };
 }
 
 /** The similarity weight of a candidate in the vote: max(0, cosine to the query). */

@@ -276,12 +276,12 @@ export function checkpointFits(
  * file) in the message.
  */
 export function checkIndexFits(
-  checkpoint: Pick<Checkpoint, "config" | "index"> | IndexIdentity,
+  checkpoint: Pick<Checkpoint, "config" | "index">,
   actual: IndexIdentity | undefined,
   where: string,
 ): void {
-  const learned = "config" in checkpoint ? checkpoint.index : checkpoint;
-  if ("config" in checkpoint && checkpoint.config.identity !== "embedding") return;
+  if (checkpoint.config.identity !== "embedding") return;
+  const learned = checkpoint.index;
   if (actual === undefined)
     throw new LeverError("the checkpoint learned identities of index items, but this run reads no index dataset", {
       file: where,

@@ -72,6 +72,7 @@ export const SelectorFieldsSchema = z
       ),
     features: z
       .array(z.enum(CANDIDATE_FEATURES))
+      .refine((f) => new Set(f).size === f.length, "features must be distinct (name each feature once)")
       .default([])
       .describe(
         "per-candidate answer features the selector reads (vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
@@ -106,8 +107,6 @@ const headsMessage = {
   path: ["heads"],
 };
 
-const distinctFeatures = (c: { features: readonly string[] }) => new Set(c.features).size === c.features.length;
-const featuresMessage = { message: "features must be distinct (name each feature once)", path: ["features"] };
 const identityHasItems = (c: { identity: string; indexItems: number }) => c.identity === "none" || c.indexItems > 0;
 const identityMessage = {
   message:
@@ -115,9 +114,10 @@ const identityMessage = {
   path: ["indexItems"],
 };
 
-export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage)
-  .refine(distinctFeatures, featuresMessage)
-  .refine(identityHasItems, identityMessage);
+export const SelectorConfigSchema = SelectorFieldsSchema.refine(headsDivideHidden, headsMessage).refine(
+  identityHasItems,
+  identityMessage,
+);
 
 /** A defaulted field as an optional one with the same description (its default named in it). */
 function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
@@ -126,6 +126,15 @@ function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
     .unwrap()
     .optional()
     .describe(`${field.description ?? ""} (default: ${fallback})`);
+}
+
+/** A defaulted field with another default for training runs, named in its description. */
+function trainingDefault<T extends z.ZodType>(field: z.ZodDefault<T>, value: z.util.NoUndefined<z.output<T>>) {
+  const shown = Array.isArray(value) ? value.join(", ") : String(value);
+  return field
+    .unwrap()
+    .default(value)
+    .describe(`${field.description ?? ""} (training default: ${shown})`);
 }
 
 /**
@@ -138,19 +147,12 @@ function absentByDefault<T extends z.ZodType>(field: z.ZodDefault<T>) {
  */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
   .extend({
-    prior: SelectorFieldsSchema.shape.prior
-      .unwrap()
-      .default("cosine")
-      .describe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`),
-    features: SelectorFieldsSchema.shape.features
-      .unwrap()
-      .default(["vote", "agreement"])
-      .describe(`${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`),
+    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "cosine"),
+    features: trainingDefault(SelectorFieldsSchema.shape.features, ["vote", "agreement"]),
     identity: absentByDefault(SelectorFieldsSchema.shape.identity),
     poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })
-  .refine(headsDivideHidden, headsMessage)
-  .refine((c) => distinctFeatures({ features: c.features ?? [] }), featuresMessage);
+  .refine(headsDivideHidden, headsMessage);
 
 export type SelectorConfig = z.infer<typeof SelectorConfigSchema>;
 export type SelectorConfigInput = z.input<typeof SelectorConfigSchema>;

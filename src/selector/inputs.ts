@@ -20,7 +20,7 @@
  * src/icl/candidates.ts, CANDIDATE_FEATURES and the model; stages build the sources with
  * `selectorSources`, resolve pools with `resolvePool` and pass both through unchanged.
  */
-import { type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
+import { cosine, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
 import type { IndexIdentity } from "./checkpoint.js";
@@ -129,22 +129,11 @@ export function resolvePool(
   return resolved;
 }
 
-/** cos(query, candidate) of each candidate over the input embeddings, in float64 (0 for a zero row). */
+/** cos(query, candidate) of each candidate over the input embeddings (`cosine`: float64, 0 for a zero row). */
 export function poolCosines(sources: SelectorSources, queryRow: number, candRows: Int32Array): Float64Array {
   const d = sources.query.dim;
   const q = sources.query.data.subarray(queryRow * d, (queryRow + 1) * d);
-  let qq = 0;
-  for (let i = 0; i < d; i++) qq += q[i] * q[i];
-  return Float64Array.from(candRows, (row) => {
-    const c = sources.index.data.subarray(row * d, (row + 1) * d);
-    let dot = 0;
-    let cc = 0;
-    for (let i = 0; i < d; i++) {
-      dot += q[i] * c[i];
-      cc += c[i] * c[i];
-    }
-    return qq > 0 && cc > 0 ? dot / Math.sqrt(qq * cc) : 0;
-  });
+  return Float64Array.from(candRows, (row) => cosine(q, sources.index.data.subarray(row * d, (row + 1) * d)));
 }
 
 function alloc(dtype: DType, n: number): Data {

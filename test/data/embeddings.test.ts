@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  cosine,
   firstNonFinite,
   normalizeRows,
   readEmbeddingFile,
@@ -214,6 +215,17 @@ describe("row math", () => {
     normalizeRows(data, 2);
     expect(Array.from(data)).toEqual([0.6, 0.8, 0, 1, 1, 0].map(Math.fround));
     expect(Array.from(rowNorms(data, 2)).every((n) => Math.abs(n - 1) < 1e-6)).toBe(true);
+  });
+
+  it("cosine is the normalised dot product of rows of any length, and 0 for a zero row", () => {
+    // (3, 4)·(4, −3) = 0; (3, 4)·(6, 8) = 50 = 5·10; (3, 4)·(−3, −4) = −25.
+    expect(cosine(new Float32Array([3, 4]), new Float32Array([4, -3]))).toBe(0);
+    expect(cosine(new Float32Array([3, 4]), new Float32Array([6, 8]))).toBe(1);
+    expect(cosine(new Float32Array([3, 4]), new Float32Array([-3, -4]))).toBe(-1);
+    // (2, 2)·(5, 0) = 10 = (2√2·5)/√2.
+    expect(cosine(new Float32Array([2, 2]), new Float32Array([5, 0]))).toBeCloseTo(Math.SQRT1_2, 15);
+    expect(cosine(new Float32Array([0, 0]), new Float32Array([1, 2]))).toBe(0);
+    expect(cosine(new Float32Array([1, 2]), new Float32Array([0, 0]))).toBe(0);
   });
 
   it("firstNonFinite finds NaN, +Inf and -Inf but not large finite values", () => {

@@ -39,7 +39,19 @@ function reward(t: Trajectory, over: Partial<RewardConfig>): number {
 
 describe("reward modes", () => {
   it("are one table: the setting's choices and help name every mode, and docs/training.md documents each", () => {
-    expect(RewardSchema.shape.mode.unwrap().options).toEqual(REWARD_MODES);
+    // Lever-Plus's reward modes, in the table's order.
+    expect(RewardSchema.shape.mode.unwrap().options).toEqual([
+      "hard_plus_soft",
+      "hard_plus_soft_v2",
+      "separated",
+      "hard_only",
+      "soft_only",
+      "hard01_plus_gtprob",
+      "hard01_plus_gtprob_separated",
+      "hard_plus_gtprob_plus_rel",
+      "legacy",
+      "hybrid",
+    ]);
     const help = RewardSchema.shape.mode.description as string;
     const table = readFileSync(new URL("../../docs/training.md", import.meta.url), "utf8");
     for (const mode of REWARD_MODES) {

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
+import { indexIdentity } from "../../src/icl/candidates.js";
 import { loadSelector } from "../../src/icl/selector.js";
 import { PoolBuilder } from "../../src/pools/samplers.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
@@ -11,6 +12,7 @@ import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
 import { loadDatasetEmbedding } from "../../src/store/ingest/embeddings.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
+import { leverErrorOf } from "../helpers/errors.js";
 import { summaryCells } from "../helpers/summary.js";
 
 let sim: SimWorkspace;
@@ -100,5 +102,35 @@ describe("selector retriever", () => {
       index: () => ({ ids: ["1"], dim: 32, data: new Float32Array(32) }),
     };
     expect(() => loadSelector(ckpt, {}, narrow)).toThrow(/sel\.safetensors.*field "config\.d".*d=64.*dim 32/);
+  });
+
+  it("refuses, in one line each, a selector reading candidate data without the index's items, and identities learned on another index", () => {
+    const val = sim.ws.loadItems("val");
+    const config = SelectorConfigSchema.parse({
+      d: 64,
+      hidden: 32,
+      shots: 4,
+      identity: "embedding",
+      indexItems: val.length,
+    });
+    const learnedOnVal = join(sim.dir, "identity-val.safetensors");
+    saveCheckpoint(learnedOnVal, {
+      config,
+      params: initParams(config, 11),
+      trainedK: 12,
+      shots: 4,
+      provenance: { stage: "init", createdAt: "2026-01-01T00:00:00Z" },
+      index: indexIdentity("val", val),
+    });
+    const noItems = leverErrorOf(() => loadSelector(learnedOnVal, {}, embeddings()));
+    expect(noItems.message).toMatch(
+      /^\/.*identity-val\.safetensors, field "config": this selector reads its candidates' answers or identities, which need the index dataset's annotations; use it where/,
+    );
+    const withTrain = { ...embeddings(), indexItems: () => ({ dataset: "train", items: sim.ws.loadItems("train") }) };
+    const otherIndex = leverErrorOf(() => loadSelector(learnedOnVal, {}, withTrain));
+    expect(otherIndex.message).toMatch(
+      /^checkpoint .*identity-val\.safetensors learned identities of index val \(30 items, hash [0-9a-f]{64}\); this run's index is train \(200 items, hash [0-9a-f]{64}\) — use that index or train without identity$/,
+    );
+    for (const error of [noItems, otherIndex]) expect(error.message).not.toContain("\n");
   });
 });

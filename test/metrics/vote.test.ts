@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { answerSupport, poolVote, voteOrder, voteWeight } from "../../src/metrics/vote.js";
+import type { VqaItem } from "../../src/data/item.js";
+import { answerSupport, poolVote, supportsOf, voteOrder, voteWeight } from "../../src/metrics/vote.js";
 
 /** A candidate whose annotators give `counts` (answer → how many) and who shows `shown`. */
 function candidate(counts: Record<string, number>, shown: string) {
@@ -14,6 +15,32 @@ describe("answerSupport", () => {
     expect(s.shares.get("2")).toBeCloseTo(0.8, 15);
     expect(s.shares.get("park")).toBeCloseTo(0.2, 15);
     expect(answerSupport([], "red")).toEqual({ answer: "red", shares: new Map() });
+  });
+});
+
+describe("supportsOf", () => {
+  const item = (questionId: string, answers: string[], answer: string): VqaItem => ({
+    questionId,
+    imageId: "1",
+    question: "?",
+    answers: answers.map((a) => ({ answer: a })),
+    answer,
+    questionType: "",
+    answerType: "",
+    imagePath: null,
+  });
+
+  it("is each item's support from its annotators and shown answer, computed once, undefined for an unknown id", () => {
+    const support = supportsOf([item("1", ["Two", "2", "three", "2"], "two"), item("2", [], "red")]);
+    const first = support("1")!;
+    expect(first.answer).toBe("2");
+    expect([...first.shares]).toEqual([
+      ["2", 0.75],
+      ["3", 0.25],
+    ]);
+    expect(support("1")).toBe(first);
+    expect(support("2")).toEqual({ answer: "red", shares: new Map() });
+    expect(support("3")).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { writeSafetensors } from "../../src/data/safetensors.js";
 import {
   checkIndexFits,
@@ -234,7 +234,7 @@ describe("checkpoints with candidate options", () => {
       "checkpoint runs/sft-0001/best.safetensors learned identities of index okvqa-train (6 items, hash ab12); " +
         "this run's index is okvqa-train (6 items, hash ff00) — use that index or train without identity",
     );
-    expect(() => checkIndexFits(index, { ...index, dataset: "vqav2-train" }, "c.safetensors")).toThrow(
+    expect(() => checkIndexFits(ckpt, { ...index, dataset: "vqav2-train" }, "c.safetensors")).toThrow(
       /learned identities of index okvqa-train .* this run's index is vqav2-train/,
     );
     expect(() => checkIndexFits({ config, index: undefined }, other, "plain.safetensors")).not.toThrow();
@@ -243,6 +243,8 @@ describe("checkpoints with candidate options", () => {
       "runs/sft-0001/best.safetensors: the checkpoint learned identities of index items, but this run reads no index dataset",
     );
     expect(() => checkIndexFits({ config, index: undefined }, undefined, "plain.safetensors")).not.toThrow();
+    // Only a checkpoint is checked (its config says whether it learned identities), never a bare index.
+    expectTypeOf(index).not.toExtend<Parameters<typeof checkIndexFits>[0]>();
   });
 });
 

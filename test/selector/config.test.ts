@@ -5,6 +5,7 @@ import {
   mixesCandidates,
   readsCandidateData,
   SelectorConfigSchema,
+  SelectorFieldsSchema,
   variantName,
 } from "../../src/selector/config.js";
 
@@ -47,6 +48,18 @@ describe("selector config: candidate options", () => {
     expect(() => ModelOptionsSchema.parse({ features: ["vote", "vote"] })).toThrow(/distinct/);
   });
 
+  it("check distinct features on the field itself, so every schema built from the fields does, naming features", () => {
+    const repeated = { features: ["agreement", "agreement"] };
+    expect(SelectorFieldsSchema.shape.features.safeParse(repeated.features).success).toBe(false);
+    for (const result of [
+      SelectorConfigSchema.safeParse({ d: 8, ...repeated }),
+      ModelOptionsSchema.safeParse(repeated),
+    ])
+      expect(result.error?.issues.map((i) => [i.path, i.message])).toEqual([
+        [["features"], "features must be distinct (name each feature once)"],
+      ]);
+  });
+
   it("a training run gets the cosine prior and the answer features by default; identity and pool attention stay absent unless set", () => {
     const opts = ModelOptionsSchema.parse({});
     expect(opts).toMatchObject({ prior: "cosine", features: ["vote", "agreement"] });
@@ -63,5 +76,13 @@ describe("selector config: candidate options", () => {
     expect(SelectorConfigSchema.parse({ d: 8, shots: 2 })).toMatchObject({ prior: "none", features: [] });
     expect(ModelOptionsSchema.parse({ poolAttention: 2 }).poolAttention).toBe(2);
     expect(() => ModelOptionsSchema.parse({ poolAttention: 5 })).toThrow();
+  });
+
+  it("name each training default in the option's help, after the selector field's own description", () => {
+    const { prior, features } = ModelOptionsSchema.shape;
+    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`);
+    expect(features.description).toBe(
+      `${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`,
+    );
   });
 });
