@@ -7,6 +7,9 @@
  */
 import { setMaxListeners } from "node:events";
 
+/** How a single command resumes after Ctrl-C (appended to its stage's InterruptedError). */
+export const RERUN_TO_RESUME = "rerun the same command to resume";
+
 /** Runs `fn` with a signal that the first Ctrl-C aborts; the handler is removed when `fn` settles. */
 export async function withSigint<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const controller = new AbortController();
