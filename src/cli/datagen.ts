@@ -13,11 +13,10 @@ import {
   rolloutsInterrupted,
   runRollouts,
 } from "../datagen/rollouts-stage.js";
-import type { Workspace } from "../store/workspace.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
-import { printJson, withWorkspace } from "./common.js";
-import { RERUN_TO_RESUME, withSigint } from "./interrupt.js";
+import { printJson } from "./common.js";
+import { RERUN_TO_RESUME, withInterrupt } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 /**
@@ -91,11 +90,6 @@ function bindVlm(command: Command) {
 }
 
 const note = (text: string) => process.stderr.write(`note: ${text}\n`);
-
-/** Opens the workspace and runs `fn` with a signal that Ctrl-C aborts (the work done so far is kept). */
-function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
-  return withSigint((signal) => withWorkspace(cmd, (ws) => fn(ws, signal)));
-}
 
 function vlmPart(v: { calls: number; cacheHits: number; failures: number }): string {
   return `VLM: ${v.calls} calls, ${v.cacheHits} cache hits, ${v.failures} failures`;
