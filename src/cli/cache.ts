@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { check } from "../util/errors.js";
 import { type CacheSummaryRow, cacheSummary, pruneCache } from "../vlm/cache.js";
-import { group, printJson, withWorkspace } from "./common.js";
+import { group, printJson, table, withWorkspace } from "./common.js";
 
 /** Registers `cache stats` and `cache prune` (the workspace's VLM response cache). */
 export function register(program: Command): void {
@@ -51,7 +51,7 @@ function formatBytes(bytes: number): string {
 
 function formatSummary(rows: CacheSummaryRow[]): string {
   if (rows.length === 0) return "the VLM cache is empty\n";
-  const table = [
+  const cells = [
     ["model", "kind", "entries", "bytes", "oldest", "newest"],
     ...rows.map((r) => [r.model, r.kind, String(r.entries), formatBytes(r.bytes), r.oldest, r.newest]),
   ];
@@ -59,13 +59,5 @@ function formatSummary(rows: CacheSummaryRow[]): string {
     entries: 0,
     bytes: 0,
   });
-  const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
-  const lines = table.map((row) =>
-    row
-      .map((cell, c) => cell.padEnd(widths[c]))
-      .join("  ")
-      .trimEnd(),
-  );
-  lines.push(`total: ${total.entries} entries, ${formatBytes(total.bytes)}`);
-  return `${lines.join("\n")}\n`;
+  return `${table(cells)}\ntotal: ${total.entries} entries, ${formatBytes(total.bytes)}\n`;
 }

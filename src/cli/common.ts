@@ -43,6 +43,22 @@ export function parseIntList(value: string): number[] {
   return out;
 }
 
+/**
+ * A text table: rows of cells (the first is the header), each column padded to its widest cell, two
+ * spaces between columns, no trailing spaces; lines joined by "\n" (no final newline).
+ */
+export function table(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c]))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }

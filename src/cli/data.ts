@@ -4,7 +4,7 @@ import { parseSubsetSpec } from "../data/splits.js";
 import { type DatasetSummary, importVqa, summarizeDataset } from "../store/ingest/vqa.js";
 import type { DatasetRecord } from "../store/types.js";
 import { check, LeverError } from "../util/errors.js";
-import { group, printJson, withWorkspace, workspaceDir } from "./common.js";
+import { group, printJson, table, withWorkspace, workspaceDir } from "./common.js";
 
 const SPLITS = ["train", "val"];
 
@@ -122,18 +122,6 @@ function missingLine(m: { checked: number; count: number; examples: string[] }):
 
 function percent(count: number, total: number): string {
   return total === 0 ? "0.0%" : `${((100 * count) / total).toFixed(1)}%`;
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, c) => cell.padEnd(widths[c]))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
 }
 
 export function formatList(datasets: DatasetRecord[]): string {

@@ -1,17 +1,22 @@
 import type { Command } from "commander";
-import { type BeamsResult, BeamsSettingsSchema, failedAnchorsError, runBeams } from "../datagen/beams-stage.js";
+import {
+  type BeamsResult,
+  BeamsSettingsSchema,
+  beamsInterrupted,
+  failedAnchorsError,
+  runBeams,
+} from "../datagen/beams-stage.js";
 import {
   failedTrajectoriesError,
   type RolloutsResult,
   RolloutsSettingsSchema,
+  rolloutsInterrupted,
   runRollouts,
 } from "../datagen/rollouts-stage.js";
-import type { Workspace } from "../store/workspace.js";
-import { InterruptedError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
-import { printJson, withWorkspace } from "./common.js";
-import { withSigint } from "./interrupt.js";
+import { printJson } from "./common.js";
+import { RERUN_TO_RESUME, withInterrupt } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 /**
@@ -36,13 +41,7 @@ export function register(program: Command): void {
       runBeams(ws, settings, vlm, { signal, progress: flags.quiet ? null : process.stderr, note }),
     );
     process.stderr.write(`${beamsLine(result)}\n`);
-    if (result.aborted)
-      throw interrupted(
-        result.anchors.skipped + result.anchors.searched,
-        result.anchors.planned,
-        "anchors",
-        result.runId,
-      );
+    if (result.aborted) throw beamsInterrupted(result, RERUN_TO_RESUME);
     if (result.failures.length > 0) throw failedAnchorsError(result);
     if (flags.json) printJson(result);
     else
@@ -71,13 +70,7 @@ export function register(program: Command): void {
     );
     for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
     process.stderr.write(`${rolloutsLine(result)}\n`);
-    if (result.aborted)
-      throw interrupted(
-        result.queries.skipped + result.queries.processed,
-        result.queries.planned,
-        "queries",
-        result.runId,
-      );
+    if (result.aborted) throw rolloutsInterrupted(result, RERUN_TO_RESUME);
     if (flags.json) printJson(result);
     else process.stdout.write(`${renderRolloutStats(result)}\n`);
     if (result.stats.failed.trajectories > 0) throw failedTrajectoriesError(result);
@@ -97,17 +90,6 @@ function bindVlm(command: Command) {
 }
 
 const note = (text: string) => process.stderr.write(`note: ${text}\n`);
-
-/** Opens the workspace and runs `fn` with a signal that Ctrl-C aborts (the work done so far is kept). */
-function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
-  return withSigint((signal) => withWorkspace(cmd, (ws) => fn(ws, signal)));
-}
-
-function interrupted(done: number, planned: number, what: string, runId: string): InterruptedError {
-  return new InterruptedError(
-    `run ${runId} stopped after ${done} of ${planned} ${what} (those are stored); rerun the same command to resume`,
-  );
-}
 
 function vlmPart(v: { calls: number; cacheHits: number; failures: number }): string {
   return `VLM: ${v.calls} calls, ${v.cacheHits} cache hits, ${v.failures} failures`;

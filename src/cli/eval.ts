@@ -1,14 +1,14 @@
 import type { Command } from "commander";
 import { EvalSettingsSchema, parseEvalOptions } from "../eval/config.js";
-import { type EvaluateResult, evaluate } from "../eval/evaluate.js";
+import { type EvaluateResult, evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { RunStats } from "../eval/runner.js";
 import { renderComparison } from "../report/compare-render.js";
 import { Workspace } from "../store/workspace.js";
-import { InterruptedError, LeverError } from "../util/errors.js";
+import { LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, workspaceDir } from "./common.js";
-import { withSigint } from "./interrupt.js";
+import { RERUN_TO_RESUME, withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 /** Registers `lever eval`. */
@@ -36,10 +36,7 @@ export function register(program: Command): void {
     for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
     for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
     process.stderr.write(`${runLine(result)}\n`);
-    if (result.stats.aborted)
-      throw new InterruptedError(
-        `run ${result.runId} stopped after ${result.stats.skipped + result.stats.evaluated} of ${result.stats.planned} predictions (those are stored); rerun the same command to resume`,
-      );
+    if (result.stats.aborted) throw evalInterrupted(result, RERUN_TO_RESUME);
     if (flags.json) printJson(result);
     else if (result.summary !== null) process.stdout.write(`${renderComparison(result.summary, "table")}\n`);
     // The table shows what succeeded; failed predictions make the command fail (they are stored and

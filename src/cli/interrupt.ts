@@ -6,6 +6,12 @@
  * SIGINT stops the process at once (exit 130); what was stored before stays, and a rerun resumes.
  */
 import { setMaxListeners } from "node:events";
+import type { Command } from "commander";
+import type { Workspace } from "../store/workspace.js";
+import { withWorkspace } from "./common.js";
+
+/** How a single command resumes after Ctrl-C (appended to its stage's InterruptedError). */
+export const RERUN_TO_RESUME = "rerun the same command to resume";
 
 /** Runs `fn` with a signal that the first Ctrl-C aborts; the handler is removed when `fn` settles. */
 export async function withSigint<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -28,4 +34,9 @@ export async function withSigint<T>(fn: (signal: AbortSignal) => Promise<T>): Pr
   } finally {
     process.removeListener("SIGINT", onSigint);
   }
+}
+
+/** Opens the command's workspace and runs `fn` with a signal that Ctrl-C aborts (the work done so far is kept). */
+export function withInterrupt<T>(cmd: Command, fn: (ws: Workspace, signal: AbortSignal) => Promise<T>): Promise<T> {
+  return withSigint((signal) => withWorkspace(cmd, (ws) => fn(ws, signal)));
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { InterruptedError } from "../util/errors.js";
 import { userError } from "../util/files.js";
+import { packageVersion } from "../util/version.js";
 import { registerCommands } from "./commands.js";
 
 export function buildProgram(): Command {
@@ -10,7 +11,7 @@ export function buildProgram(): Command {
     .description(
       "Learn which in-context demonstrations to show a VLM, train the selector (SFT, RCE, GRPO), and test honestly whether it beats the baselines.",
     )
-    .version("0.1.0")
+    .version(packageVersion())
     .option("-w, --workspace <dir>", "workspace directory (default: $LEVER_WORKSPACE or ./lever-workspace)");
   registerCommands(program);
   return program;

@@ -10,8 +10,9 @@ import { loadSelectorInput, loadTrajectories } from "../selector/input-files.js"
 import { PointerSelector } from "../selector/model.js";
 import { parameterCount } from "../selector/params.js";
 import { trajectoryLogProbs } from "../selector/score.js";
+import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { group, printJson, withWorkspace } from "./common.js";
+import { group, printJson, withWorkspace, workspaceDir } from "./common.js";
 
 function positiveInt(name: string) {
   return (value: string): number => {
@@ -46,10 +47,12 @@ function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: str
 
 /**
  * The file a CKPT argument names: a file as it is, else a training run RUN[:best|last|epoch-N] of the
- * workspace (read-only; src/icl/checkpoint-ref.ts).
+ * workspace (read-only; src/icl/checkpoint-ref.ts). Without a workspace the error names the missing
+ * file, not the missing workspace.
  */
 export async function checkpointFile(command: Command, ref: string): Promise<string> {
   if (existsSync(ref)) return ref;
+  if (!Workspace.exists(workspaceDir(command))) return resolveCheckpoint(null, ref, "<ckpt>");
   return withWorkspace(command, (ws) => resolveCheckpoint(ws, ref, "<ckpt>"), { readOnly: true });
 }
 

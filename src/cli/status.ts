@@ -7,7 +7,7 @@
 import type { Command } from "commander";
 import type { RunRecord, StageRecord } from "../store/types.js";
 import { formatDuration } from "../util/progress.js";
-import { printJson, withWorkspace } from "./common.js";
+import { printJson, table, withWorkspace } from "./common.js";
 
 export interface StatusRow {
   id: string;
@@ -70,13 +70,7 @@ export function formatStatus(rows: readonly StatusRow[]): string {
       .filter((t) => t.length > 0)
       .join("  "),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-  const render = (cells: string[]) =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
-      .join("  ")
-      .trimEnd();
-  return `${[header, ...lines].map(render).join("\n")}\n`;
+  return `${table([header, ...lines])}\n`;
 }
 
 /** Registers `lever status`. */

@@ -12,8 +12,8 @@ import { type RlStageResult, resumeRlStage, runRlStage } from "../train/rl-stage
 import { SftConfigSchema } from "../train/sft-run.js";
 import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
-import { group, printJson, withWorkspace } from "./common.js";
-import { withSigint } from "./interrupt.js";
+import { group, printJson } from "./common.js";
+import { withInterrupt } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
 function printSummary(result: SftStageResult, json: boolean): void {
@@ -107,21 +107,19 @@ export function register(program: Command): void {
   });
   sft.action(async (flags: { quiet?: boolean; json?: boolean }, command: Command) => {
     const { beams, pools, dataset, embedding, init, name, ...config } = resolve(command, sftSettings);
-    const result = await withSigint((signal) =>
-      withWorkspace(command, (ws) =>
-        runSftStage(ws, {
-          beams,
-          pools,
-          dataset,
-          embedding,
-          init,
-          name,
-          config,
-          progress: flags.quiet ? null : process.stderr,
-          note,
-          signal,
-        }),
-      ),
+    const result = await withInterrupt(command, (ws, signal) =>
+      runSftStage(ws, {
+        beams,
+        pools,
+        dataset,
+        embedding,
+        init,
+        name,
+        config,
+        progress: flags.quiet ? null : process.stderr,
+        note,
+        signal,
+      }),
     );
     printSummary(result, flags.json === true);
   });
@@ -152,17 +150,15 @@ export function register(program: Command): void {
       const vlm = resolve(cmd, vlmSettings);
       // `config` was parsed by this stage's own schema (bound above).
       const stageSettings = { stage, config } as RlStageSettings;
-      const result = await withSigint((signal) =>
-        withWorkspace(cmd, (ws) =>
-          runRlStage(ws, {
-            ...stageSettings,
-            inputs: { rollouts, pools, dataset, embedding, init, reference, name },
-            vlm,
-            progress: flags.quiet ? null : process.stderr,
-            note,
-            signal,
-          }),
-        ),
+      const result = await withInterrupt(cmd, (ws, signal) =>
+        runRlStage(ws, {
+          ...stageSettings,
+          inputs: { rollouts, pools, dataset, embedding, init, reference, name },
+          vlm,
+          progress: flags.quiet ? null : process.stderr,
+          note,
+          signal,
+        }),
       );
       printRlSummary(result, flags.json === true);
     });
@@ -178,12 +174,10 @@ export function register(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const progress = flags.quiet ? null : process.stderr;
-      await withSigint((signal) =>
-        withWorkspace(command, async (ws) => {
-          const how = { progress, note, signal };
-          if (ws.getRun(runId)?.kind === "sft") printSummary(await resumeSftStage(ws, runId, how), flags.json === true);
-          else printRlSummary(await resumeRlStage(ws, runId, how), flags.json === true);
-        }),
-      );
+      await withInterrupt(command, async (ws, signal) => {
+        const how = { progress, note, signal };
+        if (ws.getRun(runId)?.kind === "sft") printSummary(await resumeSftStage(ws, runId, how), flags.json === true);
+        else printRlSummary(await resumeRlStage(ws, runId, how), flags.json === true);
+      });
     });
 }

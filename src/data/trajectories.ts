@@ -274,7 +274,8 @@ export function checkBeamSet(set: BeamSet, file: string): void {
 }
 
 /**
- * At least one trajectory; pools hold no duplicates; a trajectory has positions exactly when its
+ * At least one trajectory; pools hold no duplicates and never the query itself (nor does a
+ * trajectory select it: docs/architecture.md, "The pool contract"); a trajectory has positions exactly when its
  * query has a pool, and `pool[positions[j]] === selected[j]`; no ICD twice in a trajectory; the
  * rules between fields (`TRAJECTORY_RULES`).
  */
@@ -289,11 +290,24 @@ export function checkRolloutSet(set: RolloutSet, file: string): void {
     if (pool !== undefined) {
       const dup = duplicateIn(pool);
       if (dup !== undefined) throw new LeverError(`"${dup}" appears twice`, { file, record: queryId, field: "pool" });
+      const self = pool.indexOf(queryId);
+      if (self >= 0)
+        throw new LeverError(`"${queryId}" is the query itself: a query is never its own candidate`, {
+          file,
+          record: queryId,
+          field: `pool[${self}]`,
+        });
     }
     query.trajectories.forEach((trajectory, t) => {
       const at = (field: string) => ({ file, record: queryId, field: `trajectories[${t}].${field}` });
       const dup = duplicateIn(trajectory.selected);
       if (dup !== undefined) throw new LeverError(`"${dup}" is selected twice`, at("selected"));
+      const self = trajectory.selected.indexOf(queryId);
+      if (self >= 0)
+        throw new LeverError(
+          `"${queryId}" is the query itself: a query is never its own demonstration`,
+          at(`selected[${self}]`),
+        );
       const broken = brokenTrajectoryRule(trajectory);
       if (broken !== undefined) throw new LeverError(broken.message, at(broken.field));
       const { positions } = trajectory;

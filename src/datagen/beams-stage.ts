@@ -19,7 +19,7 @@ import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
 import type { StageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import { maxOf, minOf } from "../util/extent.js";
 import type { VlmSettings } from "../vlm/settings.js";
 import type { Vlm } from "../vlm/types.js";
@@ -312,6 +312,18 @@ function summary(values: readonly number[]): { mean: number; min: number; max: n
     min: minOf(values),
     max: maxOf(values),
   };
+}
+
+/**
+ * The error a run stopped by Ctrl-C (`result.aborted`) ends with: what it kept; `hint` (how to resume,
+ * in the caller's words) is appended when given.
+ */
+export function beamsInterrupted(result: Pick<BeamsResult, "anchors" | "runId">, hint?: string): InterruptedError {
+  const { skipped, searched, planned } = result.anchors;
+  return new InterruptedError(
+    `beam search run ${result.runId} stopped after ${skipped + searched} of ${planned} anchors (those are stored)` +
+      (hint === undefined ? "" : `; ${hint}`),
+  );
 }
 
 /** The one-line error a run with failed anchors ends with. */

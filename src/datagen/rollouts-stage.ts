@@ -33,7 +33,7 @@ import { rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { noGrad } from "../tensor/tensor.js";
-import { LeverError } from "../util/errors.js";
+import { InterruptedError, LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 import type { VlmSettings } from "../vlm/settings.js";
@@ -435,6 +435,21 @@ function writeRollouts(ws: Workspace, settings: RolloutsSettings, set: RolloutSe
 
 function failedMessage(stats: RolloutStats): string {
   return `${stats.failed.trajectories} trajectories of ${stats.failed.queries} queries failed`;
+}
+
+/**
+ * The error a run stopped by Ctrl-C (`result.aborted`) ends with: what it kept; `hint` (how to resume,
+ * in the caller's words) is appended when given.
+ */
+export function rolloutsInterrupted(
+  result: Pick<RolloutsResult, "queries" | "runId">,
+  hint?: string,
+): InterruptedError {
+  const { skipped, processed, planned } = result.queries;
+  return new InterruptedError(
+    `rollouts run ${result.runId} stopped after ${skipped + processed} of ${planned} queries (those are stored)` +
+      (hint === undefined ? "" : `; ${hint}`),
+  );
 }
 
 /** The one-line error a run with failed trajectories ends with (after writing the artefact). */

@@ -8,6 +8,7 @@
 import type { ComparisonResult } from "../metrics/compare.js";
 import type { StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
+import { InterruptedError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { createProgress, type Progress, type ProgressStream, silentProgress } from "../util/progress.js";
 import { activityText, hasActivity, hasStats, type VlmRunStats } from "../vlm/stats.js";
@@ -42,6 +43,18 @@ export interface EvaluateOptions {
   clusterByImage?: boolean;
   /** Wraps the backend before the cache (instrumentation, fault injection in tests). */
   wrapBackend?: (backend: Vlm) => Vlm;
+}
+
+/**
+ * The error a run stopped by Ctrl-C (`result.stats.aborted`) ends with: what it kept; `hint` (how to
+ * resume, in the caller's words) is appended when given.
+ */
+export function evalInterrupted(result: Pick<EvaluateResult, "stats" | "runId">, hint?: string): InterruptedError {
+  const { skipped, evaluated, planned } = result.stats;
+  return new InterruptedError(
+    `evaluation run ${result.runId} stopped after ${skipped + evaluated} of ${planned} predictions (those are stored)` +
+      (hint === undefined ? "" : `; ${hint}`),
+  );
 }
 
 export async function evaluate(

@@ -10,10 +10,9 @@
 import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { parseEvalOptions } from "../eval/config.js";
-import { evaluate } from "../eval/evaluate.js";
+import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
-import { InterruptedError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
@@ -109,10 +108,7 @@ async function evaluateGroup(
       clusterByImage: settings.clusterByImage,
     },
   );
-  if (result.stats.aborted)
-    throw new InterruptedError(
-      `evaluation run ${result.runId} stopped after ${result.stats.skipped + result.stats.evaluated} of ${result.stats.planned} predictions (those are stored)`,
-    );
+  if (result.stats.aborted) throw evalInterrupted(result);
   return result;
 }
 

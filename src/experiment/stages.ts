@@ -11,8 +11,8 @@
  * The evaluation (src/experiment/evaluate.ts) reads data, the pools' sampler and K and every trained
  * checkpoint of the variants.
  */
-import { runBeams } from "../datagen/beams-stage.js";
-import { failedTrajectoriesError, runRollouts } from "../datagen/rollouts-stage.js";
+import { beamsInterrupted, runBeams } from "../datagen/beams-stage.js";
+import { failedTrajectoriesError, rolloutsInterrupted, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
 import type { Workspace } from "../store/workspace.js";
 import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
@@ -142,10 +142,7 @@ async function runBeamsStage(c: StageContext<"beams">): Promise<ArtefactOutputs>
     withWorld(c.experiment.vlm, data),
     { progress: c.progress, note: c.note, signal: c.signal },
   );
-  if (result.artifact === null && c.signal?.aborted === true)
-    throw new InterruptedError(
-      `beam search run ${result.runId} stopped after ${result.anchors.skipped + result.anchors.searched} of ${result.anchors.planned} anchors (those are stored)`,
-    );
+  if (result.aborted) throw beamsInterrupted(result);
   if (result.artifact === null)
     throw new LeverError(`beam search stopped with ${result.failures.length} failed anchors; rerun to retry them`);
   return { name: result.artifact.name, runId: result.runId };
@@ -183,10 +180,7 @@ async function runRolloutsStage(c: StageContext<"rollouts">): Promise<ArtefactOu
     withWorld(c.experiment.vlm, data),
     { progress: c.progress, note: c.note, signal: c.signal },
   );
-  if (result.artifact === null && c.signal?.aborted === true)
-    throw new InterruptedError(
-      `rollouts run ${result.runId} stopped after ${result.queries.skipped + result.queries.processed} of ${result.queries.planned} queries (those are stored)`,
-    );
+  if (result.aborted) throw rolloutsInterrupted(result);
   if (result.artifact === null) throw new LeverError("rollouts stopped before every query was scored; rerun to resume");
   // As `lever rollouts`: the stage is not done while trajectories failed, so the rerun retries them.
   if (result.stats.failed.trajectories > 0) throw failedTrajectoriesError(result);

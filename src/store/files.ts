@@ -39,11 +39,23 @@ export const WORKSPACE_MARK = "<workspace>";
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
+/** The pattern of `toStored` for the last root it was used with (a process works in one workspace). */
+let lastPattern: { root: string; pattern: RegExp } | null = null;
+
+function rootPattern(root: string): RegExp {
+  if (lastPattern?.root !== root)
+    lastPattern = {
+      root,
+      pattern: new RegExp(`(^|[^\\w./~-])${escapeRegExp(root)}(?=${escapeRegExp(sep)}|$)`, "g"),
+    };
+  return lastPattern.pattern;
+}
+
 /** `text` with every absolute path inside `root` (at the start, or after a non-path character such as `:`) marked. */
 export function toStored(root: string, text: string): string {
   if (!text.includes(root)) return text;
-  const pattern = new RegExp(`(^|[^\\w./~-])${escapeRegExp(root)}(?=${escapeRegExp(sep)}|$)`, "g");
-  return text.replace(pattern, (_m, before: string) => `${before}${WORKSPACE_MARK}`);
+  // String.replace with a global pattern starts at 0 and resets lastIndex, so the pattern can be reused.
+  return text.replace(rootPattern(root), (_m, before: string) => `${before}${WORKSPACE_MARK}`);
 }
 
 /** The inverse of `toStored`: every marked path resolved under `root` (unmarked text is returned as it is). */

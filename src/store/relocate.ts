@@ -7,10 +7,11 @@
  * `***`. Afterwards the workspace can be moved. A workspace moved before this step keeps its old,
  * absolute paths (they no longer match its folder) and works only where it was made.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import type { Database } from "better-sqlite3";
 import { writeFileAtomic } from "../util/atomic.js";
+import { parseJsonText, readTextFile } from "../util/files.js";
 import { canonicalJson, hashValue } from "../util/hash.js";
 import { storedForm, WORKSPACE_MARK } from "./files.js";
 
@@ -55,8 +56,8 @@ function storeStageRecords(dir: string, stored: <T>(value: T) => T): void {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir).filter((n) => n.endsWith(".json"))) {
     const path = join(dir, name);
-    const text = readFileSync(path, "utf8");
-    const now = `${JSON.stringify(stored(JSON.parse(text) as unknown), null, 2)}\n`;
+    const text = readTextFile(path);
+    const now = `${JSON.stringify(stored(parseJsonText(text, path)), null, 2)}\n`;
     if (now !== text) writeFileAtomic(path, now);
   }
 }

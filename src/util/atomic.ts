@@ -49,9 +49,9 @@ export function writeFileAtomic(path: string, data: string | Uint8Array | Uint8A
 /**
  * `writeFileAtomic` for a file the user named (`--out` of an export or a report): an existing file
  * with the same content is left as it is, one with other content is only overwritten with `replace`
- * (`flag` names the option), never silently.
+ * (`--replace`), never silently.
  */
-export function writeUserFile(path: string, data: string, options: { replace?: boolean; flag?: string } = {}): void {
+export function writeUserFile(path: string, data: string, options: { replace?: boolean } = {}): void {
   if (existsSync(path)) {
     let same = false;
     try {
@@ -61,7 +61,7 @@ export function writeUserFile(path: string, data: string, options: { replace?: b
     }
     if (same) return;
     if (options.replace !== true)
-      throw new LeverError(`file exists with other content (pass ${options.flag ?? "--replace"} to overwrite it)`, {
+      throw new LeverError("file exists with other content (pass --replace to overwrite it)", {
         file: path,
       });
   }

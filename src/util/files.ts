@@ -144,7 +144,11 @@ export function readTextFile(path: string): string {
 
 /** A JSON file; syntax errors name the file and the parser's message. */
 export function readJsonFile(path: string): unknown {
-  const text = readTextFile(path);
+  return parseJsonText(readTextFile(path), path);
+}
+
+/** `text` (read from `path`) as JSON; syntax errors name the file and the parser's message. */
+export function parseJsonText(text: string, path: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -1,7 +1,8 @@
 /**
  * Which `lever` made an output: the package's version (package.json beside the build) and, when it
  * runs from a git checkout, the commit (with "-dirty" when tracked files differ from it). Reports state
- * it so a result can be traced to the code that produced it. Read once per process; a missing git, a
+ * it so a result can be traced to the code that produced it; `lever --version` prints the package
+ * version alone (`packageVersion`, no git). Read once per process; a missing git, a
  * copy outside a checkout or a slow git all give commit null, never an error.
  */
 import { execFileSync } from "node:child_process";
@@ -41,11 +42,13 @@ function git(root: string, args: string[]): string | null {
   }
 }
 
-export function leverVersion(): LeverVersion {
-  if (cached !== null) return cached;
+let cachedPackage: string | null = null;
+
+/** package.json's version ("unknown" when it cannot be read): what `lever --version` prints. */
+export function packageVersion(): string {
+  if (cachedPackage !== null) return cachedPackage;
   const root = packageRoot();
   let version = "unknown";
-  let commit: string | null = null;
   if (root !== null) {
     try {
       const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version?: unknown };
@@ -53,12 +56,22 @@ export function leverVersion(): LeverVersion {
     } catch {
       // an unreadable package.json leaves "unknown"
     }
+  }
+  cachedPackage = version;
+  return version;
+}
+
+export function leverVersion(): LeverVersion {
+  if (cached !== null) return cached;
+  const root = packageRoot();
+  let commit: string | null = null;
+  if (root !== null) {
     const head = git(root, ["rev-parse", "--verify", "HEAD"]);
     if (head !== null && /^[0-9a-f]{40}$/.test(head)) {
       const changes = git(root, ["status", "--porcelain", "--untracked-files=no"]);
       commit = changes === null || changes === "" ? head : `${head}-dirty`;
     }
   }
-  cached = { version, commit };
+  cached = { version: packageVersion(), commit };
   return cached;
 }

@@ -61,6 +61,13 @@ const embArgs = (cand = "c.npy", query = "q.npy") => [
 ];
 
 describe("lever selector", () => {
+  it("inspect of a missing file outside a workspace names the file, not the missing workspace", async () => {
+    const missing = join(dir, "typo.safetensors");
+    const result = await runCli(["--workspace", join(dir, "no-workspace"), "selector", "inspect", missing]);
+    expectUserError(result, `error: ${missing}, field "<ckpt>": no such file`);
+    expect(result.stderr).not.toContain("no lever workspace here");
+  });
+
   it("inspect prints the architecture, per-group parameter counts and provenance", async () => {
     const info = JSON.parse(await run(["inspect", ckpt, "--json"]));
     expect(info.variant).toBe("v4-3");

@@ -29,3 +29,20 @@ describe("empty artefacts", () => {
     );
   });
 });
+
+describe("the pool contract", () => {
+  it("refuses a rollout set whose query is in its own pool or among its own demonstrations", () => {
+    const withPool = (pool: string[], selected: string[], positions: number[]) => ({
+      ...set(-1),
+      queries: { q1: { pool, trajectories: [{ selected, positions, vqaAccScore: 1, vqaGtProb: 0.7 }] } },
+    });
+    expect(parseRolloutSet(withPool(["a", "b"], ["b", "a"], [1, 0]), "r.json").queries.q1.pool).toEqual(["a", "b"]);
+    expect(() => parseRolloutSet(withPool(["a", "q1", "b"], ["b", "a"], [2, 0]), "r.json")).toThrow(
+      'r.json, record "q1", field "pool[1]": "q1" is the query itself: a query is never its own candidate',
+    );
+    const noPool = { ...set(-1), queries: { q1: { trajectories: [{ selected: ["a", "q1"], vqaAccScore: 1 }] } } };
+    expect(() => parseRolloutSet(noPool, "r.json")).toThrow(
+      'r.json, record "q1", field "trajectories[0].selected[1]": "q1" is the query itself: a query is never its own demonstration',
+    );
+  });
+});

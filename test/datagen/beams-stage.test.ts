@@ -4,10 +4,12 @@ import {
   type BeamsHooks,
   type BeamsSettingsInput,
   BeamsSettingsSchema,
+  beamsInterrupted,
   failedAnchorsError,
   runBeams,
 } from "../../src/datagen/beams-stage.js";
 import { readBeamSet } from "../../src/store/sets.js";
+import { InterruptedError } from "../../src/util/errors.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 import type { Vlm } from "../../src/vlm/types.js";
 import { type DatagenWorkspace, datagenWorkspace } from "./helpers.js";
@@ -97,6 +99,11 @@ describe("lever beams stage", () => {
     const stored = first.anchors.searched;
     expect(stored).toBeGreaterThan(0);
     expect(stored).toBeLessThan(5);
+    const error = beamsInterrupted(first, "rerun");
+    expect(error).toBeInstanceOf(InterruptedError);
+    expect(error.message).toBe(
+      `beam search run ${first.runId} stopped after ${stored} of 5 anchors (those are stored); rerun`,
+    );
     const resumed = await beams(killed, { concurrency: 3 });
     expect(resumed).toMatchObject({ runId: first.runId, resumed: true, aborted: false });
     expect(resumed.anchors.skipped).toBe(stored);

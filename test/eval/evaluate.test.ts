@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
-import { evaluate } from "../../src/eval/evaluate.js";
+import { evalInterrupted, evaluate } from "../../src/eval/evaluate.js";
 import { EmbeddingCache, workspacePools } from "../../src/eval/setup.js";
 import { fromPromptOrder } from "../../src/eval/types.js";
 import { voteChooser } from "../../src/eval/vote.js";
@@ -229,6 +229,9 @@ describe("evaluate on the simulator", () => {
     // reaches 115 ≥ 100 prompts and the abort comes after its answers: all 115 are stored.
     expect(sim.ws.getPredictions(cut.runId).length).toBe(115);
     expect(sim.ws.getRun(cut.runId)?.status).toBe("interrupted");
+    expect(evalInterrupted(cut).message).toBe(
+      `evaluation run ${cut.runId} stopped after 115 of 270 predictions (those are stored)`,
+    );
 
     const rest = counting();
     const resumed = await evaluate(sim.ws, opts, { progress: null, wrapBackend: rest.wrap });

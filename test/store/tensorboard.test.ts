@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { EventFileWriter, metricScalar, tensorboardDirOf } from "../../src/store/tensorboard.js";
-import { LeverError } from "../../src/util/errors.js";
+import { leverErrorOf } from "../helpers/errors.js";
 import { readEvents } from "../helpers/tfevents-reader.js";
 
 describe("EventFileWriter", () => {
@@ -40,6 +40,9 @@ describe("EventFileWriter", () => {
     const root = mkdtempSync(join(tmpdir(), "lever-tb-"));
     writeFileSync(join(root, "tensorboard"), "a file where the folder should be");
     const writer = new EventFileWriter(tensorboardDirOf(root, "x"));
-    expect(() => writer.write([{ tag: "a", step: 0, value: 1 }])).toThrow(LeverError);
+    const error = leverErrorOf(() => writer.write([{ tag: "a", step: 0, value: 1 }]));
+    const prefix = join(root, "tensorboard", "x", "events.out.tfevents.");
+    expect(error.location.file?.startsWith(prefix), error.message).toBe(true);
+    expect(error.message).toBe(`${error.location.file}: a parent of this path is not a directory (ENOTDIR)`);
   });
 });

@@ -11,6 +11,7 @@ import { Workspace } from "../../src/store/workspace.js";
 import { LeverError } from "../../src/util/errors.js";
 import { sqliteError, userError } from "../../src/util/files.js";
 import { canonicalJson, sha256 } from "../../src/util/hash.js";
+import { expectUserError, runCli } from "../helpers/cli.js";
 
 function item(id: number, overrides: Partial<VqaItem> = {}): VqaItem {
   return {
@@ -542,5 +543,21 @@ describe("schema step 4: an older workspace's absolute paths become workspace-re
       ws.close();
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  it("a truncated stage record stops the upgrade with one line naming the record file, exit 2, nothing applied", async () => {
+    const old = join(dir, "ws");
+    const stages = join(old, "artifacts", "experiments", "stages");
+    mkdirSync(stages, { recursive: true });
+    const raw = new BetterSqlite3(join(old, "lever.db"));
+    migrate(raw, join(old, "lever.db"), MIGRATIONS.slice(0, 3));
+    raw.close();
+    const record = join(stages, "rce-x.json");
+    writeFileSync(record, '{"stage": "rce", "id": "x", "outputs": {"runId": "rce-0');
+    const result = await runCli(["--workspace", old, "status"]);
+    expectUserError(result, `${record}: not valid JSON (`);
+    const check = new BetterSqlite3(join(old, "lever.db"), { readonly: true });
+    expect(check.prepare("SELECT MAX(version) FROM schema_version").pluck().get()).toBe(3);
+    check.close();
   });
 });
