@@ -41,7 +41,13 @@ function loadModelAndInput(ckpt: string, files: { queryEmb: string; candEmb: str
       { file: ckpt, field: "config" },
     );
   const model = new PointerSelector(c.config, c.params);
-  const input = loadSelectorInput({ queryEmb: files.queryEmb, candEmb: files.candEmb, pools: files.pools }, c.config.d);
+  const input = loadSelectorInput(
+    { queryEmb: files.queryEmb, candEmb: files.candEmb, pools: files.pools },
+    c.config.d,
+    {
+      center: c.config.center === "index-mean",
+    },
+  );
   return { c, model, input };
 }
 

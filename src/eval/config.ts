@@ -55,6 +55,14 @@ export const EvalSettingsSchema = z
       .enum(EMBEDDING_KINDS)
       .optional()
       .describe("embedding selectors read (default: the checkpoint's, else joint)"),
+    voteScale: z
+      .number()
+      .positive()
+      .max(1e6)
+      .optional()
+      .describe(
+        "scale ρ of the vote retriever's similarity weights exp(−rank/ρ) (default: calibrated per index from its annotations, no VLM; docs/report.md)",
+      ),
     seed: z
       .number()
       .int()
@@ -107,6 +115,8 @@ export interface EvalInputs {
   vlmId: string;
   /** "dataset/kind" → sha256 of every embedding the pools may read. */
   embeddings: Record<string, string>;
+  /** Hash of the question ids left out of the query set (absent: none). */
+  excluded?: string;
 }
 
 /** The stored, hashed identity of an evaluation run. */
@@ -120,6 +130,8 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
     vlm: inputs.vlmId,
     order: options.order,
     pool: { sampler: options.poolSampler ?? DEFAULT_POOL.sampler, k: options.k ?? DEFAULT_POOL.k },
+    // What the stored `vote` rows mean: similarity weights by rank at a calibrated (or given) scale.
+    vote: { weighting: "rank", scale: options.voteScale ?? "calibrated" },
     selector: {
       poolSampler: options.poolSampler ?? null,
       k: options.k ?? null,
@@ -127,6 +139,7 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
     },
     embeddings: inputs.embeddings,
     metric: { name: "vqa-accuracy", variant: options.metricVariant, postprocess: "lever-plus" },
+    ...(inputs.excluded !== undefined ? { excluded: inputs.excluded } : {}),
   };
 }
 

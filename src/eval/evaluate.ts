@@ -15,7 +15,7 @@ import { activityText, hasActivity, hasStats, type VlmRunStats } from "../vlm/st
 import { preflight, type Vlm } from "../vlm/types.js";
 import type { EvalOptions, EvalRunConfig } from "./config.js";
 import { type RunStats, runEvaluation } from "./runner.js";
-import { prepareEvaluation } from "./setup.js";
+import { prepareEvaluation, type VoteScale } from "./setup.js";
 import { summarizeEvaluation } from "./summary.js";
 import { writeEvaluationEvents } from "./tensorboard.js";
 
@@ -43,6 +43,11 @@ export interface EvaluateOptions {
   clusterByImage?: boolean;
   /** Wraps the backend before the cache (instrumentation, fault injection in tests). */
   wrapBackend?: (backend: Vlm) => Vlm;
+  /**
+   * Questions never asked, whatever the query subset (`lever run`'s guard leaves out every training
+   * stage's queries); their sorted ids' hash joins the run's identity.
+   */
+  exclude?: ReadonlySet<string>;
 }
 
 /**
@@ -62,7 +67,7 @@ export async function evaluate(
   options: EvalOptions,
   run: EvaluateOptions = {},
 ): Promise<EvaluateResult> {
-  const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend });
+  const prepared = await prepareEvaluation(ws, options, { wrapBackend: run.wrapBackend, exclude: run.exclude });
   // Held since it was opened: a run another live process evaluates was refused there.
   const { runId } = prepared;
   const stageRun = prepared.run;
@@ -114,7 +119,16 @@ export async function evaluate(
   const vlm = hasStats(prepared.vlm.vlm) ? prepared.vlm.vlm.getStats() : null;
   let artifact: EvaluateResult["artifact"] = null;
   if (!stats.aborted) {
-    const body = { format: "lever.eval-summary/2", runId, config: prepared.config, stats, vlm, summary };
+    const body = {
+      format: "lever.eval-summary/2",
+      runId,
+      config: prepared.config,
+      stats,
+      vlm,
+      summary,
+      vote: prepared.vote,
+    };
+    if (prepared.vote !== null) logVoteScale(ws, runId, prepared.vote);
     // Named by its cells in their stored form (selector paths workspace-relative): a moved workspace rewrites the same file.
     const named = ws.stored([...cells]).sort();
     const name = hashValue({ cells: named, resamples: options.resamples, clusters: !!clusters }).slice(0, 12);
@@ -165,4 +179,18 @@ function stageProgress(run: StageRun, display: Progress): Progress {
       display.finish();
     },
   };
+}
+
+/**
+ * The vote's scale as the run's summary values (stage "vote", no step: the report's stage summaries
+ * list them): `voteScale`, and with a calibration its query count and each scale's first-pick accuracy.
+ */
+function logVoteScale(ws: Workspace, runId: string, vote: VoteScale): void {
+  const rows = [{ runId, stage: "vote", name: "voteScale", value: vote.scale }];
+  if (vote.calibration !== null) {
+    rows.push({ runId, stage: "vote", name: "calibrationQueries", value: vote.calibration.queries });
+    for (const a of vote.calibration.accuracy)
+      rows.push({ runId, stage: "vote", name: `calibrationAccuracy@${a.scale}`, value: 100 * a.accuracy });
+  }
+  ws.logMetrics(rows);
 }

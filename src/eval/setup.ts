@@ -5,6 +5,8 @@ import { vqaAnswering } from "../icl/answer.js";
 import { createVlm, type VlmSetup } from "../icl/backend.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
+import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
+import type { VoteCalibration } from "../metrics/vote.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { InformedSelector } from "../sim/informed.js";
@@ -13,6 +15,7 @@ import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
+import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
 import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
 import {
@@ -27,7 +30,7 @@ import {
 } from "./retrievers.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
 import { fromPromptOrder } from "./types.js";
-import { voteChooser } from "./vote.js";
+import { VOTE_EMBEDDING, voteChooser } from "./vote.js";
 
 /** The workspace's predictions table as a PredictionStore. */
 export function workspacePredictionStore(ws: Workspace): PredictionStore {
@@ -102,6 +105,26 @@ export function workspacePools(
   );
 }
 
+/** The vote retriever's scale: --vote-scale, else calibrated on the index (src/icl/vote-calibration.ts). */
+function voteScaleOf(options: EvalOptions, index: readonly VqaItem[], embeddings: EmbeddingCache): VoteScale {
+  if (options.voteScale !== undefined) return { scale: options.voteScale, calibration: null };
+  const calibration = voteCalibration({
+    dataset: options.index,
+    items: index,
+    embedding: (kind) => embeddings.get(options.index, kind),
+    kind: VOTE_EMBEDDING,
+    sampler: options.poolSampler ?? DEFAULT_POOL.sampler,
+    k: options.k ?? DEFAULT_POOL.k,
+  });
+  return { scale: calibration.scale, calibration };
+}
+
+/** The vote's scale and, when calibrated, the calibration behind it. */
+export interface VoteScale {
+  scale: number;
+  calibration: VoteCalibration | null;
+}
+
 /** sha256 of every registered similarity embedding of a dataset ("dataset/kind" → sha256). */
 function embeddingIdentities(ws: Workspace, dataset: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -128,17 +151,21 @@ export interface PreparedEvaluation {
   warnings: string[];
   /** Resolved settings worth showing (e.g. where a selector's pool settings came from). */
   notes: string[];
+  /** The vote retriever's scale, when it is evaluated. */
+  vote: VoteScale | null;
 }
 
 /** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
 export async function prepareEvaluation(
   ws: Workspace,
   options: EvalOptions,
-  hooks: { wrapBackend?: (backend: Vlm) => Vlm } = {},
+  hooks: { wrapBackend?: (backend: Vlm) => Vlm; exclude?: ReadonlySet<string> } = {},
 ): Promise<PreparedEvaluation> {
   const dataset = ws.requireDataset(options.dataset);
   const indexRecord = ws.requireDataset(options.index);
-  const queries = selectSubset(ws.loadItems(options.dataset), options.queries, options.seed);
+  const { exclude } = hooks;
+  const candidates = ws.loadItems(options.dataset).filter((item) => !exclude?.has(item.questionId));
+  const queries = selectSubset(candidates, options.queries, options.seed);
   const index = ws.loadItems(options.index);
   const specs = parseRetrieverList(options.retrievers);
   const maxShots = Math.max(0, ...options.shots);
@@ -155,11 +182,15 @@ export async function prepareEvaluation(
     indexItemsHash: indexRecord.itemsHash,
     vlmId: vlm.backend.id,
     embeddings: { ...embeddingIdentities(ws, options.dataset), ...embeddingIdentities(ws, options.index) },
+    ...(exclude !== undefined ? { excluded: hashValue([...exclude].sort()) } : {}),
   });
   const notes: string[] = [];
   const embeddings = new EmbeddingCache(ws);
   const pools = workspacePools(embeddings, options, options.dataset, options.index, index);
   const order = options.order as PromptOrder;
+  const vote = specs.some((s) => s.kind === "vote") ? voteScaleOf(options, index, embeddings) : null;
+  if (vote !== null)
+    notes.push(vote.calibration ? calibrationText(vote.calibration) : `vote scale ρ = ${vote.scale} (--vote-scale)`);
   const retrievers: Retriever[] = [];
   for (const spec of specs)
     retrievers.push(
@@ -172,6 +203,10 @@ export async function prepareEvaluation(
           query: (kind) => embeddings.get(options.dataset, kind),
           index: (kind) => embeddings.get(options.index, kind),
           items: index,
+          weighting: () => {
+            if (vote === null) throw new Error("prepareEvaluation: the vote's weighting was not resolved");
+            return { kind: "rank", scale: vote.scale };
+          },
         }),
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         loadSelector: async (checkpoint) => {
@@ -220,5 +255,6 @@ export async function prepareEvaluation(
     ...vqaAnswering(options.metricVariant),
     warnings,
     notes,
+    vote,
   };
 }

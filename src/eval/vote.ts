@@ -8,12 +8,21 @@
  *
  * Similarity is the cosine on the joint (image + question) embedding: whether two VQA items share an
  * answer depends on both what the image shows and what is asked, and it is the embedding the
- * selectors read by default. Weights are max(0, cos). Only index items' annotations are read — never
- * the query's — and every index item's support is computed once.
+ * selectors read by default. Weights depend on the cosines' order only, at the scale ρ the evaluation
+ * gives (calibrated per index from its annotations, src/icl/vote-calibration.ts, unless --vote-scale
+ * sets it). Only index items' annotations are read — never the query's — and every index item's
+ * support is computed once.
  */
 import { cosine, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { type AnswerSupport, poolVote, supportsOf, voteOrder, voteWeight } from "../metrics/vote.js";
+import {
+  type AnswerSupport,
+  poolVote,
+  supportsOf,
+  type VoteWeighting,
+  voteOrder,
+  voteWeights,
+} from "../metrics/vote.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
 
@@ -26,11 +35,14 @@ export interface VoteSources {
   index: (kind: EmbeddingKind) => EmbeddingMatrix;
   /** The index dataset's items (their annotators and shown answers). */
   items: readonly VqaItem[];
+  /** The similarity weighting (asked for when the first pool is ranked: calibration reads the index). */
+  weighting: () => VoteWeighting;
 }
 
 /** The vote retriever's choice within a query's pool (selection order). */
 export function voteChooser(sources: VoteSources): PoolChooser {
   let lookup: ((id: string, role: "query" | "index") => Float32Array) | undefined;
+  let weighting: VoteWeighting | undefined;
   const supportOf = supportsOf(sources.items);
   const support = (id: string): AnswerSupport => {
     const s = supportOf(id);
@@ -46,7 +58,7 @@ export function voteChooser(sources: VoteSources): PoolChooser {
       const row = (lookup ??= rowLookup(sources.query(VOTE_EMBEDDING), sources.index(VOTE_EMBEDDING)));
       const q = row(query.questionId, "query");
       const similarity = Float64Array.from(pool, (id) => cosine(q, row(id, "index")));
-      const { vote } = poolVote(pool.map(support), similarity.map(voteWeight));
+      const { vote } = poolVote(pool.map(support), voteWeights(similarity, (weighting ??= sources.weighting())));
       order = voteOrder(vote, similarity).map((p) => pool[p]);
       ranked.set(pool, { queryId: query.questionId, order });
     }

@@ -14,6 +14,7 @@ import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
 import type { ProgressStream } from "../util/progress.js";
+import { finalRows, type GuardResult, guardVariant } from "./guard.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
 
@@ -52,9 +53,16 @@ export async function evaluateVariants(
         if (out !== undefined && "bestFile" in out)
           selectors.set(s.label, labelledCheckpoint(ws, p, s.label, out.bestFile));
       }
-    const result = await evaluateGroup(ws, p, evalId, group, outputs, [...selectors.values()], hooks);
+    const guards: GuardResult[] = [];
+    for (const pv of group) {
+      if (hooks.signal?.aborted) throw interruptedError();
+      const guard = await guardVariant(ws, pv, outputs, (label) => selectors.get(label) as string, hooks);
+      // Variants of a sweep that share their final stage share its guard (one evaluation, one final method).
+      if (guard !== null && !guards.some((g) => g.label === guard.label)) guards.push(guard);
+    }
+    const result = await evaluateGroup(ws, p, evalId, group, outputs, [...selectors.values()], guards, hooks);
     evalRuns.push(result.runId);
-    const retrievers = result.retrievers;
+    const retrievers = [...result.retrievers, ...writeFinalMethods(ws, result.runId, result.retrievers, guards, hooks)];
     for (const retriever of retrievers) methods.push(`${result.runId}/${retriever}`);
     for (const pv of group)
       for (const s of pv.stages) {
@@ -81,12 +89,15 @@ async function evaluateGroup(
   group: PlannedVariant[],
   outputs: StageOutputMap,
   selectors: string[],
+  guards: readonly GuardResult[],
   hooks: Hooks,
 ) {
   const first = group[0].variant.experiment;
   const data = outputs.get(`data-${group[0].stages.find((s) => s.stage === "data")?.id}`) as DataOutputs;
   const { baselines, ...settings } = first.eval;
-  const retrievers = [...baselines, ...selectors.map((path) => `selector:${path}`)];
+  // A guarded variant's final method falls back to its prior: the evaluation must hold the prior's rows.
+  const priors = guards.map((g) => g.prior).filter((prior) => !baselines.includes(prior));
+  const retrievers = [...baselines, ...new Set(priors), ...selectors.map((path) => `selector:${path}`)];
   hooks.log(`eval ${evalId}: ${retrievers.length} retrievers on ${settings.queries} of ${data.val}`);
   const result = await evaluate(
     ws,
@@ -109,7 +120,42 @@ async function evaluateGroup(
     },
   );
   if (result.stats.aborted) throw evalInterrupted(result);
+  for (const note of result.notes) if (note.startsWith("vote scale")) hooks.log(`eval ${evalId}: ${note}`);
   return result;
+}
+
+/**
+ * Each guarded variant's final method (`final:<label>`, src/experiment/guard.ts) written into the
+ * evaluation run from its stored rows; returns the retriever names written. Logs the fallbacks.
+ */
+function writeFinalMethods(
+  ws: Workspace,
+  runId: string,
+  retrievers: readonly string[],
+  guards: readonly GuardResult[],
+  hooks: Hooks,
+): string[] {
+  if (guards.length === 0) return [];
+  const rows = ws.getPredictions(runId);
+  const written: string[] = [];
+  for (const guard of guards) {
+    const selector = retrievers.find((r) => r.startsWith(`selector:`) && guardedPath(guard, r));
+    if (selector === undefined) continue;
+    ws.putPredictions(finalRows(rows, guard, selector));
+    written.push(`final:${guard.label}`);
+    const fallback = guard.decisions.filter((d) => !d.keep).map((d) => d.shot);
+    hooks.log(
+      fallback.length === 0
+        ? `final:${guard.label} = ${guard.label} at every shot (validated against ${guard.prior})`
+        : `final:${guard.label} = ${guard.prior} at ${fallback.join(", ")} shot(s), where ${guard.label} did not beat it on the guard's questions; ${guard.label} elsewhere`,
+    );
+  }
+  return written;
+}
+
+/** The evaluation's retriever of the guard's checkpoint: the same file (the guard names it by the same linked path). */
+function guardedPath(guard: GuardResult, retriever: string): boolean {
+  return retriever.replace(/@[0-9a-f]+$/, "") === guard.selector.replace(/@[0-9a-f]+$/, "");
 }
 
 /** A hard link (copy when linking fails) of a checkpoint under its label: the comparison names selectors by file name. */

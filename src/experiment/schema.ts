@@ -9,6 +9,7 @@
  */
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { SubsetSpecSchema } from "../data/splits.js";
 import { BeamsSettingsSchema } from "../datagen/beams-stage.js";
 import { RolloutsSettingsSchema } from "../datagen/rollouts-stage.js";
 import { EvalSettingsSchema } from "../eval/config.js";
@@ -71,6 +72,28 @@ export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index:
   // Set by the chain: the trained selectors are the retrievers, and every pool is built like the training pools.
   .omit({ retrievers: true, k: true, poolSampler: true, selectorEmbedding: true });
 
+/** The `guard` section (src/experiment/guard.ts: do no harm). */
+export const GuardSectionSchema = z
+  .object({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "validate each variant's final selector against the top-k prior on training questions no stage trained on, and fall back to the prior at shot counts where it is not better (docs/experiments.md)",
+      ),
+    queries: SubsetSpecSchema.default("random:1000").describe(
+      "training questions the guard asks (drawn from those no stage of the variant trained on; fewer when fewer are left)",
+    ),
+    margin: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(0)
+      .describe("points the selector must gain over the prior on the guard's questions to be kept at a shot count"),
+  })
+  .strict();
+export type GuardSettings = z.output<typeof GuardSectionSchema>;
+
 export const ExperimentSchema = z
   .object({
     name: z
@@ -100,6 +123,9 @@ export const ExperimentSchema = z
     online: GrpoStageConfigSchema.superRefine((s, ctx) => checkGrpoSettings(onlineGrpoConfig(s), ctx))
       .optional()
       .describe("online GRPO from the RCE checkpoint (grpo.online.enabled is set)"),
+    guard: GuardSectionSchema.prefault({}).describe(
+      "do no harm: the final selector is validated against the top-k prior on training questions no stage trained on (src/experiment/guard.ts)",
+    ),
     eval: EvalSectionSchema.default(EvalSectionSchema.parse({})),
     compare: ExperimentCompareSchema.optional(),
     report: z

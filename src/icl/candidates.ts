@@ -4,8 +4,9 @@
  * candidates come from, whose annotations and identities are known at test time:
  *
  *   vote_k       the similarity-weighted share of the other pool candidates' annotators who give
- *                candidate k's normalised answer, weights max(0, cos(query, candidate)) over the
- *                selector's own input embeddings (src/metrics/vote.ts — the `vote` retriever's formula);
+ *                candidate k's normalised answer, weights exp(−rank/ρ) by the cosine order over the
+ *                selector's own input embeddings at the checkpoint's `voteScale` ρ (0: the linear
+ *                max(0, cos) of older checkpoints) — src/metrics/vote.ts, the `vote` retriever's formula;
  *   agreement_k  the share of candidate k's own annotators who give the answer it shows;
  *   identity     the candidate's row in the index's identity table: its position among the index
  *                dataset's items in question-id order. The table is named by the dataset, its item
@@ -16,7 +17,7 @@
  */
 import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { type AnswerSupport, poolVote, supportsOf, voteWeight } from "../metrics/vote.js";
+import { type AnswerSupport, poolVote, supportsOf, type VoteWeighting, voteWeights } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES } from "../selector/config.js";
 import { type CandidateSource, FEATURE_COUNT, type IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
@@ -27,8 +28,18 @@ export function indexIdentity(dataset: string, items: readonly VqaItem[]): Index
   return { dataset, items: items.length, hash: sha256(items.map((i) => i.questionId).join("\n")) };
 }
 
+/** The vote weighting a selector config reads: rank at its `voteScale`, or linear when 0 (older checkpoints). */
+export function voteWeightingOf(config: { voteScale: number }): VoteWeighting {
+  return config.voteScale > 0 ? { kind: "rank", scale: config.voteScale } : { kind: "linear" };
+}
+
 /** Candidate data for the rows of an index embedding matrix, from the index dataset's items. */
-export function candidateData(dataset: string, index: EmbeddingMatrix, items: readonly VqaItem[]): CandidateSource {
+export function candidateData(
+  dataset: string,
+  index: EmbeddingMatrix,
+  items: readonly VqaItem[],
+  weighting: VoteWeighting,
+): CandidateSource {
   const position = new Map(items.map((item, i) => [item.questionId, i]));
   const identity = Int32Array.from(index.ids, (id) => position.get(id) ?? -1);
   const supportOf = supportsOf(items);
@@ -46,6 +57,7 @@ export function candidateData(dataset: string, index: EmbeddingMatrix, items: re
   return {
     identity,
     index: indexIdentity(dataset, items),
+    voteScale: weighting.kind === "rank" ? weighting.scale : 0,
     features(candRows, cosines, at) {
       const K = candRows.length;
       for (const row of candRows)
@@ -55,7 +67,7 @@ export function candidateData(dataset: string, index: EmbeddingMatrix, items: re
           });
       const { vote, agreement } = poolVote(
         Array.from(candRows, (row) => support(row, at.queryId)),
-        Float64Array.from(cosines, voteWeight),
+        voteWeights(cosines, weighting),
       );
       const out = new Float32Array(K * F);
       for (let k = 0; k < K; k++) {

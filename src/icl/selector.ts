@@ -16,7 +16,7 @@ import { type CandidateSource, selectorInputOf, selectorSources } from "../selec
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import { candidateData } from "./candidates.js";
+import { candidateData, voteWeightingOf } from "./candidates.js";
 
 /** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */
 export const SELECTOR_DEFAULTS: { poolSampler: SamplerName; k: number; embedding: EmbeddingKind } = {
@@ -135,7 +135,9 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
   const candidates = readsCandidateData(checkpoint.config)
     ? candidatesFor(checkpoint, indexMatrix, embeddings, path)
     : undefined;
-  const inputs = selectorSources(queryMatrix, indexMatrix, candidates);
+  const inputs = selectorSources(queryMatrix, indexMatrix, candidates, {
+    center: checkpoint.config.center === "index-mean",
+  });
   const label = `selector:${path}@${sha256(bytes).slice(0, 12)}`;
 
   return {
@@ -167,7 +169,7 @@ function candidatesFor(
       { file: path, field: "config" },
     );
   const { dataset, items } = embeddings.indexItems();
-  const data = candidateData(dataset, indexMatrix, items);
+  const data = candidateData(dataset, indexMatrix, items, voteWeightingOf(checkpoint.config));
   checkIndexFits(checkpoint, data.index, path);
   return data;
 }

@@ -14,14 +14,21 @@
  *
  * k itself is left out of its vote, so a candidate cannot vote for its own answer. The annotators'
  * answers are counted, not only each candidate's majority string, so a split item counts for what it is.
- * The similarity weight of the `vote` retriever is s_j = max(0, cos(query, j)) (`voteWeight`): linear
- * in the cosine, with no temperature to tune, and candidates pointing away from the query say nothing.
+ * The similarity weights (`voteWeights`) depend only on the ORDER of the candidates' cosines to the
+ * query, never on their values: s_j = exp(−r_j / ρ), r_j = j's rank in the pool by cosine (0 = most
+ * similar; ties by pool position), ρ > 0 the vote's *scale* — about how many of the nearest candidates
+ * speak. Any monotone change of the cosines (an embedding model whose cosines are compressed into
+ * [0.7, 0.9], spread, shifted) leaves the vote unchanged; ρ → ∞ is the pool's global majority, ρ → 0
+ * the nearest candidate's annotators alone. ρ is chosen per index, from its annotations alone, by
+ * `calibrateVoteScale` below (src/icl/vote-calibration.ts draws the pools). The weighting before
+ * issue 23, s_j = max(0, cos) (`{ kind: "linear" }`), is kept for checkpoints trained with it: linear
+ * in the cosine, it turns into the global majority wherever cosines lie in a narrow band.
  * O(K²) map look-ups per pool. Pure functions: the evaluation's retriever and the selector's input
  * features read the same numbers.
  */
 import type { VqaItem } from "../data/item.js";
 import { LeverError } from "../util/errors.js";
-import { answerKey } from "./vqa.js";
+import { answerKey, prepareGroundTruth } from "./vqa.js";
 
 /** One candidate's answers as the vote reads them. */
 export interface AnswerSupport {
@@ -65,9 +72,26 @@ export function supportsOf(items: readonly VqaItem[]): (id: string) => AnswerSup
   };
 }
 
-/** The similarity weight of a candidate in the vote: max(0, cosine to the query). */
-export function voteWeight(cosine: number): number {
-  return Math.max(0, cosine);
+/** How the vote weighs candidates by similarity: by rank at scale ρ, or (older checkpoints) linearly. */
+export type VoteWeighting = { readonly kind: "rank"; readonly scale: number } | { readonly kind: "linear" };
+
+/** The scales `calibrateVoteScale` chooses from (in candidates; 64 is close to the pool's majority at K ≤ 64). */
+export const VOTE_SCALES = [0.5, 1, 2, 4, 8, 16, 32, 64] as const;
+
+/** Each candidate's similarity weight in the vote, from its cosine to the query (aligned with the pool). */
+export function voteWeights(cosines: ArrayLike<number>, weighting: VoteWeighting): Float64Array {
+  const K = cosines.length;
+  if (weighting.kind === "linear") return Float64Array.from(cosines, (c) => Math.max(0, c));
+  if (!(weighting.scale > 0) || !Number.isFinite(weighting.scale))
+    throw new LeverError(`the vote's scale must be a finite number > 0, got ${weighting.scale}`, {
+      field: "voteScale",
+    });
+  const order = Array.from({ length: K }, (_, k) => k).sort((a, b) => cosines[b] - cosines[a] || a - b);
+  const out = new Float64Array(K);
+  order.forEach((k, rank) => {
+    out[k] = Math.exp(-rank / weighting.scale);
+  });
+  return out;
 }
 
 export interface PoolVote {
@@ -106,4 +130,49 @@ export function poolVote(candidates: readonly AnswerSupport[], weights: ArrayLik
 export function voteOrder(vote: ArrayLike<number>, similarity: ArrayLike<number>): number[] {
   const positions = Array.from({ length: vote.length }, (_, k) => k);
   return positions.sort((a, b) => vote[b] - vote[a] || similarity[b] - similarity[a] || a - b);
+}
+
+/** One calibration query: an index item as a query, its pool's supports and cosines, its annotators' answers. */
+export interface CalibrationQuery {
+  candidates: readonly AnswerSupport[];
+  /** The answer string each candidate shows as a demonstration (what a copying VLM would answer). */
+  shown: readonly string[];
+  cosines: ArrayLike<number>;
+  annotators: readonly string[];
+}
+
+export interface VoteCalibration {
+  /** The chosen scale ρ. */
+  scale: number;
+  /** Mean VQA accuracy, on the calibration queries, of the answer the vote's first pick shows, per scale. */
+  accuracy: { scale: number; accuracy: number }[];
+  /** Calibration queries. */
+  queries: number;
+}
+
+/**
+ * The vote's scale for an index, from its annotations alone (no VLM, no evaluation query): each
+ * calibration query (an index item, its pool drawn from the index without itself) is answered with
+ * the answer of the candidate the vote ranks first, and scored with the official VQA accuracy against
+ * the item's own annotators — what the `vote` retriever shows at one shot to a VLM that copies it. The
+ * scale with the highest mean accuracy wins; ties go to the larger scale (the smoother vote).
+ */
+export function calibrateVoteScale(
+  queries: readonly CalibrationQuery[],
+  scales: readonly number[] = VOTE_SCALES,
+): VoteCalibration {
+  if (queries.length === 0) throw new LeverError("no calibration queries for the vote's scale", { field: "voteScale" });
+  const scorers = queries.map((q) => prepareGroundTruth(q.annotators));
+  const accuracy = scales.map((scale) => {
+    let sum = 0;
+    queries.forEach((q, i) => {
+      const { vote } = poolVote(q.candidates, voteWeights(q.cosines, { kind: "rank", scale }));
+      const first = voteOrder(vote, q.cosines)[0];
+      sum += first === undefined ? 0 : scorers[i](q.shown[first]);
+    });
+    return { scale, accuracy: sum / queries.length };
+  });
+  let best = accuracy[0];
+  for (const a of accuracy) if (a.accuracy >= best.accuracy) best = a;
+  return { scale: best.scale, accuracy, queries: queries.length };
 }

@@ -1,12 +1,16 @@
 /**
  * The report's headline: per shot, the best method under test (highest accuracy; not the baseline,
- * not a simulator reference) against the baseline, on the comparison's table of all questions (else
+ * not a simulator reference) — or, when the comparison holds `lever run`'s final methods (`final:…`,
+ * chosen on training questions before the evaluation), the best of those — against the baseline, on the comparison's table of all questions (else
  * its largest), with Δ, its interval, the Holm-adjusted p and the verdict — significantly better,
  * significantly worse, or no significant difference — as one sentence and one small table. Pure: it
  * reads the comparison engine's result (src/metrics/compare.ts) and decides nothing the table does not.
  */
 import type { ComparisonResult, Interval } from "../metrics/compare.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";
+
+/** Label prefix of `lever run`'s final methods (src/experiment/guard.ts). */
+export const FINAL_PREFIX = "final:";
 
 export type Verdict = "better" | "worse" | "no significant difference";
 
@@ -59,12 +63,16 @@ export function headlineOf(result: ComparisonResult): Headline | null {
   const baselineRow = table.rows.find((r) => info.get(r.row)?.isBaseline);
   const baselineLabel = result.rows.find((r) => r.isBaseline)?.label ?? result.baseline;
   const rows: HeadlineRow[] = [];
+  // A `lever run` with its guard names its final method (selector where validated, prior elsewhere):
+  // the headline is about that method, chosen before the evaluation, not the best row after it.
+  const finals = new Set(result.rows.filter((r) => r.label.startsWith(FINAL_PREFIX)).map((r) => r.id));
   for (const [j, shot] of result.shots.entries()) {
     let best: HeadlineRow | null = null;
     for (const r of table.rows) {
       const row = info.get(r.row);
       const cell = r.cells[j];
       if (row === undefined || row.isBaseline || row.isReference) continue;
+      if (finals.size > 0 && !finals.has(r.row)) continue;
       if (cell === null || cell.accuracy === null || cell.comparison === null) continue;
       if (best !== null && cell.accuracy <= best.accuracy) continue;
       const c = cell.comparison;
@@ -90,7 +98,7 @@ export function headlineOf(result: ComparisonResult): Headline | null {
     table: table.label,
     questions: table.questions,
     rows,
-    sentence: `Best method against the baseline ${baselineLabel} on ${questions}: ${rows.map(clause).join("; ")}.`,
+    sentence: `${finals.size > 0 ? "The final method (the selector where the guard validated it, the top-k prior elsewhere)" : "Best method"} against the baseline ${baselineLabel} on ${questions}: ${rows.map(clause).join("; ")}.`,
   };
 }
 

@@ -8,7 +8,7 @@
  * docs/provenance.md#checkpoints).
  * A checkpoint with identity "embedding" also records the index whose items it learned (`index`:
  * dataset, item count, hash), and `checkIndexFits` refuses it on any other index. The candidate options
- * (features, identity, indexItems, poolAttention) are written into `config` only when not at their
+ * (center, features, voteScale, identity, indexItems, poolAttention) are written into `config` only when not at their
  * defaults, so a checkpoint without them is byte-identical to one written before they existed.
  */
 import { z } from "zod";
@@ -62,7 +62,7 @@ export interface Checkpoint {
 }
 
 /** The candidate options, left out of the saved config at their defaults (see the header). */
-const CANDIDATE_OPTIONS = ["features", "identity", "indexItems", "poolAttention"] as const;
+const CANDIDATE_OPTIONS = ["center", "features", "voteScale", "identity", "indexItems", "poolAttention"] as const;
 
 function configJson(config: SelectorConfig): string {
   const defaults = SelectorFieldsSchema.parse({ d: config.d });

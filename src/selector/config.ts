@@ -65,10 +65,16 @@ export const SelectorFieldsSchema = z
       .default("none")
       .describe("learnable penalty on candidates similar to those already chosen (V4-3)"),
     prior: z
-      .enum(["none", "cosine"])
+      .enum(["none", "cosine", "rank"])
       .default("none")
       .describe(
-        "cosine: add w·cos(query, candidate) of the input embeddings to every score (w learned, starts at 1), so an untrained selector already ranks like top-k retrieval (not in Lever-Plus; see docs/selector.md)",
+        "add w·prior(query, candidate) to every score (w learned, starts at 1), so an untrained selector already ranks like top-k retrieval (not in Lever-Plus): cosine = the cosine of the input embeddings; rank = a score of the candidate's rank in its pool by that cosine (0.25·Φ⁻¹ of its rank quantile), unchanged by any monotone change of the cosines (docs/selector.md)",
+      ),
+    center: z
+      .enum(["none", "index-mean"])
+      .default("none")
+      .describe(
+        "index-mean: the selector reads its query and candidate embeddings minus the index's mean embedding, re-normalised (removes the component every embedding shares, e.g. CLIP's; docs/selector.md)",
       ),
     features: z
       .array(z.enum(CANDIDATE_FEATURES))
@@ -76,6 +82,14 @@ export const SelectorFieldsSchema = z
       .default([])
       .describe(
         "per-candidate answer features the selector reads (vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
+      ),
+    voteScale: z
+      .number()
+      .min(0)
+      .max(1e6)
+      .default(0)
+      .describe(
+        "scale ρ of the vote feature's similarity weights exp(−rank/ρ), by the candidates' cosine order (a new run calibrates it on the index's annotations unless given; 0: the linear max(0, cos) weight of checkpoints made before it existed; docs/selector.md)",
       ),
     identity: z
       .enum(["none", "embedding"])
@@ -147,8 +161,15 @@ function trainingDefault<T extends z.ZodType>(field: z.ZodDefault<T>, value: z.u
  */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
   .extend({
-    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "cosine"),
+    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "rank"),
+    center: trainingDefault(SelectorFieldsSchema.shape.center, "index-mean"),
     features: trainingDefault(SelectorFieldsSchema.shape.features, ["vote", "agreement"]),
+    voteScale: SelectorFieldsSchema.shape.voteScale
+      .unwrap()
+      .optional()
+      .describe(
+        "scale ρ of the vote feature's similarity weights exp(−rank/ρ) (default: calibrated on the index's annotations when training starts — the `vote` retriever's rule — and recorded in the checkpoint; 0: the linear max(0, cos) weight of earlier builds)",
+      ),
     identity: absentByDefault(SelectorFieldsSchema.shape.identity),
     poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })

@@ -219,5 +219,6 @@ export function sliceQueries(
     K,
     ...(input.features !== undefined ? { features: input.features.subarray(start * K * F, end * K * F) } : {}),
     ...(input.items !== undefined ? { items: input.items.subarray(start * K, end * K) } : {}),
+    ...(input.prior !== undefined ? { prior: input.prior.subarray(start * K, end * K) } : {}),
   };
 }

@@ -3,7 +3,9 @@
  * candidates either as C.npy [Q, K, d] (each query's own pool) or as an index C.npy [N, d] plus a
  * JSON list of per-query row lists (pools of any size ≤ K are padded). The files are checked here —
  * every problem names the file and the record — and assembled by the one selector-input module
- * (src/selector/inputs.ts), with each row's number as its item's id.
+ * (src/selector/inputs.ts), with each row's number as its item's id. A selector that reads centred
+ * embeddings (config.center "index-mean") is centred on the mean of the candidate file's rows: the index's
+ * mean with an index file, the mean over the given pools' candidates with [Q, K, d].
  */
 import { z } from "zod";
 import { readNpy } from "../data/npy.js";
@@ -33,6 +35,7 @@ const rowIds = (n: number) => Array.from({ length: n }, (_, row) => String(row))
 export function loadSelectorInput(
   files: { queryEmb: string; candEmb: string; pools?: string },
   d: number,
+  options: { center?: boolean } = {},
 ): SelectorInput {
   const q = floatMatrix(files.queryEmb);
   if (q.shape.length !== 2 || q.shape[1] !== d)
@@ -49,6 +52,8 @@ export function loadSelectorInput(
   const sources = selectorSources(
     { ids: rowIds(Q), dim: d, data: q.data },
     { ids: rowIds(candidates), dim: d, data: c.data },
+    undefined,
+    options,
   );
   return selectorInputOf(
     sources,

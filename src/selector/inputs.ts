@@ -23,6 +23,7 @@
 import { cosine, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { Data, DType } from "../tensor/tensor.js";
 import { LeverError } from "../util/errors.js";
+import { normalQuantile } from "../util/normal.js";
 import type { IndexIdentity } from "./checkpoint.js";
 import { CANDIDATE_FEATURES } from "./config.js";
 import type { SelectorInput } from "./model.js";
@@ -45,6 +46,12 @@ export interface SelectorSources {
   index: EmbeddingTable;
   /** The index items' answers and identities, when the selector reads them. */
   candidates?: CandidateSource;
+  /**
+   * The index's mean embedding, when the selector reads centred embeddings (config.center "index-mean"):
+   * `selectorInput` packs every query and candidate row as normalise(x − mean). Cosines of the prior's
+   * ranks and of the features stay those of the stored embeddings.
+   */
+  center?: Float32Array;
 }
 
 /** The index dataset an identity table was built from (its schema is the checkpoint's `IndexIdentitySchema`). */
@@ -58,6 +65,8 @@ export interface CandidateSource {
   identity: Int32Array;
   /** The index the identity rows belong to. */
   index: IndexIdentity;
+  /** The vote feature's scale ρ the features are computed with (0: linear weights; config.voteScale). */
+  voteScale: number;
 }
 
 /** One query and its pool, looked up in the sources: what every selector batch is built from. */
@@ -71,6 +80,8 @@ export interface ResolvedPool {
   candRows: Int32Array;
   /** Candidate features [K·FEATURE_COUNT] (only with candidate data). */
   features?: Float32Array;
+  /** Each candidate's rank score in the pool by its cosine to the query (`rankScores`), for prior "rank". */
+  prior: Float32Array;
 }
 
 /** Where a missing row is reported: the file that names the query, the file and field that list its pool. */
@@ -91,6 +102,7 @@ export function selectorSources(
   query: EmbeddingMatrix,
   index: EmbeddingMatrix,
   candidates?: CandidateSource,
+  options: { center?: boolean } = {},
 ): SelectorSources {
   if (query.dim !== index.dim) throw new LeverError(`query embeddings have dim ${query.dim}, candidates ${index.dim}`);
   const indexTable = embeddingTable(index);
@@ -100,7 +112,36 @@ export function selectorSources(
     );
   const sources: SelectorSources = { query: query === index ? indexTable : embeddingTable(query), index: indexTable };
   if (candidates !== undefined) sources.candidates = candidates;
+  if (options.center) sources.center = meanRow(index);
   return sources;
+}
+
+/** The mean of a matrix's rows (float64 sums). */
+export function meanRow(matrix: { dim: number; data: Float32Array }): Float32Array {
+  const { dim, data } = matrix;
+  const rows = data.length / dim;
+  const sum = new Float64Array(dim);
+  for (let r = 0; r < rows; r++) for (let k = 0; k < dim; k++) sum[k] += data[r * dim + k];
+  return Float32Array.from(sum, (v) => (rows > 0 ? v / rows : 0));
+}
+
+/** The spread of `rankScores` (its normal scores times this). */
+export const RANK_PRIOR_SCALE = 0.25;
+
+/**
+ * The prior "rank" scores of a pool: candidate k at rank r (0 = the highest cosine; ties by pool
+ * position) among n gets g(r) = 0.25·Φ⁻¹(1 − (r + ½)/n) — the normal score of its rank quantile, so
+ * the most similar of 32 gets +0.54, the median 0, the least similar −0.54; the scale is fixed in rank
+ * space, the same for every embedding model. Depends on the cosines' order only.
+ */
+export function rankScores(cosines: ArrayLike<number>): Float32Array {
+  const n = cosines.length;
+  const order = Array.from({ length: n }, (_, k) => k).sort((a, b) => cosines[b] - cosines[a] || a - b);
+  const out = new Float32Array(n);
+  order.forEach((k, r) => {
+    out[k] = RANK_PRIOR_SCALE * normalQuantile(1 - (r + 0.5) / n);
+  });
+  return out;
 }
 
 /** A query and its pool of candidate question ids, looked up in the sources. */
@@ -123,9 +164,9 @@ export function resolvePool(
       });
     return row;
   });
-  const resolved: ResolvedPool = { queryId, poolIds, queryRow, candRows };
-  if (sources.candidates !== undefined)
-    resolved.features = sources.candidates.features(candRows, poolCosines(sources, queryRow, candRows), { queryId });
+  const cosines = poolCosines(sources, queryRow, candRows);
+  const resolved: ResolvedPool = { queryId, poolIds, queryRow, candRows, prior: rankScores(cosines) };
+  if (sources.candidates !== undefined) resolved.features = sources.candidates.features(candRows, cosines, { queryId });
   return resolved;
 }
 
@@ -150,8 +191,9 @@ export function selectorInput(
   const d = sources.query.dim;
   const K = pools.reduce((max, p) => Math.max(max, p.candRows.length), 0);
   const queries = alloc(dtype, B * d);
+  const put = rowWriter(sources.center);
   pools.forEach((p, b) => {
-    queries.set(sources.query.data.subarray(p.queryRow * d, (p.queryRow + 1) * d), b * d);
+    put(queries, b * d, sources.query.data.subarray(p.queryRow * d, (p.queryRow + 1) * d));
   });
   const compact = new Map<number, number>();
   const slots = new Int32Array(B * K).fill(-1);
@@ -167,10 +209,25 @@ export function selectorInput(
     }
   }
   const table = alloc(dtype, compact.size * d);
-  for (const [row, c] of compact) table.set(sources.index.data.subarray(row * d, (row + 1) * d), c * d);
-  const input: SelectorInput = { queries, table, slots, K };
+  for (const [row, c] of compact) put(table, c * d, sources.index.data.subarray(row * d, (row + 1) * d));
+  const prior = alloc(dtype, B * K);
+  pools.forEach((p, b) => {
+    prior.set(p.prior, b * K);
+  });
+  const input: SelectorInput = { queries, table, slots, K, prior };
   if (sources.candidates !== undefined) packCandidateData(input, pools, sources.candidates, dtype);
   return input;
+}
+
+/** Copies a row into `out` at `offset`: as it is, or as normalise(row − center) (a zero row stays zero). */
+function rowWriter(center: Float32Array | undefined): (out: Data, offset: number, row: Float32Array) => void {
+  if (center === undefined) return (out, offset, row) => out.set(row, offset);
+  return (out, offset, row) => {
+    let norm = 0;
+    for (let k = 0; k < row.length; k++) norm += (row[k] - center[k]) ** 2;
+    const inv = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+    for (let k = 0; k < row.length; k++) out[offset + k] = (row[k] - center[k]) * inv;
+  };
 }
 
 /** Features [B·K·FEATURE_COUNT] (0 on padding) and identity rows [B·K] (−1 on padding) of a batch. */

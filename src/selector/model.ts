@@ -14,7 +14,8 @@
  *      forcing) or the decoder's pick: gate h' = normalise(ĉ + g⊙(h − ĉ)), g = σ(W_g[h; ĉ] + b_g), or
  *      GRU h' = normalise(GRUCell(ĉ, h));
  *   5. ours, option `prior: cosine`: scores = (ĉ·h + w·cos(q, c)) / τ with cos over the INPUT
- *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1;
+ *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1; `prior:
+ *      rank` adds w·g(rank of c's cosine in its pool) instead (packed by the data side, inputs.ts);
  *   6. ours, options `features`, `identity`, `poolAttention` (candidates.ts): the projected candidates
  *      are enriched per slot (+ W_f f + E[item], pool self-attention) before steps 2–3, and the scores
  *      get u_t·f + item_bias[item] inside the /τ.
@@ -93,6 +94,11 @@ export interface SelectorInput {
    * the table (zero embedding, zero bias). Required with identity "embedding".
    */
   items?: Int32Array;
+  /**
+   * Per-slot rank score [B·K] of the candidate's cosine to the query within its pool (src/selector/inputs.ts,
+   * `rankScores`; padding 0). Required with prior "rank".
+   */
+  prior?: Data;
 }
 
 /** Per-query work, shared by all rows (trajectories) of a query. */
@@ -306,7 +312,12 @@ export class PointerSelector {
     if (this.config.stateUpdate === "gate") {
       gate = { weight: this.p("query_update_gate.weight"), bias: this.p("query_update_gate.bias"), perSlot: null };
     }
-    const prior = this.config.prior === "cosine" ? this.inputCosines(input, encoding, gatherRows, B, K) : null;
+    const prior =
+      this.config.prior === "cosine"
+        ? this.inputCosines(input, encoding, gatherRows, B, K)
+        : this.config.prior === "rank"
+          ? this.rankPrior(input, B, K)
+          : null;
     const enc: Encoded = { B, K, h0, candHat, factored, gram: null, prior, padMask, validCount, gate, candidateData };
     if (this.config.redundancy === "max") {
       const all = candHatOf(enc);
@@ -381,6 +392,13 @@ export class PointerSelector {
       const queries = T.reshape(T.l2Normalize(this.tensor(input.queries, [B, d])), [B, 1, d]);
       return T.matmul(queries, cands, { transB: true });
     });
+  }
+
+  /** The pools' rank scores [B, 1, K] packed by the data side (`SelectorInput.prior`). */
+  private rankPrior(input: SelectorInput, B: number, K: number): Tensor {
+    if (input.prior === undefined || input.prior.length !== B * K)
+      throw new LeverError("the selector's prior \"rank\" needs each pool's rank scores (SelectorInput.prior)");
+    return this.tensor(input.prior, [B, 1, K]);
   }
 
   /** G rows per query, all starting from the query's h₀ with nothing chosen. */

@@ -66,7 +66,7 @@ export function paramSpecs(config: SelectorConfig): ParamSpec[] {
   if (config.stepEmbedding) specs.push({ name: "step_emb.weight", shape: [shots, h], group: "step_emb" });
   if (config.redundancy !== "none") specs.push({ name: "div_lambda", shape: [shots], group: "mmr" });
   // Ours, not a Lever-Plus tensor: the weight of the input-space cosine in the scores.
-  if (config.prior === "cosine") specs.push({ name: "prior_weight", shape: [1], group: "prior" });
+  if (config.prior !== "none") specs.push({ name: "prior_weight", shape: [1], group: "prior" });
   specs.push(...candidateSpecs(config));
   return specs;
 }
@@ -119,7 +119,7 @@ export type ParamValues = Map<string, Float64Array>;
  * - LayerNorm: weight 1, bias 0;
  * - query_proj/cand_proj: eye_ + N(0, 0.01²);
  * - GRUCell: every tensor U(±1/√H); step_emb N(0, 0.02²); div_lambda 0.1 (V4-3 `torch.full(…, 0.1)`);
- * - prior_weight 1 (the cosine counts as much as a perfectly aligned learned similarity);
+ * - prior_weight 1 (the cosine, or the rank score, counts as much as a perfectly aligned learned similarity);
  * - ours (issue 17), so that every candidate option starts exactly as the model without it:
  *   feature_weight, feature_proj, item_emb, item_bias 0; pool attention in_proj Xavier-uniform,
  *   biases 0, out_proj.weight 0 (the residual block starts as the identity); pool_norms 1 / 0.

@@ -64,7 +64,22 @@ export function splitEmbeddings(world: World, split: Split): SplitEmbeddings {
       }
     }
   }
+  if (p.shared !== undefined && p.shared > 0) {
+    const u = gaussian(rng.child("shared"), 1);
+    normalise(u);
+    for (const m of [image, text, joint]) shareDirection(m, dim, u, p.shared);
+  }
   return { ids: items.map((i) => world.questionIds[i]), dim, image, text, joint };
+}
+
+/** Every row v of a row-major matrix ← normalise(v + s·u) (`embedding.shared`). */
+function shareDirection(m: Float32Array, dim: number, u: Float64Array, s: number): void {
+  const v = new Float64Array(dim);
+  for (let off = 0; off < m.length; off += dim) {
+    for (let k = 0; k < dim; k++) v[k] = m[off + k] + s * u[k];
+    normalise(v);
+    for (let k = 0; k < dim; k++) m[off + k] = v[k];
+  }
 }
 
 function normalise(v: Float64Array): void {

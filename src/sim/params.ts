@@ -67,6 +67,13 @@ export const EmbeddingParamsSchema = z
     textType: nonNegative.default(1),
     textConcept: nonNegative.default(0.7),
     textNoise: nonNegative.default(0.6),
+    /**
+     * s: every row (image, text, joint) becomes normalise(v + s·u) for one shared unit vector u, as real
+     * embedding models share a large common direction: cosines are compressed towards 1 and shifted (s = 1.5
+     * maps a cosine of 0 to about 0.69 and 0.5 to about 0.85), almost monotonically. Absent means 0 (the key
+     * is left out, so worlds made before it existed keep their parameters, files and identities).
+     */
+    shared: z.number().min(0).max(100).optional(),
   })
   .prefault({});
 export type EmbeddingParams = z.infer<typeof EmbeddingParamsSchema>;

@@ -13,9 +13,12 @@
  */
 import { resolve } from "node:path";
 import { z } from "zod";
-import { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
-import { candidateData } from "../icl/candidates.js";
+import { candidateData, voteWeightingOf } from "../icl/candidates.js";
+import { voteCalibration } from "../icl/vote-calibration.js";
+import { DEFAULT_POOL, type MixRatios, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { checkpointConfig } from "../selector/checkpoint.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
 import { type SelectorSources, selectorSources } from "../selector/inputs.js";
@@ -78,15 +81,67 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   };
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
   if (!readsCandidates(refs))
-    return { sources: selectorSources(query, index), dataHashes, files: Object.values(files) };
+    return {
+      sources: selectorSources(query, index, undefined, readOptions(refs)),
+      dataHashes,
+      files: Object.values(files),
+    };
   const items = ws.loadItems(indexDataset);
-  const candidates = candidateData(indexDataset, index, items);
+  const voteScale = trainingVoteScale(ws, refs, items);
+  const candidates = candidateData(indexDataset, index, items, voteWeightingOf({ voteScale }));
   dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
   return {
-    sources: selectorSources(query, index, candidates),
+    sources: selectorSources(query, index, candidates, readOptions(refs)),
     dataHashes,
     files: Object.values(files),
   };
+}
+
+/** What the run's models read of the embeddings (centred or not): the starting checkpoint's, else the model's. */
+function readOptions(refs: TrainingInputRefs): { center: boolean } {
+  const read = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
+  const centers = read.map(([name, path]) => ({ name, path, center: checkpointConfig(path).center }));
+  const first = centers.find((c) => c.name === "init") ?? centers[0];
+  const other = centers.find((c) => c.center !== first?.center);
+  if (first !== undefined && other !== undefined)
+    throw new LeverError(
+      `the ${other.name} checkpoint reads embeddings with center "${other.center}", the ${first.name} checkpoint with "${first.center}"`,
+      { file: other.path, field: "config.center" },
+    );
+  const center = refs.checkpoints.init !== undefined ? first?.center : (refs.model?.center ?? first?.center);
+  return { center: center === "index-mean" };
+}
+
+/**
+ * The vote feature's scale for this run: the starting checkpoint's (every checkpoint read must agree), else
+ * the model's setting, else calibrated on the index's annotations with the run's pool sampler and K
+ * (src/icl/vote-calibration.ts — the `vote` retriever's rule, so both read the same weights).
+ */
+function trainingVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly VqaItem[]): number {
+  const read = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
+  const scales = read.map(([name, path]) => ({ name, path, scale: checkpointConfig(path).voteScale }));
+  const init = scales.find((c) => c.name === "init") ?? scales[0];
+  const other = scales.find((c) => c.scale !== init?.scale);
+  if (init !== undefined && other !== undefined)
+    throw new LeverError(
+      `the ${other.name} checkpoint weighs its vote feature with scale ${other.scale}, the ${init.name} checkpoint with ${init.scale}: they read different features`,
+      { file: other.path, field: "config.voteScale" },
+    );
+  if (init !== undefined && refs.checkpoints.init !== undefined) return init.scale;
+  if (refs.model?.voteScale !== undefined) return refs.model.voteScale;
+  if (!(refs.model?.features ?? []).includes("vote")) return 0;
+  const set = refs.pools?.set;
+  const sampler = SAMPLERS.find((s) => s === set?.sampler) ?? (`${refs.embedding}-sim` as SamplerName);
+  const ratios = set?.settings.ratios as MixRatios | undefined;
+  return voteCalibration({
+    dataset: refs.indexDataset,
+    items,
+    embedding: (kind) => loadDatasetEmbedding(ws, refs.indexDataset, kind),
+    kind: refs.embedding as EmbeddingKind,
+    sampler,
+    k: set?.k ?? DEFAULT_POOL.k,
+    ...(ratios !== undefined ? { ratios } : {}),
+  }).scale;
 }
 
 /**

@@ -135,6 +135,30 @@ function rlGroup(
   };
 }
 
+/** Online GRPO's queries: the `subset` of the dataset's items that have a pool, drawn with `seed`. */
+export function onlineQueries(
+  items: readonly VqaItem[],
+  pools: PoolSet,
+  subset: SubsetSpec | string,
+  seed: number,
+): VqaItem[] {
+  return selectSubset(
+    items.filter((item) => pools.pools[item.questionId] !== undefined),
+    subset,
+    seed,
+  );
+}
+
+/** Their question ids (what `lever run`'s guard leaves out). */
+export function onlineQueryIds(
+  items: readonly VqaItem[],
+  pools: PoolSet,
+  subset: SubsetSpec | string,
+  seed: number,
+): string[] {
+  return onlineQueries(items, pools, subset, seed).map((item) => item.questionId);
+}
+
 /**
  * Online GRPO's groups: the chosen queries (`subset` of the dataset's items that have a pool, drawn
  * with `seed`) with their pools resolved and no trajectories yet — they are sampled during training.
@@ -147,11 +171,7 @@ export function buildOnlineGroups(
   seed: number,
   shots: number,
 ): { groups: RlGroup[]; stats: RlDataStats } {
-  const chosen = selectSubset(
-    items.filter((item) => pools.pools[item.questionId] !== undefined),
-    subset,
-    seed,
-  );
+  const chosen = onlineQueries(items, pools, subset, seed);
   const groups: RlGroup[] = chosen.map((item) => ({
     ...resolvePool(sources, item.questionId, pools.pools[item.questionId]),
     trajectories: [],

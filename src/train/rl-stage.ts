@@ -428,8 +428,17 @@ function startAndReference(
   init: Checkpoint | undefined,
 ) {
   const d = inputs.sources.query.dim;
-  const index = inputs.sources.candidates?.index;
-  const start = startingPoint({ init, initFile: refs.init, model: config.model, d, shots, seed: config.seed, index });
+  const { index, voteScale } = inputs.sources.candidates ?? {};
+  const start = startingPoint({
+    init,
+    initFile: refs.init,
+    model: config.model,
+    d,
+    shots,
+    seed: config.seed,
+    index,
+    voteScale,
+  });
   const startModel = new PointerSelector(start.config, start.values, config.dtype);
   const reference = klReference(refs.reference, { d, shots, dtype: config.dtype, index: start.index }) ?? startModel;
   return { start, startModel, reference };

@@ -69,6 +69,8 @@ export function startingPoint(s: {
   shots: number;
   seed: number;
   index?: IndexIdentity;
+  /** The vote feature's scale of the run's candidate data (`CandidateSource.voteScale`), recorded in a fresh config. */
+  voteScale?: number;
 }): StartingPoint {
   if (s.init) {
     checkpointFits(s.init.config, s.d, s.shots, "starting", s.initFile);
@@ -82,6 +84,7 @@ export function startingPoint(s: {
     d: s.d,
     shots: s.shots,
     ...(identity ? { indexItems: s.index?.items ?? 0 } : {}),
+    ...(s.voteScale !== undefined ? { voteScale: s.voteScale } : {}),
   });
   const start = seededStart(config, s.seed);
   return identity && s.index !== undefined ? { ...start, index: s.index } : start;

@@ -98,6 +98,7 @@ export async function runSft(input: SftRunInput): Promise<SftRunResult> {
     shots: stats.shots,
     seed: config.seed,
     index: input.sources.candidates?.index,
+    voteScale: input.sources.candidates?.voteScale,
   });
   const result = await runTraining({
     stage: "sft",

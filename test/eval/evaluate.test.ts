@@ -147,6 +147,7 @@ describe("evaluate on the simulator", () => {
       query: (kind) => embeddings.get("val", kind),
       index: (kind) => embeddings.get("train", kind),
       items: index,
+      weighting: () => ({ kind: "rank", scale: 4 }),
     });
     const val = new Map(sim.ws.loadItems("val").map((i) => [i.questionId, i]));
     const pools = workspacePools(embeddings, options(), "val", "train", index);
@@ -156,6 +157,7 @@ describe("evaluate on the simulator", () => {
         options({
           run: `vote-${order}`,
           order,
+          voteScale: 4,
           retrievers: ["vote", "topk-joint"],
           queries: "first:15",
           shots: [1, 3],

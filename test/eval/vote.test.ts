@@ -32,6 +32,7 @@ function matrix(ids: string[], cosines: number[], scale = 2): EmbeddingMatrix {
 //   a red:  (0.6·0.2 + 0.3·1) / 2.3  = 0.183     b blue: (0.6·0.8) / 2.35 = 0.204
 //   c blue: (0.9·1) / 2.65           = 0.340     d "2":  0 (only e shows it, with weight 0)
 //   e Two:  (0.5·1) / 3.25           = 0.154     f red:  (0.95·1 + 0.6·0.2) / 2.95 = 0.363
+const linear = () => ({ kind: "linear" }) as const;
 const index = [
   item("a", { red: 10 }, "red"),
   item("b", { blue: 10 }, "blue"),
@@ -43,7 +44,7 @@ const index = [
 const pool = index.map((i) => i.questionId);
 const indexMatrix = matrix(pool, [0.95, 0.9, 0.6, 0.5, -0.5, 0.3]);
 const queryMatrix: EmbeddingMatrix = { ids: ["q"], dim: 3, data: Float32Array.of(3, 0, 0) };
-const choose = voteChooser({ query: () => queryMatrix, index: () => indexMatrix, items: index });
+const choose = voteChooser({ query: () => queryMatrix, index: () => indexMatrix, items: index, weighting: linear });
 
 describe("the vote retriever", () => {
   it("ranks the pool by the answer vote, ties by similarity, and returns the first `shots` in selection order", () => {
@@ -53,7 +54,12 @@ describe("the vote retriever", () => {
     expect(choose(query, pool, 6)).toEqual(["f", "c", "b", "a", "e", "d"]);
     // Candidates whose answers nobody else gives tie at 0: the more similar first.
     const lonely = [item("a", { red: 10 }, "red"), item("b", { blue: 10 }, "blue"), item("c", { gray: 10 }, "gray")];
-    const lonelyChoose = voteChooser({ query: () => queryMatrix, index: () => indexMatrix, items: lonely });
+    const lonelyChoose = voteChooser({
+      query: () => queryMatrix,
+      index: () => indexMatrix,
+      items: lonely,
+      weighting: linear,
+    });
     expect(lonelyChoose(query, ["c", "a", "b"], 3)).toEqual(["a", "b", "c"]);
   });
 

@@ -17,6 +17,7 @@ const item = (questionId: string, shown: string, annotators: string[]): VqaItem 
   answerType: "other",
   imagePath: null,
 });
+const LINEAR = { kind: "linear" } as const;
 const repeat = (answer: string, n: number) => Array.from({ length: n }, () => answer);
 
 // Index items in question-id order (the identity table's order); "q" is an index item too, as a
@@ -40,7 +41,7 @@ const column = (f: Float32Array, k: number, name: (typeof CANDIDATE_FEATURES)[nu
   f[k * FEATURE_COUNT + CANDIDATE_FEATURES.indexOf(name)];
 
 describe("candidate data (vote, agreement, identity)", () => {
-  const data = candidateData("train", index, items);
+  const data = candidateData("train", index, items, LINEAR);
   const sources = selectorSources(queries, index, data);
 
   it("computes the vote and agreement of a pool by hand", () => {
@@ -56,9 +57,34 @@ describe("candidate data (vote, agreement, identity)", () => {
     expect([0, 1, 2, 3].map((k) => column(f, k, "agreement"))).toEqual([1, 0.5, 1, 1]);
   });
 
+  it("with rank weights at scale ρ, the features depend only on the order of the cosines (any monotone change keeps them)", () => {
+    // cos to q: a 1, c 1/√2, b 0.6, d −1 → ranks a 0, c 1, b 2, d 3; weights e^0, e^−1/2, e^−2/2, e^−3/2 at ρ = 2.
+    const rank = selectorSources(queries, index, candidateData("train", index, items, { kind: "rank", scale: 2 }));
+    const f = resolvePool(rank, "q", ["a", "b", "c", "d"]).features as Float32Array;
+    const [wa, wc, wb, wd] = [1, Math.exp(-0.5), Math.exp(-1), Math.exp(-1.5)];
+    // a yes (1.0), b yes (0.5 yes, 0.5 no), c no (1.0), d "2": vote_a = wb·0.5 / (wb + wc + wd).
+    expect(column(f, 0, "vote")).toBeCloseTo((wb * 0.5) / (wb + wc + wd), 6);
+    expect(column(f, 1, "vote")).toBeCloseTo(wa / (wa + wc + wd), 6);
+    expect(column(f, 2, "vote")).toBeCloseTo((wb * 0.5) / (wa + wb + wd), 6);
+    expect(column(f, 3, "vote")).toBe(0);
+    // The same index with every cosine to q compressed and shifted (rows rotated towards one shared
+    // direction keep their order): the features are bit-identical; the linear weighting's are not.
+    const squeezed = { ...index, data: Float32Array.from([-0.2, 1, 1, 1, 1, 1.3, 0.6, 1.4, 1, 1]) };
+    const g = resolvePool(
+      selectorSources(queries, squeezed, candidateData("train", squeezed, items, { kind: "rank", scale: 2 })),
+      "q",
+      ["a", "b", "c", "d"],
+    ).features as Float32Array;
+    expect([...g]).toEqual([...f]);
+    const linear = (m: typeof index) =>
+      resolvePool(selectorSources(queries, m, candidateData("train", m, items, LINEAR)), "q", ["a", "b", "c", "d"])
+        .features as Float32Array;
+    expect([...linear(squeezed)]).not.toEqual([...linear(index)]);
+  });
+
   it("gives identity rows in the index items' order, −1 for rows outside it, and names the index", () => {
     const withStranger = { ids: [...index.ids, "z"], dim: 2, data: Float32Array.from([...index.data, 0, 1]) };
-    const d = candidateData("train", withStranger, items);
+    const d = candidateData("train", withStranger, items, LINEAR);
     expect([...d.identity]).toEqual([3, 0, 2, 1, 4, -1]);
     expect(d.index).toEqual(indexIdentity("train", items));
     expect(d.index.items).toBe(5);
@@ -89,7 +115,7 @@ describe("candidate data (vote, agreement, identity)", () => {
 
   it("never reads the query's own annotations (no leakage), and refuses a pool that contains the query", () => {
     const changed = items.map((i) => (i.questionId === "q" ? item("q", "no", repeat("no", 10)) : i));
-    const other = selectorSources(queries, index, candidateData("train", index, changed));
+    const other = selectorSources(queries, index, candidateData("train", index, changed, LINEAR));
     const pool = ["a", "b", "c", "d"];
     const before = selectorInput([resolvePool(sources, "q", pool)], sources, "float64");
     const after = selectorInput([resolvePool(other, "q", pool)], other, "float64");

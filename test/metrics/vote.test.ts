@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { answerSupport, poolVote, supportsOf, voteOrder, voteWeight } from "../../src/metrics/vote.js";
+import {
+  answerSupport,
+  calibrateVoteScale,
+  poolVote,
+  supportsOf,
+  voteOrder,
+  voteWeights,
+} from "../../src/metrics/vote.js";
 
 /** A candidate whose annotators give `counts` (answer → how many) and who shows `shown`. */
 function candidate(counts: Record<string, number>, shown: string) {
@@ -101,15 +108,67 @@ describe("poolVote", () => {
   });
 });
 
-describe("voteOrder and voteWeight", () => {
+describe("voteOrder and voteWeights", () => {
   it("orders by vote, ties by similarity, then by pool position", () => {
     expect(voteOrder([0.5, 0.5, 0.2, 0.9], [0.1, 0.9, 0.5, -0.3])).toEqual([3, 1, 0, 2]);
     expect(voteOrder([0, 0, 0], [0.2, 0.2, 0.3])).toEqual([2, 0, 1]);
     expect(voteOrder([], [])).toEqual([]);
   });
 
-  it("weighs a candidate by its cosine to the query, 0 when it points away", () => {
-    expect(voteWeight(0.7)).toBe(0.7);
-    expect(voteWeight(-0.2)).toBe(0);
+  it("linear: weighs a candidate by its cosine to the query, 0 when it points away", () => {
+    expect([...voteWeights([0.7, -0.2], { kind: "linear" })]).toEqual([0.7, 0]);
+  });
+
+  it("rank: exp(−rank/ρ) by the cosine order (ties by position), the same under any monotone change", () => {
+    const w = voteWeights([0.2, 0.9, 0.5, 0.5], { kind: "rank", scale: 2 });
+    // ranks: 0.9 → 0, 0.5 (pos 2) → 1, 0.5 (pos 3) → 2, 0.2 → 3
+    expect([...w]).toEqual([Math.exp(-1.5), 1, Math.exp(-0.5), Math.exp(-1)]);
+    const squeezed = [0.2, 0.9, 0.5, 0.5].map((c) => 0.8 + 0.1 * c ** 3);
+    expect([...voteWeights(squeezed, { kind: "rank", scale: 2 })]).toEqual([...w]);
+    expect(() => voteWeights([0.1], { kind: "rank", scale: 0 })).toThrow(/scale/);
+  });
+});
+
+describe("calibrateVoteScale", () => {
+  const support = (answer: string, counts: Record<string, number>) =>
+    answerSupport(
+      Object.entries(counts).flatMap(([a, n]) => Array.from({ length: n }, () => a)),
+      answer,
+    );
+  // A query whose nearest candidates agree on "cat" while the pool's majority (far away) says "dog".
+  const query = {
+    candidates: [
+      support("cat", { cat: 10 }),
+      support("cat", { cat: 10 }),
+      support("dog", { dog: 10 }),
+      support("dog", { dog: 10 }),
+      support("dog", { dog: 10 }),
+      support("dog", { dog: 10 }),
+    ],
+    shown: ["cat", "cat", "dog", "dog", "dog", "dog"],
+    cosines: [0.9, 0.8, 0.3, 0.2, 0.1, 0.0],
+    annotators: Array.from({ length: 10 }, () => "cat"),
+  };
+
+  it("scores each scale by the VQA accuracy of the vote's first pick's answer and keeps the best", () => {
+    // ρ 0.5: weights 1, e^−2, e^−4 … → the two cats support each other: vote(cat₀) = e^−2·1/(Σ_{j≠0}) vs
+    // dogs supported only by far dogs → a cat first (accuracy 1). ρ 64: nearly uniform → dogs (4 of 6) win.
+    const c = calibrateVoteScale([query], [0.5, 64]);
+    expect(c.accuracy).toEqual([
+      { scale: 0.5, accuracy: 1 },
+      { scale: 64, accuracy: 0 },
+    ]);
+    expect(c.scale).toBe(0.5);
+    expect(c.queries).toBe(1);
+  });
+
+  it("breaks ties towards the larger (smoother) scale and refuses an empty calibration", () => {
+    const agreeing = {
+      ...query,
+      annotators: Array.from({ length: 10 }, () => "dog"),
+      cosines: [0, 0.1, 0.9, 0.8, 0.7, 0.6],
+    };
+    expect(calibrateVoteScale([agreeing], [1, 4, 16]).scale).toBe(16);
+    expect(() => calibrateVoteScale([])).toThrow(/no calibration queries/);
   });
 });

@@ -49,7 +49,7 @@ const weights = (path: string) =>
 /** `init: "random"` said explicitly (a starting point is required); tests that start from a checkpoint override it. */
 const inputs = { rollouts: join(dir, "rollouts.json"), dataset: "synth", embedding: "joint" as const, init: "random" };
 /** The plain pointer selector: these tests are about the objectives, not the default candidate features. */
-const model = { hidden: 8, dropout: 0, attnDropout: 0, prior: "none" as const, features: [] };
+const model = { hidden: 8, dropout: 0, attnDropout: 0, prior: "none" as const, features: [], center: "none" as const };
 
 function rce(over: Record<string, unknown> = {}) {
   return RceStageConfigSchema.parse({
