@@ -113,7 +113,7 @@ export type CiderDfMode = (typeof CIDER_DF_MODES)[number];
 export function ciderScores(images: readonly CaptionImage[], df?: DocumentFrequency): CiderScores {
   if (df === undefined && images.length < 2)
     throw new LeverError(
-      `CIDEr-D with corpus document frequencies needs at least two images (got ${images.length}): with one, log(1) = 0 makes every score 0; use fixed document frequencies from a reference set`,
+      `CIDEr-D with corpus document frequencies needs at least two images (got ${images.length}): with one, log(1) = 0 makes every score 0; use fixed document frequencies from a reference set (lever metric caption --df fixed)`,
     );
   const frequencies = df ?? documentFrequency(images.map((image) => image.references));
   if (frequencies.images < 1) throw new LeverError("CIDEr-D document frequencies come from an empty reference set");
