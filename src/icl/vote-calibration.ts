@@ -38,6 +38,7 @@ const calibrations = new Map<string, VoteCalibration>();
 export function voteCalibration(inputs: CalibrationInputs): VoteCalibration {
   const { dataset, items, kind, sampler, k } = inputs;
   const matrix = inputs.embedding(kind);
+  // Keyed by what the calibration reads: the index (name, size), the vote's embedding and the pool settings.
   const key = JSON.stringify([
     dataset,
     items.length,
@@ -69,7 +70,7 @@ function calibrate(inputs: CalibrationInputs, matrix: EmbeddingMatrix): VoteCali
     .child("vote-calibration")
     .shuffle([...items])
     .slice(0, CALIBRATION_QUERIES);
-  const embeddings = lazyKinds(inputs.embedding);
+  const embeddings = lazyKinds((k) => (k === kind ? matrix : inputs.embedding(k)));
   const builder = new PoolBuilder({
     index: items,
     indexEmbeddings: embeddings,
@@ -105,11 +106,16 @@ function calibrate(inputs: CalibrationInputs, matrix: EmbeddingMatrix): VoteCali
   );
 }
 
-/** An embedding set whose kinds load when the pool builder first reads them. */
+/** An embedding set whose kinds load when the pool builder first reads them (each once). */
 function lazyKinds(embedding: (kind: EmbeddingKind) => EmbeddingMatrix) {
   const set: Partial<Record<EmbeddingKind, EmbeddingMatrix>> = {};
-  for (const kind of EMBEDDING_KINDS)
-    Object.defineProperty(set, kind, { enumerable: true, get: () => embedding(kind) });
+  const loaded = new Map<EmbeddingKind, EmbeddingMatrix>();
+  const load = (kind: EmbeddingKind) => {
+    let m = loaded.get(kind);
+    if (m === undefined) loaded.set(kind, (m = embedding(kind)));
+    return m;
+  };
+  for (const kind of EMBEDDING_KINDS) Object.defineProperty(set, kind, { enumerable: true, get: () => load(kind) });
   return set;
 }
 

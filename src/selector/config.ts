@@ -202,7 +202,7 @@ function candidateSuffix(config: SelectorConfig): string {
 }
 
 function baseVariantName(config: SelectorConfig): string {
-  const prior = config.prior === "cosine" ? "+prior" : "";
+  const prior = config.prior === "cosine" ? "+prior" : config.prior === "rank" ? "+rankprior" : "";
   if (config.stateUpdate === "gru" && config.redundancy === "max") return `v4-3${prior}`;
   if (config.stateUpdate === "gru") return `v4-2${prior}`;
   if (config.redundancy === "max") return `${config.stateUpdate === "gate" ? "v4-1" : "v2"}+mmr${prior}`;
