@@ -105,8 +105,23 @@ export function workspacePools(
   );
 }
 
+/** A warning per deprecated retriever name, saying what to use instead. */
+function deprecationWarnings(names: readonly string[]): string[] {
+  return names
+    .filter((name) => DEPRECATED_RETRIEVERS[name] !== undefined)
+    .map((name) => {
+      const { replacement, reason } = DEPRECATED_RETRIEVERS[name];
+      return `retriever "${name}" is deprecated: use "${replacement}" (${reason})`;
+    });
+}
+
 /** The vote retriever's scale: --vote-scale, else calibrated on the index (src/icl/vote-calibration.ts). */
-function voteScaleOf(options: EvalOptions, index: readonly VqaItem[], embeddings: EmbeddingCache): VoteScale {
+function voteScaleOf(
+  options: EvalOptions,
+  index: readonly VqaItem[],
+  queries: readonly VqaItem[],
+  embeddings: EmbeddingCache,
+): VoteScale {
   if (options.voteScale !== undefined) return { scale: options.voteScale, calibration: null };
   const calibration = voteCalibration({
     dataset: options.index,
@@ -115,6 +130,8 @@ function voteScaleOf(options: EvalOptions, index: readonly VqaItem[], embeddings
     kind: VOTE_EMBEDDING,
     sampler: options.poolSampler ?? DEFAULT_POOL.sampler,
     k: options.k ?? DEFAULT_POOL.k,
+    // Evaluating on the index's own split: its questions never calibrate the vote that answers them.
+    ...(options.dataset === options.index ? { avoid: new Set(queries.map((q) => q.questionId)) } : {}),
   });
   return { scale: calibration.scale, calibration };
 }
@@ -169,12 +186,7 @@ export async function prepareEvaluation(
   const index = ws.loadItems(options.index);
   const specs = parseRetrieverList(options.retrievers);
   const maxShots = Math.max(0, ...options.shots);
-  const warnings = options.retrievers
-    .filter((name) => DEPRECATED_RETRIEVERS[name] !== undefined)
-    .map((name) => {
-      const { replacement, reason } = DEPRECATED_RETRIEVERS[name];
-      return `retriever "${name}" is deprecated: use "${replacement}" (${reason})`;
-    });
+  const warnings = deprecationWarnings(options.retrievers);
   const vlm = createVlm(ws, options, dataset, { seed: options.seed, wrapBackend: hooks.wrapBackend });
 
   const config = evalRunConfig(options, {
@@ -188,7 +200,7 @@ export async function prepareEvaluation(
   const embeddings = new EmbeddingCache(ws);
   const pools = workspacePools(embeddings, options, options.dataset, options.index, index);
   const order = options.order as PromptOrder;
-  const vote = specs.some((s) => s.kind === "vote") ? voteScaleOf(options, index, embeddings) : null;
+  const vote = specs.some((s) => s.kind === "vote") ? voteScaleOf(options, index, queries, embeddings) : null;
   if (vote !== null)
     notes.push(vote.calibration ? calibrationText(vote.calibration) : `vote scale ρ = ${vote.scale} (--vote-scale)`);
   const retrievers: Retriever[] = [];

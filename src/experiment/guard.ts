@@ -7,7 +7,8 @@
  * the prior's by more than `guard.margin` points, the variant's final method falls back to the prior.
  *
  * The evaluation split is never read for this decision. The guard's predictions are an evaluation run
- * of their own (`<name>-guard-<evalId>`, resumable and reused like any other), so the numbers behind
+ * of their own (`<name>-guard-<id>`, id a hash of the evaluation's identity, the final stage, the guard's
+ * settings and the questions left out; resumable and reused like any other), so the numbers behind
  * every decision are stored; the decisions are recomputed from them (cheap) on every `lever run`.
  * The final method itself (`final:<label>`) is written into the evaluation run by `finalRows`: at each
  * shot count, the stored predictions of the method the guard chose — no VLM call, nothing re-sent.
@@ -19,6 +20,7 @@ import { readBeamSet, readPoolSet, readRolloutSet } from "../store/sets.js";
 import type { PredictionRow } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { onlineQueryIds } from "../train/rl-data.js";
+import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant } from "./plan.js";
 import { onlineGrpoConfig } from "./schema.js";
@@ -54,11 +56,14 @@ interface Hooks {
 }
 
 /** The variant's final stage (the last trained one in table order) and its checkpoint, if it trained any. */
-export function finalStage(pv: PlannedVariant, outputs: StageOutputMap): { label: string; file: string } | null {
-  let last: { label: string; file: string } | null = null;
+export function finalStage(
+  pv: PlannedVariant,
+  outputs: StageOutputMap,
+): { id: string; label: string; file: string } | null {
+  let last: { id: string; label: string; file: string } | null = null;
   for (const s of pv.stages) {
     const out = outputs.get(`${s.stage}-${s.id}`);
-    if (out !== undefined && "bestFile" in out) last = { label: s.label, file: out.bestFile };
+    if (out !== undefined && "bestFile" in out) last = { id: `${s.stage}-${s.id}`, label: s.label, file: out.bestFile };
   }
   return last;
 }
@@ -123,7 +128,8 @@ export async function guardVariant(
       batchSize,
       concurrency,
       retrievers: [prior, `selector:${path}`],
-      run: `${e.name}-guard-${pv.evalId}`,
+      // Named by what it asks: the evaluation's settings, the final stage, the guard's settings, the questions left out.
+      run: `${e.name}-guard-${hashValue({ eval: pv.evalId, final: final.id, guard: e.guard, exclude: [...exclude].sort() }).slice(0, 10)}`,
       poolSampler: e.pools.sampler,
       k: e.pools.k,
       selectorEmbedding: e.embedding,
@@ -191,12 +197,14 @@ export function decide(
 
 /**
  * The final method's rows in the evaluation run (`final:<label>`): at each shot, copies of the stored
- * predictions of the selector where the guard kept it, of the prior elsewhere. Replaces earlier copies.
+ * predictions of the selector where the guard kept it, of the prior elsewhere (also where it could not
+ * decide). Replaces earlier copies.
  */
 export function finalRows(evalRows: readonly PredictionRow[], guard: GuardResult, selector: string): PredictionRow[] {
   const name = `final:${guard.label}`;
   const keep = new Map(guard.decisions.map((d) => [d.shot, d.keep]));
+  // A shot count the guard could not decide (no scored pair there) keeps the prior.
   return evalRows
-    .filter((r) => keep.has(r.shot) && r.retriever === (keep.get(r.shot) ? selector : guard.prior))
+    .filter((r) => r.shot > 0 && r.retriever === (keep.get(r.shot) === true ? selector : guard.prior))
     .map((r) => ({ ...r, retriever: name }));
 }

@@ -120,6 +120,8 @@ function evalIdentity(e: Experiment, dataId: string): string {
     vlm: sectionIdentity(e, "vlm"),
     data: dataId,
     embedding: e.embedding,
+    // What the evaluation's `vote` rows mean (issue 23: rank weights at a calibrated scale): a new evaluation run.
+    vote: "rank",
   });
 }
 

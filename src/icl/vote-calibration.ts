@@ -14,6 +14,7 @@ import { calibrateVoteScale, supportsOf, type VoteCalibration } from "../metrics
 import { type MixRatios, PoolBuilder, type SamplerName } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { LeverError } from "../util/errors.js";
+import { hashValue } from "../util/hash.js";
 import { Rng } from "../util/rng.js";
 
 /** Index items the calibration asks (all of a smaller index). */
@@ -30,6 +31,8 @@ export interface CalibrationInputs {
   sampler: SamplerName;
   k: number;
   ratios?: MixRatios;
+  /** Index items never used as calibration queries (the evaluation's own questions when they are the index's). */
+  avoid?: ReadonlySet<string>;
 }
 
 const calibrations = new Map<string, VoteCalibration>();
@@ -38,16 +41,18 @@ const calibrations = new Map<string, VoteCalibration>();
 export function voteCalibration(inputs: CalibrationInputs): VoteCalibration {
   const { dataset, items, kind, sampler, k } = inputs;
   const matrix = inputs.embedding(kind);
-  // Keyed by what the calibration reads: the index (name, size), the vote's embedding and the pool settings.
-  const key = JSON.stringify([
+  // Keyed by what the calibration reads: the index's items and annotations, its embedding of the vote's kind
+  // (a sample of its values), the pool settings and the questions left out.
+  const key = hashValue([
     dataset,
-    items.length,
+    items.map((i) => [i.questionId, i.imageId, i.answer, i.answers.length]),
     matrix.ids.length,
-    matrix.data.length,
+    Array.from({ length: 64 }, (_, j) => matrix.data[Math.floor((j * matrix.data.length) / 64)]),
     kind,
     sampler,
     k,
     inputs.ratios ?? null,
+    [...(inputs.avoid ?? [])].sort(),
   ]);
   let c = calibrations.get(key);
   if (c === undefined) {
@@ -68,7 +73,7 @@ function calibrate(inputs: CalibrationInputs, matrix: EmbeddingMatrix): VoteCali
     );
   const sample = new Rng(0)
     .child("vote-calibration")
-    .shuffle([...items])
+    .shuffle(items.filter((item) => !inputs.avoid?.has(item.questionId)))
     .slice(0, CALIBRATION_QUERIES);
   const embeddings = lazyKinds((k) => (k === kind ? matrix : inputs.embedding(k)));
   const builder = new PoolBuilder({

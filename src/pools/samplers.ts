@@ -22,8 +22,13 @@ import { cosineTopK, type Gemm, unitRows } from "./search.js";
 export const SAMPLERS = ["random", "text-sim", "image-sim", "joint-sim", "mix"] as const;
 export type SamplerName = (typeof SAMPLERS)[number];
 
-/** "The query's pool" when nothing says otherwise: 64 candidates from the mix sampler. */
-export const DEFAULT_POOL = { sampler: "mix", k: 64 } as const satisfies { sampler: SamplerName; k: number };
+/**
+ * "The query's pool" when nothing says otherwise: the 32 most similar index items on the joint embedding.
+ * Chosen by measurement (docs/training.md, "What to expect"): with a mix pool (half random) the chain fell
+ * below top-k on an outside world and was worse on the simulator too; a similarity pool holds top-k's
+ * own choices, so the selector can at worst keep them.
+ */
+export const DEFAULT_POOL = { sampler: "joint-sim", k: 32 } as const satisfies { sampler: SamplerName; k: number };
 
 /** The embedding each similarity sampler ranks by. */
 export const SIMILARITY_KIND: Record<Exclude<SamplerName, "random" | "mix">, EmbeddingKind> = {

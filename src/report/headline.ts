@@ -65,7 +65,10 @@ export function headlineOf(result: ComparisonResult): Headline | null {
   const rows: HeadlineRow[] = [];
   // A `lever run` with its guard names its final method (selector where validated, prior elsewhere):
   // the headline is about that method, chosen before the evaluation, not the best row after it.
-  const finals = new Set(result.rows.filter((r) => r.label.startsWith(FINAL_PREFIX)).map((r) => r.id));
+  // With several (a sweep whose variants end in different stages) the first is the headline's: picking the
+  // best of them on these questions would be the selection the guard exists to avoid.
+  const first = result.rows.find((r) => r.label.startsWith(FINAL_PREFIX));
+  const finals = new Set(first === undefined ? [] : [first.id]);
   for (const [j, shot] of result.shots.entries()) {
     let best: HeadlineRow | null = null;
     for (const r of table.rows) {

@@ -4,8 +4,8 @@
  * JSON list of per-query row lists (pools of any size ≤ K are padded). The files are checked here —
  * every problem names the file and the record — and assembled by the one selector-input module
  * (src/selector/inputs.ts), with each row's number as its item's id. A selector that reads centred
- * embeddings (config.center "index-mean") is centred on the mean of the candidate file's rows: the index's
- * mean with an index file, the mean over the given pools' candidates with [Q, K, d].
+ * embeddings (config.center "index-mean") is centred on the mean of the index file's rows, and refuses
+ * per-query candidates [Q, K, d], which do not tell the index's mean.
  */
 import { z } from "zod";
 import { readNpy } from "../data/npy.js";
@@ -44,6 +44,11 @@ export function loadSelectorInput(
     });
   const Q = q.shape[0];
   const c = floatMatrix(files.candEmb);
+  if (options.center && files.pools === undefined)
+    throw new LeverError(
+      "this selector reads embeddings centred on its index's mean: give the index [N, d] as the candidates and the pools with --pools (per-query candidates [Q, K, d] do not tell the index's mean)",
+      { file: files.candEmb },
+    );
   const pools =
     files.pools === undefined
       ? ownPools(c.shape, Q, d, files.candEmb)

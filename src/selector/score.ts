@@ -86,9 +86,19 @@ export function trajectoryLogProbs(
     d,
   );
   const slots = pick(input.slots, new Int32Array(queryIds.length * input.K), input.K);
+  const prior =
+    input.prior === undefined
+      ? undefined
+      : pick(
+          input.prior,
+          input.prior instanceof Float64Array
+            ? new Float64Array(queryIds.length * input.K)
+            : new Float32Array(queryIds.length * input.K),
+          input.K,
+        );
   const { G, labels, rowOf, steps } = groupRows(trajectories, queryIds);
   const logp = noGrad(() => {
-    const enc = model.encode({ queries, table: input.table, slots, K: input.K });
+    const enc = model.encode({ queries, table: input.table, slots, K: input.K, ...(prior ? { prior } : {}) });
     return sequenceLogProbs(model.teacherForce(enc, G, labels, steps), labels).data;
   });
   return Array.from(rowOf, (r) => logp[r]);

@@ -90,6 +90,8 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   const voteScale = trainingVoteScale(ws, refs, items);
   const candidates = candidateData(indexDataset, index, items, voteWeightingOf({ voteScale }));
   dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
+  // The vote feature's scale (calibrated from those answers): a resumed run must read the same features.
+  if (voteScale > 0) dataHashes.voteScale = String(voteScale);
   return {
     sources: selectorSources(query, index, candidates, readOptions(refs)),
     dataHashes,
@@ -99,35 +101,43 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
 
 /** What the run's models read of the embeddings (centred or not): the starting checkpoint's, else the model's. */
 function readOptions(refs: TrainingInputRefs): { center: boolean } {
-  const read = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
-  const centers = read.map(([name, path]) => ({ name, path, center: checkpointConfig(path).center }));
-  const first = centers.find((c) => c.name === "init") ?? centers[0];
-  const other = centers.find((c) => c.center !== first?.center);
-  if (first !== undefined && other !== undefined)
-    throw new LeverError(
-      `the ${other.name} checkpoint reads embeddings with center "${other.center}", the ${first.name} checkpoint with "${first.center}"`,
-      { file: other.path, field: "config.center" },
-    );
-  const center = refs.checkpoints.init !== undefined ? first?.center : (refs.model?.center ?? first?.center);
+  const init = refs.checkpoints.init;
+  const center = init !== undefined ? checkpointConfig(init).center : (refs.model?.center ?? "none");
+  for (const [name, path] of readCheckpoints(refs))
+    if (checkpointConfig(path).center !== center)
+      throw new LeverError(
+        `the ${name} checkpoint reads embeddings with center "${checkpointConfig(path).center}", this run's model with "${center}"`,
+        { file: path, field: "config.center" },
+      );
   return { center: center === "index-mean" };
 }
 
+/** The checkpoints a run reads (init, reference), by name. */
+function readCheckpoints(refs: TrainingInputRefs): [string, string][] {
+  return Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
+}
+
 /**
- * The vote feature's scale for this run: the starting checkpoint's (every checkpoint read must agree), else
- * the model's setting, else calibrated on the index's annotations with the run's pool sampler and K
- * (src/icl/vote-calibration.ts — the `vote` retriever's rule, so both read the same weights).
+ * The vote feature's scale for this run: the starting checkpoint's, else the model's setting, else
+ * calibrated on the index's annotations with the run's pool sampler and K (src/icl/vote-calibration.ts —
+ * the `vote` retriever's rule, so both read the same weights). Every checkpoint read that reads the vote
+ * feature must have the same scale.
  */
 function trainingVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly VqaItem[]): number {
-  const read = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
-  const scales = read.map(([name, path]) => ({ name, path, scale: checkpointConfig(path).voteScale }));
-  const init = scales.find((c) => c.name === "init") ?? scales[0];
-  const other = scales.find((c) => c.scale !== init?.scale);
-  if (init !== undefined && other !== undefined)
-    throw new LeverError(
-      `the ${other.name} checkpoint weighs its vote feature with scale ${other.scale}, the ${init.name} checkpoint with ${init.scale}: they read different features`,
-      { file: other.path, field: "config.voteScale" },
-    );
-  if (init !== undefined && refs.checkpoints.init !== undefined) return init.scale;
+  const scale = ownVoteScale(ws, refs, items);
+  for (const [name, path] of readCheckpoints(refs)) {
+    const config = checkpointConfig(path);
+    if (config.features.includes("vote") && config.voteScale !== scale)
+      throw new LeverError(
+        `the ${name} checkpoint weighs its vote feature with scale ${config.voteScale}, this run's model with ${scale}: they read different features`,
+        { file: path, field: "config.voteScale" },
+      );
+  }
+  return scale;
+}
+
+function ownVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly VqaItem[]): number {
+  if (refs.checkpoints.init !== undefined) return checkpointConfig(refs.checkpoints.init).voteScale;
   if (refs.model?.voteScale !== undefined) return refs.model.voteScale;
   if (!(refs.model?.features ?? []).includes("vote")) return 0;
   const set = refs.pools?.set;
