@@ -80,12 +80,16 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   for (const { stage, variants } of p.unique) {
     if (hooks.signal?.aborted)
       throw chainInterrupted(interruptedError(), `${outputs.size} of ${p.unique.length} stages done`);
-    let out = readStageRecord(ws, stage);
-    if (out !== null) {
+    const record = readStageRecord(ws, stage);
+    let out: AnyStageOutputs;
+    if (record !== null && "outputs" in record) {
+      out = record.outputs;
       counts[stage.stage].reused += variants.length;
       hooks.log(`${stageTitle(p, stage, variants)}: done earlier, reused`);
     } else {
-      hooks.log(`${stageTitle(p, stage, variants)}: running`);
+      hooks.log(
+        `${stageTitle(p, stage, variants)}: ${record === null ? "running" : `done earlier, but ${record.redo}: running it again`}`,
+      );
       const progress =
         p.variants.length > 1 && hooks.progress !== null ? labelledStream(hooks.progress, stage.label) : hooks.progress;
       const kept = `${outputs.size} of ${p.unique.length} stages done`;

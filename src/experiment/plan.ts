@@ -19,7 +19,7 @@ import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { withoutOperational } from "../util/operational.js";
 import type { LoadedExperiment, Variant } from "./load.js";
-import { readStageRecord } from "./records.js";
+import { readStageRecord, type StageRecordState } from "./records.js";
 import { EvalSectionSchema, type Experiment, ExperimentSchema } from "./schema.js";
 import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "./stages.js";
 
@@ -181,7 +181,13 @@ export function describePlan(ws: Workspace, p: RunPlan) {
       stage: stage.stage,
       id: stage.id,
       usedBy: variants.map((i) => i + 1),
-      state: readStageRecord(ws, stage) !== null ? "done" : "to run",
+      state: stageState(readStageRecord(ws, stage)),
     })),
   };
+}
+
+/** A stage's state in the dry-run: done, to run, or to run again and why. */
+function stageState(record: StageRecordState): string {
+  if (record === null) return "to run";
+  return "outputs" in record ? "done" : `to run again (${record.redo})`;
 }
