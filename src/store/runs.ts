@@ -185,6 +185,11 @@ export function finishRun(db: Database, id: string, status: "done" | "failed", e
   if (changes === 0) throw new LeverError(`no run "${id}" in this workspace`, { field: "run" });
 }
 
+/** Takes a run's name away (its id still names it), so a new run can have the name alone. */
+export function clearRunName(db: Database, id: string): void {
+  db.prepare("UPDATE runs SET name = NULL WHERE id = ?").run(id);
+}
+
 interface StageRow {
   run: string;
   name: string;

@@ -399,6 +399,10 @@ export class Workspace {
     runs.finishRun(this.db, id, status, error === undefined ? undefined : redactUrlPasswords(error));
   }
 
+  clearRunName(runId: string): void {
+    runs.clearRunName(this.db, runId);
+  }
+
   beginStage(runId: string, name: string, options: { restart?: boolean } = {}): void {
     runs.beginStage(this.db, runId, name, options);
   }

@@ -76,8 +76,9 @@ describe("a command that fails during setup", () => {
     await runCliOk([...rce, "--no-validation-answers"]);
     const after = Workspace.open(wsDir, { create: false });
     try {
+      // The name names one run: the one that trained.
       expect(after.listRuns({ kind: "rce" }).map((r) => [r.name, r.status])).toEqual([
-        ["mine", "failed"],
+        [null, "failed"],
         ["mine", "done"],
       ]);
     } finally {
