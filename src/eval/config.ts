@@ -12,6 +12,7 @@ import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
+import { RunNameSchema } from "../store/runs.js";
 import { LeverError } from "../util/errors.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
@@ -62,11 +63,9 @@ export const EvalSettingsSchema = z
       .max(0xffffffff)
       .default(0)
       .describe("seed of query subsets, random retrieval, pools and the bootstrap"),
-    run: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
-      .optional()
-      .describe("name of the run (resumed if it exists); default: identified by the config hash"),
+    run: RunNameSchema.optional().describe(
+      "name of the run (resumed if it exists); default: identified by the config hash",
+    ),
     metricVariant: z
       .enum(VQA_VARIANTS)
       .default("official")
