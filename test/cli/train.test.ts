@@ -162,7 +162,7 @@ describe("lever train grpo", () => {
 });
 
 describe("lever train resume", () => {
-  it("continues a crashed run from its last finished epoch to the same weights as an uninterrupted run", async () => {
+  it("continues a crashed run (named by its --name) from its last finished epoch to the same weights as an uninterrupted run", async () => {
     const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "16", "--quiet", "--json"];
     const straight = JSON.parse(await run([...base, ...flags]));
     // Crash after epoch 2's state is saved: the progress stream fails when it prints that epoch. (Named: the
@@ -190,7 +190,12 @@ describe("lever train resume", () => {
     } finally {
       ws.close();
     }
-    const resumed = JSON.parse(await run(["resume", crashedRun, "--quiet", "--json"]));
+    // A run is named by its --name as well as by its id, as everywhere else.
+    expectUserError(
+      await runTrainCli(["resume", "crashd", "--quiet"]),
+      'error: field "run": no training run "crashd" in this workspace (give a run id or --name)',
+    );
+    const resumed = JSON.parse(await run(["resume", "crashed", "--quiet", "--json"]));
     expect(resumed.runId).toBe(crashedRun);
     expect(resumed.epochsRun).toBe(3);
     const a = loadCheckpoint(straight.bestCheckpoint);
