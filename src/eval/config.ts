@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js";
+import { POOL_RETRIEVER_NAMES, RETRIEVERS, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
@@ -84,7 +84,21 @@ export const EvalSettingsSchema = z
 export const EvalOptionsSchema = z
   .object({ ...EvalSettingsSchema.shape, ...VlmFieldsSchema.shape })
   .strict()
-  .superRefine(checkVlmSettings);
+  .superRefine(checkVlmSettings)
+  .superRefine(checkSomethingToPredict);
+
+/**
+ * Zero-shot runs at 0 shots only and every other retriever at positive shot counts only, so `--shots 0`
+ * without `zero` would plan no prediction at all: refused, not an empty evaluation that succeeds.
+ */
+function checkSomethingToPredict(s: { shots: number[]; retrievers: string[] }, ctx: z.RefinementCtx): void {
+  if (s.shots.some((shot) => shot > 0) || s.retrievers.includes(RETRIEVERS.zero.names[0])) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["shots"],
+    message: `only 0 shots, where only the zero retriever runs: --retriever ${s.retrievers.join(",")} would make no prediction; add a positive shot count or the zero retriever`,
+  });
+}
 
 export type EvalOptions = z.infer<typeof EvalOptionsSchema>;
 
