@@ -55,6 +55,12 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       signal: hooks.signal,
     }),
   ).catch(inThisRun);
+  // Ctrl-C during the last predictions' bookkeeping: stop before the comparison, which does not watch the signal.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (hooks.signal?.aborted)
+    throw new InterruptedError(
+      `stopped before the comparison and report; kept: ${p.unique.length} stages done and every evaluation; run the same command again to write them (done stages are reused)`,
+    );
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
