@@ -117,6 +117,32 @@ describe("evaluate against an OpenAI-compatible server", () => {
     expect(stored.n).toBeLessThan(MAX_COMPLETION_CHARS + 200);
   });
 
+  it("a hung server stops the evaluation within about max(timeoutMs, breakerMs), with and without the preflight (docs/vlm.md)", async () => {
+    const hung = await startMock();
+    hung.faultFor = (path) => (path === "/v1/chat/completions" ? { kind: "hang" } : null);
+    // The defaults (60 s, 20 s) scaled down by 60.
+    for (const preflight of [true, false]) {
+      const start = performance.now();
+      const run = evaluate(
+        sim.ws,
+        options([hung.url], {
+          run: `hung-${preflight}`,
+          cache: "off", // earlier tests cached these prompts' answers
+          queries: "first:8",
+          shots: [1],
+          retrievers: ["random"],
+          timeoutMs: 1000,
+          breakerMs: 333,
+          preflight,
+        }),
+        { progress: null },
+      );
+      await expect(run, `preflight ${preflight}`).rejects.toThrow(preflight ? /within 1000 ms/ : /breakerMs 333/);
+      // One timeout, not two (the preflight used to retry its timed-out check).
+      expect(performance.now() - start, `preflight ${preflight}`).toBeLessThan(1900);
+    }
+  });
+
   it("emits no MaxListenersExceededWarning with many concurrent requests, retries and replicas", async () => {
     const warnings: Error[] = [];
     const onWarning = (warning: Error) => warnings.push(warning);
