@@ -8,34 +8,15 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { writeNpy } from "../../src/data/npy.js";
-import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { runCli, runCliOk } from "../helpers/cli.js";
-import { stubItem } from "../helpers/items.js";
-import { syntheticRollouts, syntheticWorld } from "../train/synthetic.js";
+import { syntheticRollouts, syntheticWorkspace, syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-setup-failure-"));
 const wsDir = join(dir, "ws");
 const world = syntheticWorld({ seed: 4, queries: 40, perConcept: 6, concepts: 4, d: 8, K: 6, noise: 0.05 });
-{
-  const ids = [...world.emb.rowOf.keys()];
-  const ws = Workspace.open(wsDir);
-  ws.putDataset(
-    { name: "synth", split: "train", source: "synth", files: [] },
-    ids.map((id) => stubItem(id, `img${id}`)),
-  );
-  writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);
-  writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
-  importEmbedding(ws, {
-    file: join(dir, "emb.npy"),
-    idsFile: join(dir, "emb.ids.json"),
-    dataset: "synth",
-    kind: "joint",
-  });
-  ws.close();
-  writeFileSync(join(dir, "rollouts.json"), JSON.stringify(syntheticRollouts(world, 1)));
-}
+syntheticWorkspace(dir, wsDir, world);
+writeFileSync(join(dir, "rollouts.json"), JSON.stringify(syntheticRollouts(world, 1)));
 
 const rce = [
   "--workspace",

@@ -3,40 +3,23 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
-import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { resumeSftStage, runSftStage } from "../../src/train/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { crashingProgress } from "../helpers/crash.js";
-import { stubItem } from "../helpers/items.js";
-import { syntheticWorld } from "../train/synthetic.js";
+import { syntheticWorkspace, syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
 const wsDir = join(dir, "ws");
 const world = syntheticWorld({ seed: 2, queries: 60, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });
-{
-  const ids = [...world.emb.rowOf.keys()];
-  const items = ids.map((id) => stubItem(id, `img${id}`));
-  const ws = Workspace.open(wsDir);
-  ws.putDataset({ name: "synth", split: "train", source: "synth", files: [] }, items);
-  writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);
-  writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
-  importEmbedding(ws, {
-    file: join(dir, "emb.npy"),
-    idsFile: join(dir, "emb.ids.json"),
-    dataset: "synth",
-    kind: "joint",
-  });
-  ws.close();
-  writeFileSync(join(dir, "beams.json"), JSON.stringify(world.beams));
-  writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
-}
+syntheticWorkspace(dir, wsDir, world);
+writeFileSync(join(dir, "beams.json"), JSON.stringify(world.beams));
+writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
 
 const runTrainCli = (args: string[]) => runCli(["--workspace", wsDir, "train", ...args]);
 /** `lever --workspace WS train …`, which must succeed; returns what it printed. */
