@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { Workspace } from "../store/workspace.js";
+import { InterruptedError } from "../util/errors.js";
 import { sqliteError } from "../util/files.js";
 
 /** Finds or creates the sub-command group `name` (e.g. `lever data …`), so several files can add to it. */
@@ -17,7 +18,8 @@ export function workspaceDir(command: Command): string {
 /**
  * Opens the command's workspace (it must exist), runs `fn` and closes it, also on failure. Read
  * commands pass `readOnly`, so they work on a workspace that cannot be written. A SQLite error
- * (locked, read-only, disk full) becomes one line naming the database file.
+ * (locked, read-only, disk full) becomes one line naming the database file. A failure (not Ctrl-C)
+ * marks the runs the command still holds failed (`Workspace.failHeldRuns`).
  */
 export async function withWorkspace<T>(
   command: Command,
@@ -28,9 +30,19 @@ export async function withWorkspace<T>(
   try {
     return await fn(ws);
   } catch (error) {
+    if (!(error instanceof InterruptedError)) failHeldRuns(ws, error);
     throw sqliteError(error, ws.dbFile);
   } finally {
     ws.close();
+  }
+}
+
+/** Marks the runs a failed command still holds failed; a workspace that cannot record it leaves the command's own error to report. */
+export function failHeldRuns(ws: Workspace, error: unknown): void {
+  try {
+    ws.failHeldRuns(error instanceof Error ? error.message.split("\n")[0] : String(error));
+  } catch {
+    // the command's error is the one to report
   }
 }
 

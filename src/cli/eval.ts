@@ -3,11 +3,10 @@ import { EvalSettingsSchema, parseEvalOptions } from "../eval/config.js";
 import { type EvaluateResult, evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { RunStats } from "../eval/runner.js";
 import { renderComparison } from "../report/compare-render.js";
-import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
-import { printJson, workspaceDir } from "./common.js";
+import { printJson, withWorkspace } from "./common.js";
 import { RERUN_TO_RESUME, withSigint } from "./interrupt.js";
 import { bindSettings, resolve } from "./options.js";
 
@@ -26,13 +25,9 @@ export function register(program: Command): void {
   });
   command.action(async (flags: { json?: boolean }, cmd: Command) => {
     const options = parseEvalOptions({ ...resolve(cmd, evalSettings), ...resolve(cmd, vlmSettings) });
-    const ws = Workspace.open(workspaceDir(cmd), { create: false });
-    let result: EvaluateResult;
-    try {
-      result = await withSigint((signal) => evaluate(ws, options, { signal, clusterByImage: options.clusterByImage }));
-    } finally {
-      ws.close();
-    }
+    const result: EvaluateResult = await withWorkspace(cmd, (ws) =>
+      withSigint((signal) => evaluate(ws, options, { signal, clusterByImage: options.clusterByImage })),
+    );
     for (const note of result.notes) process.stderr.write(`note: ${note}\n`);
     for (const warning of result.warnings) process.stderr.write(`warning: ${warning}\n`);
     process.stderr.write(`${runLine(result)}\n`);

@@ -99,6 +99,7 @@ function registerImportPools(data: Command): void {
     .option("--seed <n>", "seed the cache was drawn with", "42")
     .option("--out <name>", "artefact name (default: the file name, made safe)")
     .option("--drop-conflicts", "drop candidates that are the query or share its image, cutting pools to the shortest")
+    .option("--replace", "overwrite an existing artefact of the same name")
     .option("--json", "print the result as JSON")
     .action(
       (
@@ -120,6 +121,7 @@ function registerImportPools(data: Command): void {
             k,
             seed,
             dropConflicts: flags.dropConflicts,
+            replace: flags.replace,
           });
           report(result.warnings, flags.json, result, [
             `imported ${result.summary.queries} pools of K = ${result.summary.k} (sampler ${result.summary.sampler})`,

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { importSynthSplit } from "../sim/ingest.js";
@@ -20,7 +20,7 @@ interface SynthFlags {
   out: string;
   params?: string;
   images: boolean;
-  force?: boolean;
+  replace?: boolean;
   import?: string;
   json?: boolean;
 }
@@ -49,7 +49,7 @@ export function register(program: Command): void {
     .requiredOption("--out <dir>", "output directory")
     .option("--params <file>", "JSON file of world parameters (docs/simulator.md); the flags above override it")
     .option("--no-images", "do not write placeholder image files")
-    .option("--force", "overwrite a synthetic dataset already in --out")
+    .option("--replace", "write into a folder that is not empty (a synthetic dataset there is overwritten)")
     .option(
       "--import <name>",
       "also import both splits with their image, text and joint embeddings into the workspace, as datasets NAME-train and NAME-val",
@@ -57,10 +57,7 @@ export function register(program: Command): void {
     .option("--json", "print the summary as JSON")
     .action(async (flags: SynthFlags, command: Command) => {
       const params = resolveParams(flags);
-      if (existsSync(join(flags.out, WORLD_FILE)) && !flags.force)
-        throw new LeverError("a synthetic dataset is already there (use --force to overwrite it)", {
-          file: join(flags.out, WORLD_FILE),
-        });
+      checkOut(flags.out, flags.replace === true);
       const names = flags.import !== undefined ? importNames(flags.import) : undefined;
       if (names !== undefined) await withWorkspace(command, (ws) => checkFree(ws, names), { create: true });
       const summary = writeSynthDataset({ out: flags.out, params, images: flags.images });
@@ -90,6 +87,22 @@ export function register(program: Command): void {
         ].join("\n"),
       );
     });
+}
+
+/**
+ * `--out` must be a folder that is absent or empty — a user's files are never overwritten, nor a
+ * dataset written among them — unless `--replace` says so (a synthetic dataset there is then overwritten).
+ */
+function checkOut(out: string, replace: boolean): void {
+  if (!existsSync(out)) return;
+  if (!statSync(out).isDirectory()) throw new LeverError("is a file, not a folder", { file: out, field: "--out" });
+  if (replace || readdirSync(out).length === 0) return;
+  throw new LeverError(
+    existsSync(join(out, WORLD_FILE))
+      ? "a synthetic dataset is already there (pass --replace to overwrite it)"
+      : "the folder is not empty and holds no synthetic dataset; choose a new or empty folder (or pass --replace to write into it anyway)",
+    { file: out, field: "--out" },
+  );
 }
 
 /** The dataset names `--import NAME` gives the two splits, checked as the workspace checks dataset names. */

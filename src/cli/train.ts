@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { resolveTrainingRun } from "../icl/checkpoint-ref.js";
 import type { HealthWarning } from "../train/health.js";
 import { formatMetric } from "../train/progress.js";
 import {
@@ -169,15 +170,16 @@ export function register(program: Command): void {
     .description(
       "continue an interrupted SFT, RCE or GRPO run from its last finished epoch (same result as an uninterrupted run)",
     )
-    .argument("<run>", "run id, e.g. sft-0003")
+    .argument("<run>", "training run: its id (e.g. sft-0003) or its --name")
     .option("--quiet", "no progress output")
     .option("--json", "print the result as JSON")
-    .action(async (runId: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
+    .action(async (ref: string, flags: { quiet?: boolean; json?: boolean }, command: Command) => {
       const progress = flags.quiet ? null : process.stderr;
       await withInterrupt(command, async (ws, signal) => {
         const how = { progress, note, signal };
-        if (ws.getRun(runId)?.kind === "sft") printSummary(await resumeSftStage(ws, runId, how), flags.json === true);
-        else printRlSummary(await resumeRlStage(ws, runId, how), flags.json === true);
+        const run = resolveTrainingRun(ws, ref);
+        if (run.kind === "sft") printSummary(await resumeSftStage(ws, run.id, how), flags.json === true);
+        else printRlSummary(await resumeRlStage(ws, run.id, how), flags.json === true);
       });
     });
 }

@@ -15,7 +15,7 @@ import type { BeamQuery, BeamSearchRecord, BeamSet, PoolRef } from "../data/traj
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { mean } from "../metrics/stats.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
-import { beamArtifactPath, writeBeamSet } from "../store/sets.js";
+import { beamArtifactPath, checkWritable, writeBeamSet } from "../store/sets.js";
 import type { StageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
@@ -101,7 +101,7 @@ export async function runBeams(
   hooks: BeamsHooks = {},
 ): Promise<BeamsResult> {
   const started = performance.now();
-  beamArtifactPath(settings.out); // validate the name before any work
+  checkWritable(ws, beamArtifactPath(settings.out), settings.replace); // the name and --replace, before any work
   const inputs = openStageInputs(ws, settings, settings.anchors, "--anchors");
   const search = searchSettings(settings, inputs.pools.set.k);
   const prior = budgetPrior(ws, settings, inputs.index.name, search);

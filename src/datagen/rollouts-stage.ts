@@ -29,7 +29,7 @@ import { type OpenedSelector, openSelector, type SelectorEmbeddings } from "../i
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
-import { rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
+import { checkWritable, rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { noGrad } from "../tensor/tensor.js";
@@ -148,7 +148,7 @@ export async function runRollouts(
     given.checkpoint === undefined
       ? given
       : { ...given, checkpoint: resolveCheckpoint(ws, given.checkpoint, "--checkpoint") };
-  rolloutArtifactPath(settings.out);
+  checkWritable(ws, rolloutArtifactPath(settings.out), settings.replace); // the name and --replace, before any work
   const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
   const matrices = embeddingPairs(ws, settings.dataset, inputs.index.name);

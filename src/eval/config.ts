@@ -8,10 +8,11 @@
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import { POOL_RETRIEVER_NAMES, retrieverHelp } from "../icl/retriever-catalog.js";
+import { POOL_RETRIEVER_NAMES, RETRIEVERS, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
+import { RunNameSchema } from "../store/runs.js";
 import { LeverError } from "../util/errors.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
@@ -70,11 +71,9 @@ export const EvalSettingsSchema = z
       .max(0xffffffff)
       .default(0)
       .describe("seed of query subsets, random retrieval, pools and the bootstrap"),
-    run: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]+$/, "letters, digits, '.', '_' and '-' only")
-      .optional()
-      .describe("name of the run (resumed if it exists); default: identified by the config hash"),
+    run: RunNameSchema.optional().describe(
+      "name of the run (resumed if it exists); default: identified by the config hash",
+    ),
     metricVariant: z
       .enum(VQA_VARIANTS)
       .default("official")
@@ -93,7 +92,21 @@ export const EvalSettingsSchema = z
 export const EvalOptionsSchema = z
   .object({ ...EvalSettingsSchema.shape, ...VlmFieldsSchema.shape })
   .strict()
-  .superRefine(checkVlmSettings);
+  .superRefine(checkVlmSettings)
+  .superRefine(checkSomethingToPredict);
+
+/**
+ * Zero-shot runs at 0 shots only and every other retriever at positive shot counts only, so `--shots 0`
+ * without `zero` would plan no prediction at all: refused, not an empty evaluation that succeeds.
+ */
+function checkSomethingToPredict(s: { shots: number[]; retrievers: string[] }, ctx: z.RefinementCtx): void {
+  if (s.shots.some((shot) => shot > 0) || s.retrievers.includes(RETRIEVERS.zero.names[0])) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["shots"],
+    message: `only 0 shots, where only the zero retriever runs: --retriever ${s.retrievers.join(",")} would make no prediction; add a positive shot count or the zero retriever`,
+  });
+}
 
 export type EvalOptions = z.infer<typeof EvalOptionsSchema>;
 

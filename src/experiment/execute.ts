@@ -55,6 +55,12 @@ export async function execute(ws: Workspace, p: RunPlan, hooks: RunHooks): Promi
       signal: hooks.signal,
     }),
   ).catch(inThisRun);
+  // Ctrl-C during the last predictions' bookkeeping: stop before the comparison, which does not watch the signal.
+  await new Promise((resolve) => setImmediate(resolve));
+  if (hooks.signal?.aborted)
+    throw new InterruptedError(
+      `stopped before the comparison and report; kept: ${p.unique.length} stages done and every evaluation; run the same command again to write them (done stages are reused)`,
+    );
   const { comparison, reportPath } = await compareAndReport(ws, p, evaluation, stages.runLabels);
   const trainingRuns = Object.keys(stages.runLabels);
   return { counts: stages.counts, evalRuns: evaluation.evalRuns, trainingRuns, comparison, reportPath };
@@ -80,12 +86,16 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
   for (const { stage, variants } of p.unique) {
     if (hooks.signal?.aborted)
       throw chainInterrupted(interruptedError(), `${outputs.size} of ${p.unique.length} stages done`);
-    let out = readStageRecord(ws, stage);
-    if (out !== null) {
+    const record = readStageRecord(ws, stage);
+    let out: AnyStageOutputs;
+    if (record !== null && "outputs" in record) {
+      out = record.outputs;
       counts[stage.stage].reused += variants.length;
       hooks.log(`${stageTitle(p, stage, variants)}: done earlier, reused`);
     } else {
-      hooks.log(`${stageTitle(p, stage, variants)}: running`);
+      hooks.log(
+        `${stageTitle(p, stage, variants)}: ${record === null ? "running" : `done earlier, but ${record.redo}: running it again`}`,
+      );
       const progress =
         p.variants.length > 1 && hooks.progress !== null ? labelledStream(hooks.progress, stage.label) : hooks.progress;
       const kept = `${outputs.size} of ${p.unique.length} stages done`;

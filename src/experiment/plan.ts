@@ -19,7 +19,7 @@ import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { withoutOperational } from "../util/operational.js";
 import type { LoadedExperiment, Variant } from "./load.js";
-import { readStageRecord } from "./records.js";
+import { readStageRecord, type StageRecordState } from "./records.js";
 import { EvalSectionSchema, type Experiment, ExperimentSchema } from "./schema.js";
 import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "./stages.js";
 
@@ -132,25 +132,36 @@ const TRAINING_STAGES: readonly StageName[] = ["sft", "rce", "grpo", "online"];
  * The comparison's baseline must be one of the methods the run will evaluate — a baseline retriever, a
  * trained stage's label (`rce`, `selector:rce`, `grpo_beta-0.12_seed-1`) or a seed group by its name
  * (`grpo`) — so a typo is refused before any training, not after all of it: the names the comparison
- * resolves (src/report/methods.ts, `resolveMethod` and `chooseBaseline`). A "RUN/RETRIEVER" reference
- * is checked when compared.
+ * resolves (src/report/methods.ts, `resolveMethod` and `chooseBaseline`); in a "RUN/RETRIEVER" reference,
+ * RUN must name one of the experiment's evaluation runs (`<name>-eval-<id>`).
  */
 function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVariant[]): void {
   const e0 = loaded.variants[0].experiment;
-  const ref = e0.compare?.baseline;
-  if (ref === undefined || ref.includes("/")) return;
+  const given = e0.compare?.baseline;
+  if (given === undefined) return;
+  const field = { file: loaded.file, field: "compare.baseline" };
+  // "RUN/RETRIEVER": RUN must be one of this experiment's evaluation runs, by name (its id is not known before it exists).
+  const slash = given.indexOf("/");
+  const ref = slash < 0 ? given : given.slice(slash + 1);
+  if (slash >= 0) {
+    const runs = [...new Set(variants.map((pv) => `${e0.name}-eval-${pv.evalId}`))];
+    if (!runs.includes(given.slice(0, slash)))
+      throw new LeverError(
+        `"${given.slice(0, slash)}" is not an evaluation run of this experiment (RUN/RETRIEVER names one by its name: ${runs.join(", ")})`,
+        field,
+      );
+  }
   const methods = new Set(variants.flatMap((pv) => pv.variant.experiment.eval.baselines));
   for (const pv of variants)
     for (const s of pv.stages)
       if (TRAINING_STAGES.includes(s.stage)) {
-        methods.add(`${RETRIEVERS.selector.prefix}${s.label}`).add(s.label);
-        if (s.seedGroup !== null) methods.add(s.seedGroup);
+        methods.add(`${RETRIEVERS.selector.prefix}${s.label}`);
+        // After RUN/ a method is a retriever: a bare label or a seed group is not one.
+        if (slash < 0) methods.add(s.label);
+        if (s.seedGroup !== null && slash < 0) methods.add(s.seedGroup);
       }
   if (!methods.has(ref))
-    throw new LeverError(`no method "${ref}" will be evaluated (methods: ${[...methods].join(", ")})`, {
-      file: loaded.file,
-      field: "compare.baseline",
-    });
+    throw new LeverError(`no method "${ref}" will be evaluated (methods: ${[...methods].join(", ")})`, field);
 }
 
 export function plan(loaded: LoadedExperiment): RunPlan {
@@ -183,7 +194,13 @@ export function describePlan(ws: Workspace, p: RunPlan) {
       stage: stage.stage,
       id: stage.id,
       usedBy: variants.map((i) => i + 1),
-      state: readStageRecord(ws, stage) !== null ? "done" : "to run",
+      state: stageState(readStageRecord(ws, stage)),
     })),
   };
+}
+
+/** A stage's state in the dry-run: done, to run, or to run again and why. */
+function stageState(record: StageRecordState): string {
+  if (record === null) return "to run";
+  return "outputs" in record ? "done" : `to run again (${record.redo})`;
 }

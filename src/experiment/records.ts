@@ -1,15 +1,18 @@
 /**
  * Stage records: a done stage of `lever run` writes `artifacts/experiments/stages/<stage>-<id>.json`
- * (`{stage, id, outputs}`, outputs as in src/experiment/stages.ts), and the next run reuses the stage
- * while the record exists and the files it names (outputs whose key ends in `File`) still do. Paths
- * inside the workspace are recorded workspace-relative (src/store/files.ts), so a moved workspace
- * reuses its stages.
+ * (`{stage, id, outputs, artefacts}`, outputs as in src/experiment/stages.ts), and the next run reuses
+ * the stage while the record exists and the artefacts it hands on (outputs whose key ends in `File`, and
+ * the named artefacts of its entry's `handsOn`) are as they were when it was done: each recorded with its
+ * size and a cheap hash (src/store/files.ts `fingerprintFileSync`). A record written before artefacts were
+ * recorded is checked for the files' existence only. Paths inside the workspace are recorded
+ * workspace-relative (src/store/files.ts), so a moved workspace reuses its stages.
  */
 import { existsSync } from "node:fs";
+import { fingerprintFileSync } from "../store/files.js";
 import type { Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { readJsonFile } from "../util/files.js";
-import type { AnyStageOutputs, StageName } from "./stages.js";
+import { type AnyStageOutputs, STAGE_TABLE, type StageEntry, type StageName } from "./stages.js";
 
 /** A planned stage (src/experiment/plan.ts) as its record knows it. */
 interface StageKey {
@@ -17,26 +20,57 @@ interface StageKey {
   id: string;
 }
 
+/** An artefact a done stage handed on, as it was then. */
+interface RecordedArtefact {
+  path: string;
+  bytes: number;
+  head: string;
+}
+
+/** What the record of a stage says: done (its outputs), redo (done, but an artefact is gone or changed: why), or none. */
+export type StageRecordState = { outputs: AnyStageOutputs } | { redo: string } | null;
+
 /** Where a done stage records its outputs. */
 export function stageRecordPath(ws: Workspace, stage: StageKey): string {
   return ws.artifactPath(`experiments/stages/${stage.stage}-${stage.id}.json`);
 }
 
-/** The outputs of a done stage, or null (not done, or its files are gone). */
-export function readStageRecord(ws: Workspace, stage: StageKey): AnyStageOutputs | null {
+/** The absolute paths of the artefacts a stage's outputs hand on. */
+function handedOn(ws: Workspace, stage: StageName, outputs: AnyStageOutputs): string[] {
+  const files = Object.entries(outputs)
+    .filter(([k]) => k.endsWith("File"))
+    .map(([, v]) => String(v));
+  const entry = STAGE_TABLE[stage] as StageEntry<StageName>;
+  return [...files, ...(entry.handsOn?.(outputs) ?? []).map((path) => ws.artifactPath(path))];
+}
+
+/** The outputs of a done stage; why it must be redone (an artefact it hands on is gone or changed); or null (not done). */
+export function readStageRecord(ws: Workspace, stage: StageKey): StageRecordState {
   const path = stageRecordPath(ws, stage);
   if (!existsSync(path)) return null;
-  const record = ws.resolved(readJsonFile(path) as { outputs: Record<string, string> });
-  // A record whose files were deleted since is not a done stage.
-  const files = Object.entries(record.outputs)
-    .filter(([k]) => k.endsWith("File"))
-    .map(([, v]) => v);
-  return files.every((f) => existsSync(f)) ? (record.outputs as unknown as AnyStageOutputs) : null;
+  const record = ws.resolved(readJsonFile(path) as { outputs: AnyStageOutputs; artefacts?: RecordedArtefact[] });
+  const recorded = record.artefacts ?? handedOn(ws, stage.stage, record.outputs).map((p) => ({ path: p }));
+  for (const artefact of recorded) {
+    const why = artefactChange(artefact);
+    if (why !== null) return { redo: `its artefact ${artefact.path} ${why}` };
+  }
+  return { outputs: record.outputs };
+}
+
+/** How an artefact differs from its record ("is gone", "changed …"), or null; a record without size and hash checks existence only. */
+function artefactChange(artefact: { path: string } & Partial<RecordedArtefact>): string | null {
+  if (!existsSync(artefact.path)) return "is gone";
+  if (artefact.bytes === undefined) return null;
+  const now = fingerprintFileSync(artefact.path);
+  if (now.bytes !== artefact.bytes)
+    return `changed since (${now.bytes} bytes, ${artefact.bytes} when the stage was done)`;
+  return now.head !== artefact.head ? "changed since (its content differs)" : null;
 }
 
 export function writeStageRecord(ws: Workspace, stage: StageKey, outputs: AnyStageOutputs): void {
+  const artefacts = handedOn(ws, stage.stage, outputs).map((path) => ({ path, ...fingerprintFileSync(path) }));
   writeFileAtomic(
     stageRecordPath(ws, stage),
-    `${JSON.stringify({ stage: stage.stage, id: stage.id, outputs: ws.stored(outputs) }, null, 2)}\n`,
+    `${JSON.stringify({ stage: stage.stage, id: stage.id, outputs: ws.stored(outputs), artefacts: ws.stored(artefacts) }, null, 2)}\n`,
   );
 }

@@ -14,6 +14,7 @@
 import { beamsInterrupted, runBeams } from "../datagen/beams-stage.js";
 import { failedTrajectoriesError, rolloutsInterrupted, runRollouts } from "../datagen/rollouts-stage.js";
 import { makePools } from "../pools/stage.js";
+import { beamArtifactPath, poolArtifactPath, rolloutArtifactPath } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
@@ -89,6 +90,8 @@ export interface StageEntry<S extends StageName> {
   /** The section with the defaults that depend on its other settings filled (what enters its identity). */
   filled?(settings: Section<S>): Section<S>;
   run(ctx: StageContext<S>): Promise<StageOutputs[S]> | StageOutputs[S];
+  /** The named artefacts (under artifacts/) it hands on besides its `…File` outputs: reuse needs them unchanged. */
+  handsOn?(outputs: StageOutputs[S]): string[];
 }
 
 /** Training stages start from RCE when there is one, else from SFT. */
@@ -97,10 +100,21 @@ const START = ["rce", "sft"] as const;
 /** The table, in execution order. */
 export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
   data: { needs: [], reads: [], run: (c) => runData(c.ws, c.experiment, c.tag) },
-  pools: { needs: ["data"], reads: [], run: runPoolsStage },
-  beams: { needs: ["data", "pools"], reads: ["vlm", "embedding"], run: runBeamsStage },
+  pools: { needs: ["data"], reads: [], run: runPoolsStage, handsOn: (o) => [poolArtifactPath(o.name)] },
+  beams: {
+    needs: ["data", "pools"],
+    reads: ["vlm", "embedding"],
+    run: runBeamsStage,
+    handsOn: (o) => [beamArtifactPath(o.name)],
+  },
   sft: { needs: ["data", "pools", "beams"], why: "SFT trains on beams", reads: ["embedding"], run: runSft },
-  rollouts: { needs: ["data", "pools"], uses: ["sft"], reads: ["vlm", "embedding"], run: runRolloutsStage },
+  rollouts: {
+    needs: ["data", "pools"],
+    uses: ["sft"],
+    reads: ["vlm", "embedding"],
+    run: runRolloutsStage,
+    handsOn: (o) => [rolloutArtifactPath(o.name)],
+  },
   rce: {
     needs: ["data", "pools", "rollouts"],
     uses: ["sft"],

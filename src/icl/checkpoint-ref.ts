@@ -75,6 +75,14 @@ export function resolveCheckpoint(ws: Workspace | null, ref: string, field = "ch
   return join(dir, file);
 }
 
+/** The training run a reference names by id or name (`lever train resume RUN`); none is one error naming `field`. */
+export function resolveTrainingRun(ws: Workspace, ref: string, field = "run") {
+  const run = findTrainingRun(ws, ref);
+  if (run === undefined)
+    throw new LeverError(`no training run "${ref}" in this workspace (give a run id or --name)`, { field });
+  return run;
+}
+
 /** The training run with this id, else the newest with this name. */
 function findTrainingRun(ws: Workspace, idOrName: string) {
   const byId = ws.getRun(idOrName);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { isAbsolute, join, normalize, resolve, sep } from "node:path";
 import { LeverError } from "../util/errors.js";
 import { pathInside } from "../util/files.js";
@@ -97,6 +97,34 @@ export function hashFileSync(path: string): { sha256: string; bytes: number } {
     closeSync(fd);
   }
   return { sha256: hash.digest("hex"), bytes };
+}
+
+/** How much of each end of a file `fingerprintFileSync` hashes. */
+const FINGERPRINT_SPAN = 1 << 16;
+
+/**
+ * A cheap identity of a file: its size and a sha256 over its first and last 64 KiB (the whole file when
+ * smaller) — enough to notice a file deleted, truncated, replaced or rewritten, without reading a large
+ * checkpoint or embedding matrix whole.
+ */
+export function fingerprintFileSync(path: string): { bytes: number; head: string } {
+  const fd = openSync(path, "r");
+  try {
+    const bytes = fstatSync(fd).size;
+    const hash = createHash("sha256");
+    const read = (position: number, length: number) => {
+      const chunk = Buffer.alloc(length);
+      hash.update(chunk.subarray(0, readSync(fd, chunk, 0, length, position)));
+    };
+    if (bytes <= 2 * FINGERPRINT_SPAN) read(0, bytes);
+    else {
+      read(0, FINGERPRINT_SPAN);
+      read(bytes - FINGERPRINT_SPAN, FINGERPRINT_SPAN);
+    }
+    return { bytes, head: hash.digest("hex") };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** sha256 of in-memory data in the shapes `writeFileAtomic` accepts. */

@@ -68,6 +68,22 @@ function toRun(row: RunRow): RunRecord {
   };
 }
 
+/** The shape of every run id, `<kind>-NNNN` (`sft-0003`): a name of that shape would lose to the id. */
+const RUN_ID_SHAPE = /^[a-z]+-\d{4,}$/;
+
+/**
+ * A run's name (`--name`, `eval --run`): one every run reference can name — a safe name (no space, no
+ * `:` that would read as RUN:best|last|epoch-N, no `/` that would read as RUN/RETRIEVER) that is not
+ * shaped like a run id.
+ */
+export const RunNameSchema = z
+  .string()
+  .regex(
+    NAME_PATTERN,
+    "a run name is letters, digits, '.', '_' and '-', starting with a letter or digit (no ':', '/' or spaces)",
+  )
+  .refine((name) => !RUN_ID_SHAPE.test(name), "a run name must not look like a run id (<kind>-NNNN); choose another");
+
 /**
  * Starts a run record with its resolved config (canonical JSON) and config hash. Ids are
  * `<kind>-<NNNN>` from a never-reused sequence: readable, unique, and free of randomness.
@@ -183,6 +199,11 @@ export function finishRun(db: Database, id: string, status: "done" | "failed", e
     .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?")
     .run(status, new Date().toISOString(), error ?? null, id).changes;
   if (changes === 0) throw new LeverError(`no run "${id}" in this workspace`, { field: "run" });
+}
+
+/** Takes a run's name away (its id still names it), so a new run can have the name alone. */
+export function clearRunName(db: Database, id: string): void {
+  db.prepare("UPDATE runs SET name = NULL WHERE id = ?").run(id);
 }
 
 interface StageRow {

@@ -46,14 +46,27 @@ function write(ws: Workspace, relative: string, value: unknown, replace: boolean
       throw new LeverError("artefact already exists with other content (pass --replace to overwrite it)", {
         file: path,
       });
-    const readers = ws.runsReading(relative);
-    if (readers.length > 0)
-      throw new LeverError(
-        `artefact is an input of run ${readers.join(", ")}, so it is never replaced; write under another name (--out)`,
-        { file: path },
-      );
+    refuseReadArtefact(ws, relative, path);
   }
   return ws.writeArtifact(relative, text);
+}
+
+function refuseReadArtefact(ws: Workspace, relative: string, path: string): void {
+  const readers = ws.runsReading(relative);
+  if (readers.length > 0)
+    throw new LeverError(
+      `artefact is an input of run ${readers.join(", ")}, so it is never replaced; write under another name (--out)`,
+      { file: path },
+    );
+}
+
+/**
+ * Before a stage's work (`relative`: e.g. `beamArtifactPath(name)`, which checks the name): `--replace` of
+ * an artefact a run read is refused now, as its write would refuse it after the work.
+ */
+export function checkWritable(ws: Workspace, relative: string, replace: boolean): void {
+  const path = ws.artifactPath(relative);
+  if (replace && existsSync(path)) refuseReadArtefact(ws, relative, path);
 }
 
 function read(ws: Workspace, relative: string): { path: string; json: unknown } {

@@ -3,7 +3,7 @@
  *
  * - **open** (`openStageRun`): the run for this command is the newest run of this kind with the same
  *   identity — with a name, the run of that name (one made with other settings is refused, naming what
- *   differs); without one, the newest run with the same config hash (settings and inputs) — else a new
+ *   differs, unless it failed before its stage began: then the name passes to a new run, and is taken from it); without one, the newest run with the same config hash (settings and inputs) — else a new
  *   run. An existing run whose stage is not done (interrupted, failed, or stopped) is resumed, with a
  *   note saying which run and why; one whose stage is done is reopened by an item stage (done items are
  *   kept, failed ones retried, the artefact assembled again) and handed back as it is by a training
@@ -158,11 +158,22 @@ function findRun(ws: Workspace, spec: StageRunSpec): RunRecord | undefined {
     .listRuns({ kind: spec.kind })
     .filter((run) => run.name === spec.name)
     .at(-1);
+  // A run that failed before its stage began did no work: its name goes to the run with other settings
+  // (taken from it, so the name keeps naming one run).
+  if (named !== undefined && named.configHash !== hash && stoppedInSetup(ws, named)) {
+    ws.clearRunName(named.id);
+    return undefined;
+  }
   if (named !== undefined && named.configHash !== hash) {
     const differs = configDifferences(named.config as Record<string, unknown>, spec.config);
     throw new RunSettingsConflict(spec.name, named.id, differs, spec.nameFlag ?? "--name");
   }
   return named;
+}
+
+/** A run that failed before any of its stages began (e.g. while its command set up the VLM). */
+function stoppedInSetup(ws: Workspace, run: RunRecord): boolean {
+  return run.status === "failed" && ws.listStages(run.id).length === 0;
 }
 
 /** A name given to a run whose run has other settings (`differs`: the config's top-level keys that differ). */

@@ -327,6 +327,23 @@ export class Workspace {
     return { ...owned, note };
   }
 
+  /**
+   * After a command failed (not Ctrl-C): every run it still holds — one that failed before its stage
+   * could fail it, e.g. while the command set up its VLM — is recorded failed with the message (its
+   * running stages too) and let go, so it neither reads as running or interrupted forever nor blocks its
+   * name (src/store/stage-run.ts).
+   */
+  failHeldRuns(message: string): void {
+    for (const [runId, lease] of [...this.leases]) {
+      if (this.getRun(runId)?.status === "running") {
+        for (const stage of this.listStages(runId))
+          if (stage.status === "running") this.failStage(runId, stage.name, message);
+        this.finishRun(runId, "failed", message);
+      }
+      lease.release();
+    }
+  }
+
   /** Records the artefacts a run reads; `replace` of any of them is refused from then on. */
   recordRunInputs(runId: string, inputs: readonly ArtifactRef[]): void {
     runs.recordRunInputs(
@@ -380,6 +397,10 @@ export class Workspace {
 
   finishRun(id: string, status: "done" | "failed", error?: string): void {
     runs.finishRun(this.db, id, status, error === undefined ? undefined : redactUrlPasswords(error));
+  }
+
+  clearRunName(runId: string): void {
+    runs.clearRunName(this.db, runId);
   }
 
   beginStage(runId: string, name: string, options: { restart?: boolean } = {}): void {

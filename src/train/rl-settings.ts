@@ -11,6 +11,7 @@
 import { z } from "zod";
 import { CHECKPOINT_REF_HELP } from "../icl/checkpoint-ref.js";
 import { RewardSchema } from "../icl/rewards.js";
+import { RunNameSchema } from "../store/runs.js";
 import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
 import { AdvantageSchema } from "./advantages.js";
@@ -53,7 +54,7 @@ export const RlInputsSchema = z
       .min(1)
       .optional()
       .describe(`GRPO: frozen KL reference checkpoint, ${CHECKPOINT_REF_HELP} (default: the starting weights)`),
-    name: z.string().min(1).optional().describe("run name"),
+    name: RunNameSchema.optional().describe("run name"),
   })
   .strict();
 export type RlInputs = z.output<typeof RlInputsSchema>;

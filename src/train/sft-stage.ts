@@ -11,6 +11,7 @@ import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
 import { CHECKPOINT_REF_HELP, resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { type Checkpoint, loadCheckpoint } from "../selector/checkpoint.js";
+import { RunNameSchema } from "../store/runs.js";
 import { resolveBeamSet, resolvePoolSet } from "../store/sets.js";
 import { openStageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
@@ -34,7 +35,7 @@ export const SftInputsSchema = z
       .min(1)
       .optional()
       .describe(`start from this selector checkpoint (${CHECKPOINT_REF_HELP}) instead of a fresh init`),
-    name: z.string().min(1).optional().describe("run name"),
+    name: RunNameSchema.optional().describe("run name"),
   })
   .strict();
 export type SftInputs = z.output<typeof SftInputsSchema>;

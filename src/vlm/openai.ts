@@ -416,7 +416,7 @@ export class OpenAiVlm implements Vlm {
       const what = text === null || text === undefined ? "a null" : text === "" ? "an empty" : "a blank";
       return vlmFailure("empty-answer", `the server generated ${what} completion`);
     }
-    return { text, tokens: reply.response.usage.completion_tokens };
+    return { text: keptCompletion(text), tokens: reply.response.usage.completion_tokens };
   }
 
   private async scoreOne(prompt: VlmPrompt, answer: string, signal?: AbortSignal): Promise<Outcome<ScoreResult>> {
@@ -572,4 +572,17 @@ export function openAiVlmId(c: OpenAiVlmConfig): string {
 function describeIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   return `${issue.path.join(".") || "<root>"}: ${issue.message}`;
+}
+
+/**
+ * The most of a completion that is kept: its first 16 KiB (characters). The answer asked for is a few
+ * tokens (`maxTokens`); a server that ignores that can send megabytes, which would otherwise be stored
+ * whole — in the response cache, in every prediction (`raw_answer`) and rollout item. The post-processed
+ * answer is the text before the first stop word or ", " (docs/vlm.md), so it is the same from the kept
+ * part unless it is itself longer, and then it scores 0 either way.
+ */
+export const MAX_COMPLETION_CHARS = 16 * 1024;
+
+function keptCompletion(text: string): string {
+  return text.length > MAX_COMPLETION_CHARS ? text.slice(0, MAX_COMPLETION_CHARS) : text;
 }

@@ -6,8 +6,10 @@
  * `prompt_logprobs` returns them and, with `answerSpan: "tokenize"`, `/tokenize` works. A failure
  * is one LeverError line naming the URL and the check, instead of every prediction of a run failing
  * the same way after minutes of retries. Each check is retried once, after `retryPauseMs` (the
- * client's first backoff delay), when the failure is transient (connection, timeout, 5xx, cut-off JSON) —
- * except a timeout of the model list, which has its own short limit (`MODELS_TIMEOUT_MS`).
+ * client's first backoff delay), when the failure is transient (connection, 5xx, cut-off JSON) — but not
+ * after a timeout: that check already waited `timeoutMs` (the model list: its own short limit,
+ * `MODELS_TIMEOUT_MS`), and a second wait would double how long a hung server takes to be reported
+ * (docs/vlm.md: about `max(timeoutMs, breakerMs)`).
  */
 import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
@@ -51,12 +53,11 @@ export async function preflightOpenAi(settings: PreflightSettings): Promise<void
 }
 
 async function checkEndpoint(url: string, s: PreflightSettings): Promise<void> {
-  // A live server lists its models at once: a short limit, no retry after a timeout, so a server that
-  // accepts connections but never answers is reported in seconds (the chat checks keep the full limit).
+  // A live server lists its models at once: a short limit, so a server that accepts connections but
+  // never answers is reported in seconds (the chat checks keep the full limit).
   const models = await request(url, "GET /v1/models", `${url}/v1/models`, null, {
     ...s,
     send: { ...s.send, timeoutMs: modelsTimeout(s.send.timeoutMs) },
-    retryTimeouts: false,
   });
   const served = servedModels(models);
   if (served === null)
@@ -128,17 +129,17 @@ async function checkEndpoint(url: string, s: PreflightSettings): Promise<void> {
     );
 }
 
-/** One check's request (retried once when transient); the parsed JSON or a LeverError naming the check. */
+/** One check's request (retried once when transient, not after a timeout); the parsed JSON or a LeverError naming the check. */
 async function request(
   url: string,
   what: string,
   target: string,
   body: object | null,
-  s: PreflightSettings & { retryTimeouts?: boolean },
+  s: PreflightSettings,
 ): Promise<unknown> {
   const bytes = body === null ? null : [Buffer.from(JSON.stringify(body), "utf8")];
   let attempt: Attempt = await sendOnce(s.send, target, bytes, s.signal);
-  if (!attempt.ok && attempt.retryable && (s.retryTimeouts !== false || attempt.failure.reason !== "timeout")) {
+  if (!attempt.ok && attempt.retryable && attempt.failure.reason !== "timeout") {
     await sleep(s.retryPauseMs, s.signal);
     attempt = await sendOnce(s.send, target, bytes, s.signal);
   }

@@ -103,6 +103,12 @@ describe("lever eval", () => {
       "oracle",
     );
     expectUserError(oracleOpenai, "oracle retriever needs the simulated VLM");
+    expectUserError(await lever(...base(), "--resamples", "1e8"), 'error: field "--resamples": at most 1000000 (1e6)');
+    // Only 0 shots without the zero retriever would predict nothing: an error, not an empty success.
+    expectUserError(
+      await lever(...base().map((a) => (a === "1,2" ? "0" : a)), "--retriever", "random"),
+      'error: field "--shots": only 0 shots, where only the zero retriever runs: --retriever random would make no prediction; add a positive shot count or the zero retriever',
+    );
   });
 });
 

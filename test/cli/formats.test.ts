@@ -199,6 +199,22 @@ describe("lever data import-pools", () => {
     expect(dropped.stderr).toMatch(/^warning: \S*pools\.json: dropped 1 candidates/);
     expect(dropped.stdout).toContain("imported 1 pools of K = 2");
   });
+
+  it("refuses to overwrite a pool set with other content, and --replace (which the refusal names) overwrites it", async () => {
+    const file = join(dir, "pools.json");
+    writeFileSync(file, JSON.stringify({ "2": [0, 1, 5] }));
+    await leverOk(...importPools(file), "--sampler", "S");
+    const [first] = Object.values(withWorkspace((ws) => readPoolSet(ws, "pools")).pools);
+    writeFileSync(file, JSON.stringify({ "2": [1, 0, 5] }));
+    expectUserError(
+      await lever(...importPools(file), "--sampler", "S"),
+      /pools\/pools\.json: artefact already exists with other content \(pass --replace to overwrite it\)/,
+    );
+    await leverOk(...importPools(file), "--sampler", "S", "--replace");
+    expect(Object.values(withWorkspace((ws) => readPoolSet(ws, "pools")).pools)).toEqual([
+      [first[1], first[0], first[2]],
+    ]);
+  });
 });
 
 describe("Lever-Plus files that are not what they claim", () => {

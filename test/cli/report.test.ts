@@ -163,6 +163,10 @@ describe("lever compare", () => {
     expectUserError(await lever("compare", "nope"), 'no run "nope"');
     expectUserError(await lever("compare", "tiny-sft"), "is a sft run, not an evaluation run");
     expectUserError(await lever("compare", evalJson.runId, "--subsets", "0"), 'field "--subsets"');
+    expectUserError(
+      await lever("compare", evalJson.runId, "--resamples", "1e8"),
+      'error: field "--resamples": at most 1000000 (1e6): more only takes longer, the intervals no longer move',
+    );
     expectUserError(await lever("compare", evalJson.runId, "--format", "xml"), 'field "--format"');
     expectUserError(await lever("compare", evalJson.runId, "--baseline", "oracle"), 'no method "oracle"');
     expectUserError(

@@ -3,40 +3,23 @@ import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
-import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { resumeSftStage, runSftStage } from "../../src/train/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { crashingProgress } from "../helpers/crash.js";
-import { stubItem } from "../helpers/items.js";
-import { syntheticWorld } from "../train/synthetic.js";
+import { syntheticWorkspace, syntheticWorld } from "../train/synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-train-cli-"));
 const wsDir = join(dir, "ws");
 const world = syntheticWorld({ seed: 2, queries: 60, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });
-{
-  const ids = [...world.emb.rowOf.keys()];
-  const items = ids.map((id) => stubItem(id, `img${id}`));
-  const ws = Workspace.open(wsDir);
-  ws.putDataset({ name: "synth", split: "train", source: "synth", files: [] }, items);
-  writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);
-  writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
-  importEmbedding(ws, {
-    file: join(dir, "emb.npy"),
-    idsFile: join(dir, "emb.ids.json"),
-    dataset: "synth",
-    kind: "joint",
-  });
-  ws.close();
-  writeFileSync(join(dir, "beams.json"), JSON.stringify(world.beams));
-  writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
-}
+syntheticWorkspace(dir, wsDir, world);
+writeFileSync(join(dir, "beams.json"), JSON.stringify(world.beams));
+writeFileSync(join(dir, "pools.json"), JSON.stringify(world.pools));
 
 const runTrainCli = (args: string[]) => runCli(["--workspace", wsDir, "train", ...args]);
 /** `lever --workspace WS train …`, which must succeed; returns what it printed. */
@@ -162,7 +145,7 @@ describe("lever train grpo", () => {
 });
 
 describe("lever train resume", () => {
-  it("continues a crashed run from its last finished epoch to the same weights as an uninterrupted run", async () => {
+  it("continues a crashed run (named by its --name) from its last finished epoch to the same weights as an uninterrupted run", async () => {
     const flags = ["--epochs", "3", "--hidden", "8", "--lr", "1e-2", "--batch-queries", "16", "--quiet", "--json"];
     const straight = JSON.parse(await run([...base, ...flags]));
     // Crash after epoch 2's state is saved: the progress stream fails when it prints that epoch. (Named: the
@@ -190,7 +173,12 @@ describe("lever train resume", () => {
     } finally {
       ws.close();
     }
-    const resumed = JSON.parse(await run(["resume", crashedRun, "--quiet", "--json"]));
+    // A run is named by its --name as well as by its id, as everywhere else.
+    expectUserError(
+      await runTrainCli(["resume", "crashd", "--quiet"]),
+      'error: field "run": no training run "crashd" in this workspace (give a run id or --name)',
+    );
+    const resumed = JSON.parse(await run(["resume", "crashed", "--quiet", "--json"]));
     expect(resumed.runId).toBe(crashedRun);
     expect(resumed.epochsRun).toBe(3);
     const a = loadCheckpoint(straight.bestCheckpoint);

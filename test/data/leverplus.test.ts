@@ -151,6 +151,14 @@ describe("beam data", () => {
       },
       /field "id_list\[0\]\[1\]": ICD 1 appears twice/,
     ],
+    [
+      "a beam holding its own anchor",
+      (d) => {
+        d["5"].id_list[0] = [5, 1, 5];
+        delete d["5"].beams;
+      },
+      /^beams\.json, record "5", field "id_list\[0\]\[0\]": 5 is the anchor itself: a query is never its own demonstration \(SFT would learn from it\)$/,
+    ],
   ];
   for (const [what, mutate, message] of broken) {
     it(`rejects ${what}, naming file, record and field`, () => {

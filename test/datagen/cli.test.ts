@@ -2,7 +2,7 @@
  * `lever beams` and `lever rollouts` end to end on a simulated workspace, as a user runs them:
  * beams → `lever train sft` → rollouts from the checkpoint → Lever-Plus export → import.
  */
-import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -90,6 +90,34 @@ describe("lever beams (CLI)", () => {
   it("exports the beams to the Lever-Plus JSON", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "lever-beams-")), "beams.json");
     expect(await runCliOk(w.args("data", "export-beams", "b", "--out", file))).toContain("of 40 queries");
+  });
+
+  it("refuses --out NAME --replace of an artefact a run read before any VLM work, as rollouts does", async () => {
+    const runs = (kind: string) => w.ws.listRuns({ kind }).length;
+    const before = runs("beams");
+    // beams/b.json is the SFT run's input (beforeAll); other anchors would be a new search.
+    const refused = await runCli(
+      w.args(...beamsCommand().map((a) => (a === "random:40" ? "random:41" : a)), "--replace", "--quiet"),
+    );
+    expectUserError(
+      refused,
+      /beams\/b\.json: artefact is an input of run sft-\d+, so it is never replaced; write under another name \(--out\)/,
+    );
+    expect(runs("beams")).toBe(before);
+
+    mkdirSync(w.ws.artifactPath("rollouts"), { recursive: true });
+    writeFileSync(w.ws.artifactPath("rollouts/read.json"), "{}");
+    const reader = w.ws.createRun({ kind: "rce", config: { reads: "rollouts/read.json" }, seed: 1 });
+    w.ws.recordRunInputs(reader, [{ path: "rollouts/read.json", sha256: "0".repeat(64) }]);
+    w.ws.finishRun(reader, "done");
+    const rollouts = await runCli(
+      w.args(...rolloutsCommand().map((a) => (a === "r" ? "read" : a)), "--replace", "--quiet"),
+    );
+    expectUserError(
+      rollouts,
+      new RegExp(`rollouts/read\\.json: artefact is an input of run ${reader}, so it is never replaced`),
+    );
+    expect(runs("rollouts")).toBe(0);
   });
 
   it("reports bad settings as one line naming the flag", async () => {

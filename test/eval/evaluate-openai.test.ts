@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
+import { MAX_COMPLETION_CHARS } from "../../src/vlm/openai.js";
 import { preflight, type Vlm } from "../../src/vlm/types.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";
@@ -88,6 +89,58 @@ describe("evaluate against an OpenAI-compatible server", () => {
     expect(resumed.stats).toMatchObject({ skipped: 5, evaluated: 15, failures: 0, aborted: false });
     expect(rest.seen.prompts).toBe(15); // the stored five are not sent again
     expect(slow.count("/v1/chat/completions")).toBe(15 + 1); // + the preflight's image request
+  });
+
+  it("keeps a megabyte-long completion to its first 16 KiB in the predictions and the cache; the answer is unchanged", async () => {
+    // A server that ignores max_tokens: "yes, " and then 1 MB of text.
+    const chatty = await startMock({ answer: () => `yes, ${"and so on ".repeat(100_000)}` });
+    const result = await evaluate(
+      sim.ws,
+      options([chatty.url], {
+        run: "chatty",
+        queries: "first:2",
+        shots: [1],
+        retrievers: ["random"],
+        maxTokens: 10_000_000,
+      }),
+      { progress: null },
+    );
+    expect(result.stats).toMatchObject({ planned: 2, evaluated: 2, failures: 0 });
+    const rows = sim.ws.getPredictions(result.runId);
+    expect(rows.map((r) => [r.rawAnswer?.length, r.answer])).toEqual([
+      [MAX_COMPLETION_CHARS, "yes"],
+      [MAX_COMPLETION_CHARS, "yes"],
+    ]);
+    const stored = sim.ws.db
+      .prepare("SELECT MAX(LENGTH(response)) AS n FROM vlm_cache WHERE model = ? AND kind = 'generate'")
+      .get(result.config.vlm) as { n: number };
+    expect(stored.n).toBeLessThan(MAX_COMPLETION_CHARS + 200);
+  });
+
+  it("a hung server stops the evaluation within about max(timeoutMs, breakerMs), with and without the preflight (docs/vlm.md)", async () => {
+    const hung = await startMock();
+    hung.faultFor = (path) => (path === "/v1/chat/completions" ? { kind: "hang" } : null);
+    // The defaults (60 s, 20 s) scaled down by 60.
+    for (const preflight of [true, false]) {
+      const start = performance.now();
+      const run = evaluate(
+        sim.ws,
+        options([hung.url], {
+          run: `hung-${preflight}`,
+          cache: "off", // earlier tests cached these prompts' answers
+          queries: "first:8",
+          shots: [1],
+          retrievers: ["random"],
+          timeoutMs: 1000,
+          breakerMs: 333,
+          preflight,
+        }),
+        { progress: null },
+      );
+      await expect(run, `preflight ${preflight}`).rejects.toThrow(preflight ? /within 1000 ms/ : /breakerMs 333/);
+      // One timeout, not two (the preflight used to retry its timed-out check).
+      expect(performance.now() - start, `preflight ${preflight}`).toBeLessThan(1900);
+    }
   });
 
   it("emits no MaxListenersExceededWarning with many concurrent requests, retries and replicas", async () => {

@@ -96,8 +96,24 @@ describe("experiment files", () => {
     const error = leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=rnadom"])));
     expect(error.message).toMatch(/baseline\.yaml, field "compare\.baseline": no method "rnadom" will be evaluated/);
     expect(error.message).toContain("selector:grpo_seed-1");
-    for (const ok of ["random", "rce", "selector:sft", "grpo_seed-2", "grpo", "x-eval-1/random"])
+    const evalRun = `${loadExperiment(file).variants[0].experiment.name}-eval-${plan(loadExperiment(file)).variants[0].evalId}`;
+    for (const ok of [
+      "random",
+      "rce",
+      "selector:sft",
+      "grpo_seed-2",
+      "grpo",
+      `${evalRun}/random`,
+      `${evalRun}/selector:rce`,
+    ])
       expect(() => plan(loadExperiment(file, [`compare.baseline=${ok}`])), ok).not.toThrow();
+    // RUN/RETRIEVER: RUN must be this experiment's evaluation run, and RETRIEVER one it will evaluate.
+    expect(leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=x-eval-1/random"]))).message).toBe(
+      `${file}, field "compare.baseline": "x-eval-1" is not an evaluation run of this experiment (RUN/RETRIEVER names one by its name: ${evalRun})`,
+    );
+    expect(leverErrorOf(() => plan(loadExperiment(file, [`compare.baseline=${evalRun}/rnadom`]))).message).toMatch(
+      /no method "rnadom" will be evaluated/,
+    );
     // A seed group is a row by its name only; "selector:grpo" is no method the comparison would find.
     expect(leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=selector:grpo"]))).message).toMatch(
       /no method "selector:grpo" will be evaluated/,

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
@@ -150,7 +150,7 @@ describe("lever data synth", () => {
     await program.parseAsync(["node", "lever", ...args]);
   };
 
-  it("writes the dataset described by its flags, and refuses to overwrite without --force", async () => {
+  it("writes the dataset described by its flags, and refuses a non-empty folder (its own dataset, or anyone's files) without --replace", async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "lever-synth-cli-")), "ds");
     const args = ["data", "synth", "--items", "300", "--val-items", "80", "--concepts", "6", "--seed", "3"];
     const log = process.stdout.write;
@@ -159,9 +159,20 @@ describe("lever data synth", () => {
       await run([...args, "--dim", "8", "--out", dir, "--no-images"]);
       expect(readFileSync(join(dir, "world.json"), "utf8")).toContain(world.fingerprint);
       expect(existsSync(join(dir, "images"))).toBe(false);
-      await expect(run([...args, "--dim", "8", "--out", dir])).rejects.toThrow(/already there.*--force/);
-      await run([...args, "--dim", "8", "--out", dir, "--force"]);
+      await expect(run([...args, "--dim", "8", "--out", dir])).rejects.toThrow(/already there.*--replace/);
+      await run([...args, "--dim", "8", "--out", dir, "--replace"]);
       expect(existsSync(join(dir, "images"))).toBe(true);
+      // A folder with someone else's files: refused, the files untouched; --replace writes into it.
+      const theirs = join(dir, "..", "theirs");
+      mkdirSync(theirs);
+      writeFileSync(join(theirs, "v2_mscoco_train2014_annotations.json"), "mine");
+      await expect(run([...args, "--out", theirs])).rejects.toThrow(
+        `${theirs}, field "--out": the folder is not empty and holds no synthetic dataset; choose a new or empty folder (or pass --replace to write into it anyway)`,
+      );
+      expect(readdirSync(theirs)).toEqual(["v2_mscoco_train2014_annotations.json"]);
+      expect(readFileSync(join(theirs, "v2_mscoco_train2014_annotations.json"), "utf8")).toBe("mine");
+      await run([...args, "--out", theirs, "--no-images", "--replace"]);
+      expect(existsSync(join(theirs, "world.json"))).toBe(true);
     } finally {
       process.stdout.write = log;
     }

@@ -2,11 +2,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { writeNpy } from "../../src/data/npy.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
-import { importEmbedding } from "../../src/store/ingest/embeddings.js";
 import { Workspace } from "../../src/store/workspace.js";
 import {
   GrpoStageConfigSchema,
@@ -17,30 +15,13 @@ import {
 import { resumeRlStage, runRlStage } from "../../src/train/rl-stage.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 import { crashingProgress } from "../helpers/crash.js";
-import { stubItem } from "../helpers/items.js";
-import { syntheticRollouts, syntheticWorld } from "./synthetic.js";
+import { syntheticRollouts, syntheticWorkspace, syntheticWorld } from "./synthetic.js";
 
 const dir = mkdtempSync(join(tmpdir(), "lever-rl-stage-"));
 const wsDir = join(dir, "ws");
 const world = syntheticWorld({ seed: 4, queries: 120, perConcept: 10, concepts: 6, d: 8, K: 10, noise: 0.05 });
-{
-  const ids = [...world.emb.rowOf.keys()];
-  const ws = Workspace.open(wsDir);
-  ws.putDataset(
-    { name: "synth", split: "train", source: "synth", files: [] },
-    ids.map((id) => stubItem(id, `img${id}`)),
-  );
-  writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, 8]);
-  writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
-  importEmbedding(ws, {
-    file: join(dir, "emb.npy"),
-    idsFile: join(dir, "emb.ids.json"),
-    dataset: "synth",
-    kind: "joint",
-  });
-  ws.close();
-  writeFileSync(join(dir, "rollouts.json"), JSON.stringify(syntheticRollouts(world, 1)));
-}
+syntheticWorkspace(dir, wsDir, world);
+writeFileSync(join(dir, "rollouts.json"), JSON.stringify(syntheticRollouts(world, 1)));
 
 const vlm = VlmSettingsSchema.parse({});
 /** A checkpoint's weights (its metadata carries the run id and time, so bytes differ between runs). */

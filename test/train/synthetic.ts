@@ -7,10 +7,16 @@
  * Every pool holds exactly one item of π₁(c) and one of π₂(c); the rest come from other concepts.
  */
 
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeNpy } from "../../src/data/npy.js";
 import type { PoolSet } from "../../src/data/pool-set.js";
 import type { BeamSet, RolloutSet } from "../../src/data/trajectories.js";
 import type { EmbeddingTable, SelectorSources } from "../../src/selector/inputs.js";
+import { importEmbedding } from "../../src/store/ingest/embeddings.js";
+import { Workspace } from "../../src/store/workspace.js";
 import { Rng } from "../../src/util/rng.js";
+import { stubItem } from "../helpers/items.js";
 
 export interface SyntheticWorld {
   beams: BeamSet;
@@ -131,4 +137,30 @@ export function syntheticRollouts(world: SyntheticWorld, seed: number, others = 
     };
   }
   return { format: "lever.rollouts/1", dataset: world.beams.dataset, promptOrder: world.beams.promptOrder, queries };
+}
+
+/**
+ * A workspace at `wsDir` holding the world's items as dataset "synth" (stub items, one image each) with
+ * the world's embeddings as its "joint" embedding (written to `dir`/emb.npy and emb.ids.json): what
+ * the training stages read besides their beam or rollout files.
+ */
+export function syntheticWorkspace(dir: string, wsDir: string, world: SyntheticWorld): void {
+  const ids = [...world.emb.rowOf.keys()];
+  const ws = Workspace.open(wsDir);
+  try {
+    ws.putDataset(
+      { name: "synth", split: "train", source: "synth", files: [] },
+      ids.map((id) => stubItem(id, `img${id}`)),
+    );
+    writeNpy(join(dir, "emb.npy"), world.emb.data, [ids.length, world.emb.dim]);
+    writeFileSync(join(dir, "emb.ids.json"), JSON.stringify(ids));
+    importEmbedding(ws, {
+      file: join(dir, "emb.npy"),
+      idsFile: join(dir, "emb.ids.json"),
+      dataset: "synth",
+      kind: "joint",
+    });
+  } finally {
+    ws.close();
+  }
 }

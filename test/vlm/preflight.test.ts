@@ -64,6 +64,13 @@ describe("preflight of the OpenAI backend", () => {
     expect(modelsTimeout(120_000)).toBe(10_000);
   });
 
+  it("reports a server that lists its models but hangs on the chat check after one timeoutMs, without a second wait", async () => {
+    mock.inject("chat", { kind: "hang" }); // a retry would get an answer, and the check would pass
+    const error = await preflightError(client({ timeoutMs: 300 }));
+    expect(error.message).toMatch(/did not answer a chat request with an image within 300 ms/);
+    expect(mock.log.filter((r) => r.path === "/v1/chat/completions")).toHaveLength(1);
+  });
+
   it("lists models, sends one image request, and for scoring one prompt_logprobs request and one /tokenize", async () => {
     await client().preflight({ scoring: false });
     expect(mock.log.map((r) => r.path)).toEqual(["/v1/models", "/v1/chat/completions"]);

@@ -55,7 +55,7 @@ export interface BeamImportOptions {
 
 export interface ImportResult<T> {
   set: T;
-  /** Things that are legal but suspicious (e.g. a query among its own demonstrations). */
+  /** Things that are legal but suspicious (none today: an anchor among its own demonstrations is refused). */
   warnings: string[];
 }
 
@@ -163,8 +163,12 @@ function importBeam(context: BeamImport, record: RawBeamRecord, b: number, key: 
   const duplicate = findDuplicate(promptRows);
   if (duplicate !== undefined)
     throw new LeverError(`ICD ${promptRows[duplicate[1]]} appears twice`, at(`id_list[${b}][${duplicate[1]}]`));
-  if (promptRows.includes(anchor))
-    context.warnings.push(`${file}, record "${key}": beam ${b} uses the anchor as its own ICD`);
+  const own = promptRows.indexOf(anchor);
+  if (own >= 0)
+    throw new LeverError(
+      `${anchor} is the anchor itself: a query is never its own demonstration (SFT would learn from it)`,
+      at(`id_list[${b}][${own}]`),
+    );
   const selected = fromPromptOrder(promptIds, promptOrder);
   const selectedRows = fromPromptOrder(promptRows, promptOrder);
 

@@ -104,6 +104,7 @@ export function importPoolsFile(
     k?: number;
     seed?: number;
     dropConflicts?: boolean;
+    replace?: boolean;
   },
 ): ImportedArtifact<PoolImportSummary> {
   const fromName = samplerFromFileName(basename(options.file));
@@ -122,7 +123,7 @@ export function importPoolsFile(
     sha256: source.sha256,
     onConflict: options.dropConflicts ? "drop" : "error",
   });
-  const artifact = writePoolSet(ws, name, set);
+  const artifact = writePoolSet(ws, name, set, { replace: options.replace });
   return { name, artifact, summary: { sampler, k: set.k, queries: Object.keys(set.pools).length, dropped }, warnings };
 }
 
