@@ -38,7 +38,7 @@ async function runGuarded(sets: string[] = []) {
     const rows = (retriever: string) => stored.filter((r) => r.retriever === retriever);
     const guardRun = ws.listRuns({ kind: "eval" }).find((r) => r.name?.startsWith("guarded-guard-"));
     const guardRows = guardRun === undefined ? [] : ws.getPredictions(guardRun.id);
-    return { report, lines, rows, guardRows };
+    return { report, lines, rows, guardRows, evalRows: stored };
   } finally {
     ws.close();
   }
@@ -85,6 +85,21 @@ describe("lever run's guard (a tiny synthetic world)", () => {
     expect(guardLines.filter((l) => / @[12]: [+-]\d+\.\d\d \[/.test(l))).toHaveLength(2);
     expect(first.report.comparison).toContain("final:online");
     expect(first.guardRows.length).toBeGreaterThan(0);
+    // At each shot the final method's rows are the kept method's rows, question by question.
+    const selector = [...new Set(first.guardRows.map((r) => r.retriever))].find((r) => r.startsWith("selector:"));
+    expect(selector).toBeDefined();
+    for (const shot of [1, 2]) {
+      const kept = guardLines.some((l) => l.startsWith(`guard online @${shot}:`) && l.endsWith("selector kept"));
+      const source = kept ? first.evalRows.filter((r) => r.retriever === selector) : first.rows("topk-joint");
+      const bySource = new Map(source.filter((r) => r.shot === shot).map((r) => [r.questionId, r]));
+      const final = first.rows("final:online").filter((r) => r.shot === shot);
+      expect(final.length).toBe(bySource.size);
+      for (const r of final)
+        expect([r.demonstrations, r.accuracy]).toEqual([
+          bySource.get(r.questionId)?.demonstrations,
+          bySource.get(r.questionId)?.accuracy,
+        ]);
+    }
 
     // Every stage's training queries are left out of the guard's questions.
     const trained = new Set<string>();

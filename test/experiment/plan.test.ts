@@ -5,8 +5,10 @@
  * values were computed by the build before the stage table (commit e39fe92) for data, pools, beams and
  * the evaluation; the training stages and those after them changed once, deliberately, when new training
  * runs got the answer features and their learning-rate multiplier by default (issue 17; the defaults
- * differ, so the runs are different runs). Any other change here strands every existing workspace's
- * finished work.
+ * differ, so the runs are different runs), and again with issue 23: new training runs read the rank prior,
+ * centred embeddings and a calibrated vote scale (trained stages and those after them), every evaluation's
+ * `vote` rows are rank-weighted (the evaluation ids), and the demo's pools are joint-sim (all its stages
+ * after data). Any other change here strands every existing workspace's finished work.
  */
 import { describe, expect, it } from "vitest";
 import { loadExperiment } from "../../src/experiment/load.js";
@@ -66,33 +68,33 @@ describe("stage identities stay what earlier builds planned", () => {
       data: ["5b381a23c1", "data", []],
       pools: ["d851471d52", "pools", ["data"]],
       beams: ["8f37736ecf", "beams", ["data", "pools"]],
-      sft: ["162fde3d77", "sft", ["beams", "data", "pools"]],
-      rollouts: ["cdba9efc92", "rollouts", ["data", "pools", "sft"]],
-      rce: ["ee9c4a85ff", "rce", ["data", "pools", "rollouts", "sft"]],
+      sft: ["d7f48c9770", "sft", ["beams", "data", "pools"]],
+      rollouts: ["ca48822b4c", "rollouts", ["data", "pools", "sft"]],
+      rce: ["9aa14d4054", "rce", ["data", "pools", "rollouts", "sft"]],
       // Changed on purpose (issue 17): an online section without kl.beta / online.credit now trains with
       // the online defaults (β 0.5, prefix credit; rl-settings.ts MODE_DEFAULTS), so it is a new stage.
-      online: ["30e1eefd74", "online", ["data", "pools", "rce"]],
+      online: ["8add7b1d74", "online", ["data", "pools", "rce"]],
     };
     const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];
     expect(identities(write("synth.yaml", SYNTH))).toEqual([
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("f7a123084b", "grpo_beta-0.1_seed-1") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("9b201cdfa3", "grpo_beta-0.1_seed-2") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("bbd8b5a468", "grpo_beta-0.2_seed-1") } },
-      { evalId: "ad6ca53fb3", stages: { ...shared, grpo: grpo("2a26f50d49", "grpo_beta-0.2_seed-2") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("121d95ff72", "grpo_beta-0.1_seed-1") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("272b24e443", "grpo_beta-0.1_seed-2") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("16dfbd8ed5", "grpo_beta-0.2_seed-1") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("e1755acb88", "grpo_beta-0.2_seed-2") } },
     ]);
   });
 
   it("imported data on an OpenAI-compatible server, without SFT", () => {
     expect(identities(write("openai.yaml", OPENAI))).toEqual([
       {
-        evalId: "bd70f0f65d",
+        evalId: "84837eb3ff",
         stages: {
           data: ["8eca2d5ac7", "data", []],
           pools: ["c14bb4c584", "pools", ["data"]],
           beams: ["04bc50efa3", "beams", ["data", "pools"]],
           rollouts: ["25a884db41", "rollouts", ["data", "pools"]],
-          rce: ["24e1fd3298", "rce", ["data", "pools", "rollouts"]],
-          grpo: ["318bd26511", "grpo", ["data", "pools", "rce", "rollouts"]],
+          rce: ["992064abeb", "rce", ["data", "pools", "rollouts"]],
+          grpo: ["c22363c7ca", "grpo", ["data", "pools", "rce", "rollouts"]],
         },
       },
     ]);
@@ -100,16 +102,16 @@ describe("stage identities stay what earlier builds planned", () => {
 
   it("examples/demo.yaml (a workspace that ran `lever demo`)", () => {
     const [demo] = identities("examples/demo.yaml");
-    expect(demo.evalId).toBe("603a103c76");
+    expect(demo.evalId).toBe("35d9d3ffd9");
     expect(Object.fromEntries(Object.entries(demo.stages).map(([stage, [id]]) => [stage, id]))).toEqual({
       data: "e33c52d128",
-      pools: "39eac4eb1a",
-      beams: "b14f04619f",
-      sft: "2a163fa092",
-      rollouts: "c20d12298a",
-      rce: "fc4c20c6b1",
-      grpo: "0169068626",
-      online: "58592d88c0", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
+      pools: "fc0d2e2444",
+      beams: "132f4ceef8",
+      sft: "a13027d404",
+      rollouts: "da8aa1efa8",
+      rce: "1a59dfe392",
+      grpo: "90e7a06bde",
+      online: "fdcc229c28", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
     });
   });
 });
