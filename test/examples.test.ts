@@ -63,7 +63,7 @@ describe("examples/", () => {
     expect(e.data.import?.val.annotations).toMatch(/mscoco_val2014_annotations\.json$/);
     expect(Object.keys(e.data.import?.embeddings.train ?? {}).sort()).toEqual(["image", "joint", "text"]);
     expect(e.vlm).toMatchObject({ vlm: "openai", model: "Qwen/Qwen2.5-VL-3B-Instruct" });
-    expect(e.pools).toMatchObject({ sampler: "mix", k: 32 });
+    expect(e.pools).toMatchObject({ sampler: "joint-sim", k: 32 });
     expect(e.beams).toMatchObject({ anchors: "random:800", shots: 4, budget: 8 });
     expect(e.eval).toMatchObject({ queries: "first:800", shots: [1, 2, 3, 4] });
     // More replicas (an operational setting) plan the very same stages and evaluation.

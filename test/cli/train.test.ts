@@ -83,8 +83,12 @@ describe("lever train sft", () => {
       "indexEmbedding",
       "pools",
       "queryEmbedding",
+      "voteScale",
     ]);
     expect(best.config).toMatchObject({ d: 8, hidden: 8, stateUpdate: "gate", features: ["vote", "agreement"] });
+    // The vote feature's scale, calibrated on the index when training started, is recorded with the weights.
+    expect(best.config.voteScale).toBeGreaterThan(0);
+    expect(best.provenance.dataHashes.voteScale).toBe(String(best.config.voteScale));
   });
 
   it("takes a JSON config and lets flags override it; bad values name the field", async () => {

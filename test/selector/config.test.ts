@@ -60,27 +60,33 @@ describe("selector config: candidate options", () => {
       ]);
   });
 
-  it("a training run gets the cosine prior and the answer features by default; identity and pool attention stay absent unless set", () => {
+  it("a training run gets the rank prior, centred inputs and the answer features by default; identity, pool attention and the vote scale stay absent unless set", () => {
     const opts = ModelOptionsSchema.parse({});
-    expect(opts).toMatchObject({ prior: "cosine", features: ["vote", "agreement"] });
-    for (const key of ["identity", "indexItems", "poolAttention"]) expect(key in opts).toBe(false);
+    expect(opts).toMatchObject({ prior: "rank", center: "index-mean", features: ["vote", "agreement"] });
+    for (const key of ["identity", "indexItems", "poolAttention", "voteScale"]) expect(key in opts).toBe(false);
     const config = SelectorConfigSchema.parse({ ...opts, d: 8, shots: 2 });
     expect(config).toMatchObject({
-      prior: "cosine",
+      prior: "rank",
+      center: "index-mean",
+      voteScale: 0,
       features: ["vote", "agreement"],
       identity: "none",
       poolAttention: 0,
     });
     // The plain Lever-Plus selector, asked for explicitly; the selector's own defaults are unchanged.
     expect(ModelOptionsSchema.parse({ prior: "none", features: [] })).toMatchObject({ prior: "none", features: [] });
-    expect(SelectorConfigSchema.parse({ d: 8, shots: 2 })).toMatchObject({ prior: "none", features: [] });
+    expect(SelectorConfigSchema.parse({ d: 8, shots: 2 })).toMatchObject({
+      prior: "none",
+      center: "none",
+      features: [],
+    });
     expect(ModelOptionsSchema.parse({ poolAttention: 2 }).poolAttention).toBe(2);
     expect(() => ModelOptionsSchema.parse({ poolAttention: 5 })).toThrow();
   });
 
   it("name each training default in the option's help, after the selector field's own description", () => {
     const { prior, features } = ModelOptionsSchema.shape;
-    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`);
+    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: rank)`);
     expect(features.description).toBe(
       `${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`,
     );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { resolvePool, selectorInput, selectorInputOf, selectorSources } from "../../src/selector/inputs.js";
+import { rankScores, resolvePool, selectorInput, selectorInputOf, selectorSources } from "../../src/selector/inputs.js";
 
 /** A matrix whose row r is [r, r + 0.5] under id `${prefix}${r}`. */
 const matrix = (prefix: string, rows: number) => ({
@@ -18,7 +18,21 @@ describe("selector inputs", () => {
       poolIds: ["c4", "c0", "c5"],
       queryRow: 2,
       candRows: Int32Array.from([4, 0, 5]),
+      prior: pool.prior,
     });
+    // The rank prior: the candidates' normal scores by their cosine order (the same values in some order).
+    expect([...pool.prior].sort((a, b) => a - b)).toEqual([...rankScores([3, 2, 1])].sort((a, b) => a - b));
+  });
+
+  it("rank scores: 0.25·Φ⁻¹(1 − (r + ½)/n) by the cosine order, ties by position (published normal quantiles)", () => {
+    // Φ⁻¹(0.875) = 1.150349, Φ⁻¹(0.625) = 0.318639 (standard normal table).
+    const s = rankScores([0.2, 0.9, 0.5, 0.5]);
+    expect(s[1]).toBeCloseTo(0.25 * 1.150349, 6); // rank 0
+    expect(s[2]).toBeCloseTo(0.25 * 0.318639, 6); // rank 1 (the first of the tie)
+    expect(s[3]).toBeCloseTo(-0.25 * 0.318639, 6); // rank 2
+    expect(s[0]).toBeCloseTo(-0.25 * 1.150349, 6); // rank 3
+    // Any monotone change of the cosines gives the same scores.
+    expect([...rankScores([0.2, 0.9, 0.5, 0.5].map((c) => Math.exp(5 * c)))]).toEqual([...s]);
   });
 
   it("names the query, the file and the pool entry of a missing row", () => {
