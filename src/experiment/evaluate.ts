@@ -14,7 +14,7 @@ import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
 import type { ProgressStream } from "../util/progress.js";
-import { finalRows, type GuardResult, guardVariant } from "./guard.js";
+import { finalRows, type GuardResult, guardVariant, outputOf } from "./guard.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
 
@@ -93,7 +93,7 @@ async function evaluateGroup(
   hooks: Hooks,
 ) {
   const first = group[0].variant.experiment;
-  const data = outputs.get(`data-${group[0].stages.find((s) => s.stage === "data")?.id}`) as DataOutputs;
+  const data = outputOf(group[0], outputs, "data") as DataOutputs;
   const { baselines, ...settings } = first.eval;
   // A guarded variant's final method falls back to its prior: the evaluation must hold the prior's rows.
   const priors = guards.map((g) => g.prior).filter((prior) => !baselines.includes(prior));
@@ -139,7 +139,8 @@ function writeFinalMethods(
   const rows = ws.getPredictions(runId);
   const written: string[] = [];
   for (const guard of guards) {
-    const selector = retrievers.find((r) => r.startsWith(`selector:`) && guardedPath(guard, r));
+    // The guard loaded the same linked checkpoint file, so its retriever name is the evaluation's.
+    const selector = retrievers.find((r) => r === guard.selector);
     if (selector === undefined) continue;
     ws.putPredictions(finalRows(rows, guard, selector));
     written.push(`final:${guard.label}`);
@@ -151,11 +152,6 @@ function writeFinalMethods(
     );
   }
   return written;
-}
-
-/** The evaluation's retriever of the guard's checkpoint: the same file (the guard names it by the same linked path). */
-function guardedPath(guard: GuardResult, retriever: string): boolean {
-  return retriever.replace(/@[0-9a-f]+$/, "") === guard.selector.replace(/@[0-9a-f]+$/, "");
 }
 
 /** A hard link (copy when linking fails) of a checkpoint under its label: the comparison names selectors by file name. */

@@ -24,7 +24,7 @@ import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant } from "./plan.js";
 import { onlineGrpoConfig } from "./schema.js";
-import { type DataOutputs, type StageOutputMap, withWorld } from "./stages.js";
+import { type DataOutputs, type StageName, type StageOutputMap, type StageOutputs, withWorld } from "./stages.js";
 
 /** One shot count's decision. */
 export interface GuardDecision {
@@ -55,6 +55,16 @@ interface Hooks {
   signal?: AbortSignal;
 }
 
+/** The outputs of one of the variant's stages (undefined when the variant has no such stage or it did not run). */
+export function outputOf<S extends StageName>(
+  pv: PlannedVariant,
+  outputs: StageOutputMap,
+  stage: S,
+): StageOutputs[S] | undefined {
+  const s = pv.stages.find((x) => x.stage === stage);
+  return s === undefined ? undefined : (outputs.get(`${stage}-${s.id}`) as StageOutputs[S] | undefined);
+}
+
 /** The variant's final stage (the last trained one in table order) and its checkpoint, if it trained any. */
 export function finalStage(
   pv: PlannedVariant,
@@ -80,13 +90,10 @@ export function trainedQueries(ws: Workspace, pv: PlannedVariant, outputs: Stage
     if (out === undefined) continue;
     if (s.stage === "beams" && "name" in out) add(Object.keys(readBeamSet(ws, out.name).queries));
     if (s.stage === "rollouts" && "name" in out) add(Object.keys(readRolloutSet(ws, out.name).queries));
-    if (s.stage === "online" && e.online !== undefined) {
-      const pools = pv.stages.find((x) => x.stage === "pools");
-      const data = outputs.get(`data-${pv.stages.find((x) => x.stage === "data")?.id}`) as DataOutputs;
-      const poolOut = pools && outputs.get(`pools-${pools.id}`);
-      if (poolOut === undefined || !("name" in poolOut)) continue;
+    const pools = outputOf(pv, outputs, "pools");
+    if (s.stage === "online" && e.online !== undefined && pools !== undefined) {
       const config = onlineGrpoConfig(e.online);
-      add(onlineQueryIds(ws.loadItems(data.train), readPoolSet(ws, poolOut.name), config.online.queries, config.seed));
+      add(onlineQueryIds(ws.loadItems(pools.train), readPoolSet(ws, pools.name), config.online.queries, config.seed));
     }
   }
   return used;
@@ -103,7 +110,7 @@ export async function guardVariant(
   const e = pv.variant.experiment;
   const final = finalStage(pv, outputs);
   if (!e.guard.enabled || final === null) return null;
-  const data = outputs.get(`data-${pv.stages.find((s) => s.stage === "data")?.id}`) as DataOutputs;
+  const data = outputOf(pv, outputs, "data") as DataOutputs;
   const prior = `topk-${e.embedding}`;
   const path = selectorPath(final.label, final.file);
   const exclude = trainedQueries(ws, pv, outputs);
@@ -116,7 +123,6 @@ export async function guardVariant(
   const result = await evaluate(
     ws,
     parseEvalOptions({
-      ...e.vlm,
       ...withWorld(e.vlm, data),
       dataset: data.train,
       index: data.train,
