@@ -115,9 +115,20 @@ function deprecationWarnings(names: readonly string[]): string[] {
     });
 }
 
+/** What decides an evaluation's vote scale. */
+export type VoteScaleOptions = Pick<EvalOptions, "dataset" | "index" | "poolSampler" | "k" | "voteScale">;
+
+/**
+ * The scale the vote of an evaluation with these settings uses (what its `vote` retriever will read):
+ * `lever run`'s guard validates the vote the evaluation will run, so it asks here (a cached calibration).
+ */
+export function evaluationVoteScale(ws: Workspace, options: VoteScaleOptions): VoteScale {
+  return voteScaleOf(options, ws.loadItems(options.index), [], new EmbeddingCache(ws));
+}
+
 /** The vote retriever's scale: --vote-scale, else calibrated on the index (src/icl/vote-calibration.ts). */
 function voteScaleOf(
-  options: EvalOptions,
+  options: VoteScaleOptions,
   index: readonly VqaItem[],
   queries: readonly VqaItem[],
   embeddings: EmbeddingCache,

@@ -14,9 +14,9 @@ import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
 import type { ProgressStream } from "../util/progress.js";
-import { finalRows, type GuardResult, guardVariant, outputOf } from "./guard.js";
+import { finalRows, finalSources, type GuardResult, guardChoices, guardVariant, outputOf } from "./guard.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
-import { type DataOutputs, interruptedError, type StageOutputMap } from "./stages.js";
+import { type DataOutputs, interruptedError, type StageOutputMap, trainedOutputs } from "./stages.js";
 
 interface Hooks {
   log(line: string): void;
@@ -49,9 +49,8 @@ export async function evaluateVariants(
     const selectors = new Map<string, string>(); // label → checkpoint path
     for (const pv of group)
       for (const s of pv.stages) {
-        const out = outputs.get(`${s.stage}-${s.id}`);
-        if (out !== undefined && "bestFile" in out)
-          selectors.set(s.label, labelledCheckpoint(ws, p, s.label, out.bestFile));
+        const out = trainedOutputs(s.stage, outputs, s.id);
+        if (out !== undefined) selectors.set(s.label, labelledCheckpoint(ws, p, s.label, out.bestFile));
       }
     const guards: GuardResult[] = [];
     for (const pv of group) {
@@ -95,9 +94,10 @@ async function evaluateGroup(
   const first = group[0].variant.experiment;
   const data = outputOf(group[0], outputs, "data") as DataOutputs;
   const { baselines, ...settings } = first.eval;
-  // A guarded variant's final method falls back to its prior: the evaluation must hold the prior's rows.
-  const priors = guards.map((g) => g.prior).filter((prior) => !baselines.includes(prior));
-  const retrievers = [...baselines, ...new Set(priors), ...selectors.map((path) => `selector:${path}`)];
+  // A guarded variant's final method copies the prior's or a guard baseline's rows where it chose them:
+  // the evaluation must hold those rows.
+  const chosen = guards.flatMap(guardChoices).filter((r) => !baselines.includes(r));
+  const retrievers = [...baselines, ...new Set(chosen), ...selectors.map((path) => `selector:${path}`)];
   hooks.log(`eval ${evalId}: ${retrievers.length} retrievers on ${settings.queries} of ${data.val}`);
   const result = await evaluate(
     ws,
@@ -144,14 +144,24 @@ function writeFinalMethods(
     if (selector === undefined) continue;
     ws.putPredictions(finalRows(rows, guard, selector));
     written.push(`final:${guard.label}`);
-    const fallback = guard.decisions.filter((d) => !d.keep).map((d) => d.shot);
-    hooks.log(
-      fallback.length === 0
-        ? `final:${guard.label} = ${guard.label} at every shot (validated against ${guard.prior})`
-        : `final:${guard.label} = ${guard.prior} at ${fallback.join(", ")} shot(s), where ${guard.label} did not beat it on the guard's questions; ${guard.label} elsewhere`,
-    );
+    hooks.log(finalText(guard, selector));
   }
   return written;
+}
+
+/** `final:online = online at 2, 3, 4 shots; vote at 1 shot (each validated against topk-joint on the guard's questions)` */
+function finalText(guard: GuardResult, selector: string): string {
+  const source = finalSources(guard, selector);
+  const shots = new Map<string, number[]>();
+  for (const d of guard.decisions) shots.set(source(d.shot), [...(shots.get(source(d.shot)) ?? []), d.shot]);
+  const name = (retriever: string) =>
+    retriever === selector ? guard.label : retriever === guard.prior ? `${retriever} (the prior)` : retriever;
+  if (shots.size === 1 && shots.has(selector))
+    return `final:${guard.label} = ${guard.label} at every shot (validated against ${guard.prior})`;
+  const parts = [...shots].map(
+    ([r, s]) => `${name(r)} at ${s.join(", ")} shot${s.length === 1 && s[0] === 1 ? "" : "s"}`,
+  );
+  return `final:${guard.label} = ${parts.join("; ")} (each validated against ${guard.prior} on the guard's questions)`;
 }
 
 /** A hard link (copy when linking fails) of a checkpoint under its label: the comparison names selectors by file name. */

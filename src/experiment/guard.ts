@@ -1,12 +1,15 @@
 /**
  * Do no harm (`lever run`'s guard, docs/experiments.md "The final method"): before the evaluation, each
- * variant's final selector — the checkpoint of its last training stage — is evaluated against the top-k
- * prior (top-k on the embedding the selector reads) on TRAINING questions that no stage of the variant
- * trained on (not a beam anchor, not a rollout query, not an online query), with the VLM, at every
- * shot count of the evaluation. At a shot count where the selector's mean accuracy there is not above
- * the prior's by more than `guard.margin` points, the variant's final method falls back to the prior.
+ * variant's final selector — the checkpoint of its last training stage — and the guard's baselines
+ * (`guard.baselines`, default the `vote`: no-training retrievers a deployment can run instead) are
+ * evaluated against the top-k prior (top-k on the embedding the selector reads) on TRAINING questions
+ * that no stage of the variant trained on (not a beam anchor, not a rollout query, not an online query),
+ * with the VLM, at every shot count of the evaluation. At each shot count the final method is the
+ * candidate whose mean accuracy there is above the prior's by the most, when by more than `guard.margin`
+ * points (ties: the selector, then the baselines in their order); else the prior.
  *
- * The evaluation split is never read for this decision. The guard's predictions are an evaluation run
+ * The evaluation split is never read for this decision; the vote is validated at the scale the evaluation
+ * will use (calibrated on the index's annotations alone). The guard's predictions are an evaluation run
  * of their own (`<name>-guard-<id>`, id a hash of the evaluation's identity, the final stage, the guard's
  * settings and the questions left out; resumable and reused like any other), so the numbers behind
  * every decision are stored; the decisions are recomputed from them (cheap) on every `lever run`.
@@ -15,6 +18,7 @@
  */
 import { parseEvalOptions } from "../eval/config.js";
 import { evalInterrupted, evaluate } from "../eval/evaluate.js";
+import { evaluationVoteScale } from "../eval/setup.js";
 import { compareMethods, DEFAULT_RESAMPLES, DEFAULT_TEST } from "../metrics/compare.js";
 import { readBeamSet, readPoolSet, readRolloutSet } from "../store/sets.js";
 import type { PredictionRow } from "../store/types.js";
@@ -24,19 +28,34 @@ import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant } from "./plan.js";
 import { onlineGrpoConfig } from "./schema.js";
-import { type DataOutputs, type StageName, type StageOutputMap, type StageOutputs, withWorld } from "./stages.js";
+import {
+  type DataOutputs,
+  type StageName,
+  type StageOutputMap,
+  type StageOutputs,
+  trainedOutputs,
+  withWorld,
+} from "./stages.js";
 
-/** One shot count's decision. */
-export interface GuardDecision {
-  shot: number;
-  /** Selector − prior in points on the guard's questions, with the paired 95 % bootstrap interval. */
+/** One candidate at one shot count: its accuracy − the prior's on the guard's questions. */
+export interface GuardCandidate {
+  retriever: string;
+  /** Points, with the paired 95 % bootstrap interval. */
   difference: number;
   lower: number;
   upper: number;
   /** Exact McNemar p (unadjusted; the decision does not test, it estimates). */
   p: number;
+}
+
+/** One shot count's decision. */
+export interface GuardDecision {
+  shot: number;
   questions: number;
-  keep: boolean;
+  /** The selector's comparison with the prior first, then each guard baseline's. */
+  candidates: GuardCandidate[];
+  /** The retriever the final method is at this shot count: a candidate, or the prior. */
+  choice: string;
 }
 
 export interface GuardResult {
@@ -72,8 +91,8 @@ export function finalStage(
 ): { id: string; label: string; file: string } | null {
   let last: { id: string; label: string; file: string } | null = null;
   for (const s of pv.stages) {
-    const out = outputs.get(`${s.stage}-${s.id}`);
-    if (out !== undefined && "bestFile" in out) last = { id: `${s.stage}-${s.id}`, label: s.label, file: out.bestFile };
+    const out = trainedOutputs(s.stage, outputs, s.id);
+    if (out !== undefined) last = { id: `${s.stage}-${s.id}`, label: s.label, file: out.bestFile };
   }
   return last;
 }
@@ -116,10 +135,23 @@ export async function guardVariant(
   const exclude = trainedQueries(ws, pv, outputs);
   const left = ws.loadItems(data.train).filter((item) => !exclude.has(item.questionId)).length;
   const queries = guardQueries(e.guard.queries, left);
+  const baselines = e.guard.baselines.filter((b) => b !== prior);
+  const versus = [final.label, ...baselines].join(", ");
   hooks.log(
-    `guard ${final.label}: ${final.label} vs ${prior} on ${queries} of ${left} training questions no stage trained on`,
+    `guard ${final.label}: ${versus} vs ${prior} on ${queries} of ${left} training questions no stage trained on`,
   );
   const { shots, seed, metricVariant, order, batchSize, concurrency } = e.eval;
+  // The vote the evaluation will run: the scale calibrated on the index (or eval.voteScale), not one
+  // calibrated with these training questions left out.
+  const voteScale = baselines.includes("vote")
+    ? evaluationVoteScale(ws, {
+        dataset: data.val,
+        index: data.train,
+        poolSampler: e.pools.sampler,
+        k: e.pools.k,
+        voteScale: e.eval.voteScale,
+      }).scale
+    : undefined;
   const result = await evaluate(
     ws,
     parseEvalOptions({
@@ -133,7 +165,8 @@ export async function guardVariant(
       order,
       batchSize,
       concurrency,
-      retrievers: [prior, `selector:${path}`],
+      retrievers: [prior, ...baselines, `selector:${path}`],
+      ...(voteScale !== undefined ? { voteScale } : {}),
       // Named by what it asks: the evaluation's settings, the final stage, the guard's settings, the questions left out.
       run: `${e.name}-guard-${hashValue({ eval: pv.evalId, final: final.id, guard: e.guard, exclude: [...exclude].sort() }).slice(0, 10)}`,
       poolSampler: e.pools.sampler,
@@ -145,14 +178,20 @@ export async function guardVariant(
   if (result.stats.aborted) throw evalInterrupted(result);
   const rows = ws.getPredictions(result.runId);
   const selector = result.retrievers.find((r) => r.startsWith("selector:")) ?? `selector:${path}`;
-  const decisions = decide(rows, selector, prior, e.guard.margin, seed);
-  for (const d of decisions)
-    hooks.log(
-      `guard ${final.label} @${d.shot}: ${d.difference >= 0 ? "+" : ""}${d.difference.toFixed(2)} ` +
-        `[${d.lower.toFixed(2)}, ${d.upper.toFixed(2)}] points vs ${prior} on ${d.questions} questions → ` +
-        (d.keep ? "selector kept" : `falls back to ${prior}`),
-    );
+  const decisions = decide(rows, { selector, prior, baselines, margin: e.guard.margin, seed });
+  for (const d of decisions) hooks.log(decisionText(final.label, selector, prior, d));
   return { runId: result.runId, label: final.label, selector, prior, decisions };
+}
+
+/** `guard online @1: online +2.49 [1.40, 3.56], vote +6.97 [5.63, 8.30] points vs topk-joint on 1000 questions → vote` */
+function decisionText(label: string, selector: string, prior: string, d: GuardDecision): string {
+  const name = (retriever: string) => (retriever === selector ? label : retriever);
+  const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(2)}`;
+  const candidates = d.candidates.map(
+    (c) => `${name(c.retriever)} ${signed(c.difference)} [${c.lower.toFixed(2)}, ${c.upper.toFixed(2)}]`,
+  );
+  const choice = d.choice === prior ? `${prior} (the prior)` : name(d.choice);
+  return `guard ${label} @${d.shot}: ${candidates.join(", ")} points vs ${prior} on ${d.questions} questions → ${choice}`;
 }
 
 /** `random:N` capped at what is left ("all" when fewer are left). */
@@ -161,17 +200,27 @@ function guardQueries(spec: string, left: number): string {
   return m !== null && Number(m[2]) >= left ? "all" : spec;
 }
 
-/** Per shot: the selector − prior difference on the guard's questions and whether the selector is kept. */
-export function decide(
-  rows: readonly PredictionRow[],
-  selector: string,
-  prior: string,
-  margin: number,
-  seed: number,
-): GuardDecision[] {
-  const methods = [prior, selector].map((retriever) => ({
+/** What the guard chooses between, and how. */
+export interface DecideOptions {
+  selector: string;
+  prior: string;
+  baselines: readonly string[];
+  /** Points a candidate must gain over the prior to be chosen. */
+  margin: number;
+  /** The bootstrap's seed. */
+  seed: number;
+}
+
+/**
+ * Per shot (where the selector was compared): each candidate's difference from the prior on the guard's
+ * questions, and the choice — the largest gain above the margin (ties: the earlier candidate), else the prior.
+ */
+export function decide(rows: readonly PredictionRow[], options: DecideOptions): GuardDecision[] {
+  const { selector, prior, margin, seed } = options;
+  const candidates = [selector, ...options.baselines.filter((b) => b !== prior && b !== selector)];
+  const methods = [prior, ...candidates].map((retriever) => ({
     id: retriever,
-    label: retriever === prior ? prior : "selector",
+    label: retriever,
     rows: rows.filter((r) => r.retriever === retriever),
   }));
   const result = compareMethods(methods, {
@@ -182,35 +231,45 @@ export function decide(
     test: DEFAULT_TEST,
   });
   const table = result.tables[0];
-  const row = table?.rows.find((r) => r.row === selector);
-  if (row === undefined) return [];
-  return row.cells.flatMap((cell) =>
-    cell?.comparison == null
-      ? []
-      : [
-          {
-            shot: cell.shot,
-            difference: cell.comparison.difference,
-            lower: cell.comparison.ci.lower,
-            upper: cell.comparison.ci.upper,
-            p: cell.comparison.pValue,
-            questions: cell.comparison.pairs,
-            keep: cell.comparison.difference > margin,
-          },
-        ],
-  );
+  const cellsOf = (retriever: string) => table?.rows.find((r) => r.row === retriever)?.cells ?? [];
+  return result.shots.flatMap((shot, j) => {
+    const own = cellsOf(selector)[j]?.comparison;
+    if (own == null) return [];
+    const compared = candidates.flatMap((retriever): GuardCandidate[] => {
+      const c = cellsOf(retriever)[j]?.comparison;
+      return c == null
+        ? []
+        : [{ retriever, difference: c.difference, lower: c.ci.lower, upper: c.ci.upper, p: c.pValue }];
+    });
+    let choice = prior;
+    let best = margin;
+    for (const c of compared)
+      if (c.difference > best) {
+        best = c.difference;
+        choice = c.retriever;
+      }
+    return [{ shot, questions: own.pairs, candidates: compared, choice }];
+  });
 }
 
 /**
  * The final method's rows in the evaluation run (`final:<label>`): at each shot, copies of the stored
- * predictions of the selector where the guard kept it, of the prior elsewhere (also where it could not
- * decide). Replaces earlier copies.
+ * predictions of the retriever the guard chose there (`selector` names the final selector in the
+ * evaluation), of the prior where it could not decide. Replaces earlier copies.
  */
 export function finalRows(evalRows: readonly PredictionRow[], guard: GuardResult, selector: string): PredictionRow[] {
   const name = `final:${guard.label}`;
-  const keep = new Map(guard.decisions.map((d) => [d.shot, d.keep]));
-  // A shot count the guard could not decide (no scored pair there) keeps the prior.
-  return evalRows
-    .filter((r) => r.shot > 0 && r.retriever === (keep.get(r.shot) === true ? selector : guard.prior))
-    .map((r) => ({ ...r, retriever: name }));
+  const source = finalSources(guard, selector);
+  return evalRows.filter((r) => r.shot > 0 && r.retriever === source(r.shot)).map((r) => ({ ...r, retriever: name }));
+}
+
+/** The evaluation retriever the final method copies at a shot count (the prior where the guard did not decide). */
+export function finalSources(guard: GuardResult, selector: string): (shot: number) => string {
+  const choice = new Map(guard.decisions.map((d) => [d.shot, d.choice === guard.selector ? selector : d.choice]));
+  return (shot) => choice.get(shot) ?? guard.prior;
+}
+
+/** The retrievers the evaluation must hold for the final method: every choice but the selector's. */
+export function guardChoices(guard: GuardResult): string[] {
+  return [...new Set([guard.prior, ...guard.decisions.map((d) => d.choice)])].filter((r) => r !== guard.selector);
 }

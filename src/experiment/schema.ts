@@ -13,7 +13,13 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import { BeamsSettingsSchema } from "../datagen/beams-stage.js";
 import { RolloutsSettingsSchema } from "../datagen/rollouts-stage.js";
 import { EvalSettingsSchema } from "../eval/config.js";
-import { RETRIEVER_KINDS, retrieverHelp } from "../icl/retriever-catalog.js";
+import {
+  REFERENCE_RETRIEVERS,
+  RETRIEVER_KINDS,
+  RETRIEVERS,
+  retrieverHelp,
+  retrieverKind,
+} from "../icl/retriever-catalog.js";
 import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
 import { WorldParamsSchema } from "../sim/params.js";
@@ -61,6 +67,8 @@ const DataSchema = z
 
 /** The retrievers `eval.baselines` takes: every kind but the trained selectors, which the chain adds. */
 const BASELINE_KINDS = RETRIEVER_KINDS.filter((kind) => kind !== "selector");
+/** The retrievers `guard.baselines` takes: what a deployment can run in the selector's place at a shot count. */
+const GUARD_KINDS = BASELINE_KINDS.filter((kind) => kind !== "zero" && !REFERENCE_RETRIEVERS.includes(kind));
 
 export const EvalSectionSchema = EvalSettingsSchema.omit({ dataset: true, index: true, run: true })
   .extend({
@@ -79,7 +87,7 @@ export const GuardSectionSchema = z
       .boolean()
       .default(true)
       .describe(
-        "validate each variant's final selector against the top-k prior on training questions no stage trained on, and fall back to the prior at shot counts where it is not better (docs/experiments.md)",
+        "validate each variant's final selector (and the guard's baselines) against the top-k prior on training questions no stage trained on; at each shot count the final method is the one that validated best, the prior where none beat it (docs/experiments.md)",
       ),
     queries: SubsetSpecSchema.default("random:1000").describe(
       "training questions the guard asks (drawn from those no stage of the variant trained on; fewer when fewer are left)",
@@ -89,7 +97,19 @@ export const GuardSectionSchema = z
       .min(0)
       .max(100)
       .default(0)
-      .describe("points the selector must gain over the prior on the guard's questions to be kept at a shot count"),
+      .describe(
+        "points the selector (or a guard baseline) must gain over the prior on the guard's questions to be chosen at a shot count",
+      ),
+    baselines: z
+      .array(
+        z.string().refine((name) => (GUARD_KINDS as readonly string[]).includes(retrieverKind(name) ?? ""), {
+          message: `a guard baseline is one of ${GUARD_KINDS.flatMap((k) => RETRIEVERS[k].names).join(", ")} (no-training retrievers a deployment can run)`,
+        }),
+      )
+      .default(["vote"])
+      .describe(
+        "no-training retrievers the final method may also be, validated on the same questions: at each shot count the final method is whichever of the selector and these beats the prior by the most (by more than the margin), else the prior ([] : selector or prior only)",
+      ),
   })
   .strict();
 export type GuardSettings = z.output<typeof GuardSectionSchema>;

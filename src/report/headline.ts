@@ -1,12 +1,12 @@
 /**
  * The report's headline: per shot, the best method under test (highest accuracy; not the baseline,
  * not a simulator reference) — or, when the comparison holds `lever run`'s final methods (`final:…`,
- * chosen on training questions before the evaluation), the best of those — against the baseline, on the comparison's table of all questions (else
+ * chosen on training questions before the evaluation), the first of those, with what it is at each shot — against the baseline, on the comparison's table of all questions (else
  * its largest), with Δ, its interval, the Holm-adjusted p and the verdict — significantly better,
  * significantly worse, or no significant difference — as one sentence and one small table. Pure: it
  * reads the comparison engine's result (src/metrics/compare.ts) and decides nothing the table does not.
  */
-import type { ComparisonResult, Interval } from "../metrics/compare.js";
+import type { ComparisonResult, Interval, MethodInput } from "../metrics/compare.js";
 import { formatInterval, formatNumber, formatPValue } from "./table.js";
 
 /** Label prefix of `lever run`'s final methods (src/experiment/guard.ts). */
@@ -28,6 +28,8 @@ export interface HeadlineRow {
   pHolm: number | null;
   pairs: number;
   verdict: Verdict;
+  /** For a final method: the method whose rows it copies at this shot (selector, prior or guard baseline). */
+  source?: string;
 }
 
 export interface Headline {
@@ -55,8 +57,40 @@ export function deltaText(difference: number, ci: Interval): string {
   return `${formatNumber(difference, 2, true)} ${formatInterval([ci.lower, ci.upper], 2, true)}`;
 }
 
-/** The headline of a comparison; null when no method under test was compared with the baseline. */
-export function headlineOf(result: ComparisonResult): Headline | null {
+/**
+ * For each final method (`final:…`), which method it is at each shot: the one whose rows it equals
+ * question by question (`lever run` writes them as copies, src/experiment/guard.ts). Shots where no
+ * method's rows are equal are left out.
+ */
+export function finalSources(methods: readonly MethodInput[]): Map<string, Map<number, string>> {
+  const key = (r: MethodInput["rows"][number]) =>
+    `${r.questionId}\u0000${r.demonstrations.join(",")}\u0000${r.accuracy}`;
+  const byShot = (m: MethodInput) => {
+    const shots = new Map<number, string[]>();
+    for (const r of m.rows) shots.set(r.shot, [...(shots.get(r.shot) ?? []), key(r)]);
+    return new Map([...shots].map(([shot, keys]) => [shot, keys.sort().join("\n")]));
+  };
+  const others = methods.filter((m) => !m.label.startsWith(FINAL_PREFIX)).map((m) => ({ m, shots: byShot(m) }));
+  const out = new Map<string, Map<number, string>>();
+  for (const final of methods.filter((m) => m.label.startsWith(FINAL_PREFIX))) {
+    const sources = new Map<number, string>();
+    for (const [shot, rows] of byShot(final)) {
+      const same = others.find((o) => o.shots.get(shot) === rows);
+      if (same !== undefined) sources.set(shot, same.m.label);
+    }
+    out.set(final.id, sources);
+  }
+  return out;
+}
+
+/**
+ * The headline of a comparison; null when no method under test was compared with the baseline.
+ * `sources` (from `finalSources`) names what a final method is at each shot.
+ */
+export function headlineOf(
+  result: ComparisonResult,
+  sources: ReadonlyMap<string, ReadonlyMap<number, string>> = new Map(),
+): Headline | null {
   const table = result.tables.find((t) => t.subset === "all") ?? result.tables.at(-1);
   if (table === undefined) return null;
   const info = new Map(result.rows.map((r) => [r.id, r]));
@@ -90,6 +124,7 @@ export function headlineOf(result: ComparisonResult): Headline | null {
         pHolm: c.pHolm,
         pairs: c.pairs,
         verdict: verdictOf(c),
+        ...(sources.get(r.row)?.has(shot) ? { source: sources.get(r.row)?.get(shot) } : {}),
       };
     }
     if (best !== null) rows.push(best);
@@ -101,7 +136,7 @@ export function headlineOf(result: ComparisonResult): Headline | null {
     table: table.label,
     questions: table.questions,
     rows,
-    sentence: `${finals.size > 0 ? "The final method (the selector where the guard validated it, the top-k prior elsewhere)" : "Best method"} against the baseline ${baselineLabel} on ${questions}: ${rows.map(clause).join("; ")}.`,
+    sentence: `${finals.size > 0 ? "The final method (at each shot count the selector, the top-k prior or a guard baseline, whichever validated best on training questions no stage trained on)" : "Best method"} against the baseline ${baselineLabel} on ${questions}: ${rows.map(clause).join("; ")}.`,
   };
 }
 
@@ -109,5 +144,6 @@ function clause(r: HeadlineRow): string {
   const shots = `${r.shot} shot${r.shot === 1 ? "" : "s"}`;
   const versus = r.baselineAccuracy === null ? "" : ` vs ${formatNumber(r.baselineAccuracy, 2)}`;
   const p = r.pHolm === null ? "" : `, Holm p ${formatPValue(r.pHolm)}`;
-  return `at ${shots} ${r.label} ${formatNumber(r.accuracy, 2)}${versus} (Δ ${deltaText(r.difference, r.ci)}${p}): ${verdictText(r.verdict)}`;
+  const label = r.source === undefined ? r.label : `${r.label} (${r.source})`;
+  return `at ${shots} ${label} ${formatNumber(r.accuracy, 2)}${versus} (Δ ${deltaText(r.difference, r.ci)}${p}): ${verdictText(r.verdict)}`;
 }

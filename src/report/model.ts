@@ -22,7 +22,7 @@ import { maxOf } from "../util/extent.js";
 import { type LeverVersion, leverVersion } from "../util/version.js";
 import { type AnswerTypes, answerTypeAccuracy, type StageCost, stageCosts } from "./breakdown.js";
 import type { Point } from "./charts.js";
-import { type Headline, headlineOf } from "./headline.js";
+import { finalSources, type Headline, headlineOf } from "./headline.js";
 import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
 import { metricTitle } from "./metric-names.js";
 import type { ReportOptions } from "./options.js";
@@ -200,7 +200,8 @@ export function buildReportModel(
     summaries: summaries(runs, metricsOf, labelOf),
     warnings,
     comparison,
-    headline: comparison === null ? null : headlineOf(comparison),
+    headline:
+      comparison === null ? null : headlineOf(comparison, loaded === null ? undefined : finalSources(loaded.methods)),
     answerTypes: loaded === null ? null : answerTypeAccuracy(loaded.methods, answerTypesOf(itemsOf(loaded.dataset))),
     stageCosts: stageCosts(ws, runs, metricsOf, labelOf),
     ...examples(ws, itemsOf, loaded, options.examples),

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
-import { decide } from "../../src/experiment/guard.js";
+import { decide, finalRows, guardChoices } from "../../src/experiment/guard.js";
 import { loadExperiment } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
 import type { PredictionRow } from "../../src/store/types.js";
@@ -58,20 +58,90 @@ const row = (retriever: string, shot: number, q: string, accuracy: number): Pred
 });
 
 describe("the guard's decision", () => {
-  it("keeps the selector at a shot where it beats the prior by more than the margin, else falls back", () => {
-    // 4 questions: at shot 1 the selector is right on 3, the prior on 1 (+50 points); at shot 2 both on 2 (0).
+  it("chooses the candidate with the largest gain over the prior above the margin, else the prior", () => {
+    // 4 questions. Shot 1: selector right on 3, vote on 4, prior on 1 (+50, +75). Shot 2: selector 2, vote 1,
+    // prior 2 (0, −25). Shot 3: selector 3, vote 3, prior 2 (+25 each: a tie goes to the selector).
     const rows = [
       ...[1, 1, 1, 0].map((a, i) => row("sel", 1, `q${i}`, a)),
+      ...[1, 1, 1, 1].map((a, i) => row("vote", 1, `q${i}`, a)),
       ...[1, 0, 0, 0].map((a, i) => row("topk-joint", 1, `q${i}`, a)),
       ...[1, 1, 0, 0].map((a, i) => row("sel", 2, `q${i}`, a)),
+      ...[0, 0, 1, 0].map((a, i) => row("vote", 2, `q${i}`, a)),
       ...[0, 0, 1, 1].map((a, i) => row("topk-joint", 2, `q${i}`, a)),
+      ...[1, 1, 1, 0].map((a, i) => row("sel", 3, `q${i}`, a)),
+      ...[0, 1, 1, 1].map((a, i) => row("vote", 3, `q${i}`, a)),
+      ...[1, 1, 0, 0].map((a, i) => row("topk-joint", 3, `q${i}`, a)),
     ];
-    const d = decide(rows, "sel", "topk-joint", 0, 0);
-    expect(d.map((x) => [x.shot, x.difference, x.questions, x.keep])).toEqual([
-      [1, 50, 4, true],
-      [2, 0, 4, false], // a tie is not a gain: the prior stays
+    const options = { selector: "sel", prior: "topk-joint", baselines: ["vote"], margin: 0, seed: 0 };
+    const d = decide(rows, options);
+    expect(d.map((x) => [x.shot, x.questions, x.candidates.map((c) => [c.retriever, c.difference]), x.choice])).toEqual(
+      [
+        [
+          1,
+          4,
+          [
+            ["sel", 50],
+            ["vote", 75],
+          ],
+          "vote",
+        ],
+        [
+          2,
+          4,
+          [
+            ["sel", 0],
+            ["vote", -25],
+          ],
+          "topk-joint",
+        ], // a tie with the prior is not a gain: the prior stays
+        [
+          3,
+          4,
+          [
+            ["sel", 25],
+            ["vote", 25],
+          ],
+          "sel",
+        ],
+      ],
+    );
+    // Without baselines: the selector or the prior.
+    expect(decide(rows, { ...options, baselines: [] }).map((x) => x.choice)).toEqual(["sel", "topk-joint", "sel"]);
+    // A margin: shot 1's vote (+75) clears 60, nothing else does.
+    expect(decide(rows, { ...options, margin: 60 }).map((x) => x.choice)).toEqual(["vote", "topk-joint", "topk-joint"]);
+  });
+});
+
+describe("the final method's rows", () => {
+  it("copies, at each shot, the rows of the retriever the guard chose, the prior where it did not decide", () => {
+    const evalRows = [1, 2, 3].flatMap((shot) =>
+      ["selector:/ck/online.safetensors@x", "vote", "topk-joint", "random"].map((r) => row(r, shot, "q0", shot / 10)),
+    );
+    const guard = {
+      runId: "g",
+      label: "online",
+      selector: "selector:/ck/online.safetensors@x",
+      prior: "topk-joint",
+      decisions: [
+        { shot: 1, questions: 1, candidates: [], choice: "vote" },
+        { shot: 2, questions: 1, candidates: [], choice: "selector:/ck/online.safetensors@x" },
+      ],
+    };
+    const final = finalRows(evalRows, guard, "selector:/ck/online.safetensors@x");
+    expect(final.map((r) => [r.shot, r.retriever, r.accuracy])).toEqual([
+      [1, "final:online", 0.1],
+      [2, "final:online", 0.2],
+      [3, "final:online", 0.3],
     ]);
-    expect(decide(rows, "sel", "topk-joint", 60, 0).map((x) => x.keep)).toEqual([false, false]);
+    // Which source each row came from: the stored rows are distinguished by their retriever before copying.
+    const sourced = finalRows(
+      evalRows.map((r) => ({ ...r, rawAnswer: r.retriever })),
+      guard,
+      "selector:/ck/online.safetensors@x",
+    );
+    expect(sourced.map((r) => r.rawAnswer)).toEqual(["vote", "selector:/ck/online.safetensors@x", "topk-joint"]);
+    // The evaluation must hold the prior and the vote; the selector is there anyway.
+    expect(guardChoices(guard)).toEqual(["topk-joint", "vote"]);
   });
 });
 
@@ -80,17 +150,24 @@ describe("lever run's guard (a tiny synthetic world)", () => {
     const first = await runGuarded();
     const guardLines = first.lines.filter((l) => l.startsWith("guard online"));
     expect(guardLines[0]).toMatch(
-      /^guard online: online vs topk-joint on random:120 of \d+ training questions no stage trained on$/,
+      /^guard online: online, vote vs topk-joint on random:120 of \d+ training questions no stage trained on$/,
     );
-    expect(guardLines.filter((l) => / @[12]: [+-]\d+\.\d\d \[/.test(l))).toHaveLength(2);
+    const decisions = guardLines.filter((l) => / @[12]: online [+-]\d+\.\d\d \[.*\], vote [+-]\d+\.\d\d \[/.test(l));
+    expect(decisions).toHaveLength(2);
+    // The vote is not among the evaluation's baselines: it is evaluated only where the guard chose it.
+    const chosen = (shot: number) => decisions.find((l) => l.includes(` @${shot}: `))?.split(" → ")[1];
     expect(first.report.comparison).toContain("final:online");
     expect(first.guardRows.length).toBeGreaterThan(0);
     // At each shot the final method's rows are the kept method's rows, question by question.
     const selector = [...new Set(first.guardRows.map((r) => r.retriever))].find((r) => r.startsWith("selector:"));
     expect(selector).toBeDefined();
     for (const shot of [1, 2]) {
-      const kept = guardLines.some((l) => l.startsWith(`guard online @${shot}:`) && l.endsWith("selector kept"));
-      const source = kept ? first.evalRows.filter((r) => r.retriever === selector) : first.rows("topk-joint");
+      const choice = chosen(shot);
+      const source =
+        choice === "online"
+          ? first.evalRows.filter((r) => r.retriever === selector)
+          : first.rows(choice === "vote" ? "vote" : "topk-joint");
+      expect(source.filter((r) => r.shot === shot).length, String(choice)).toBeGreaterThan(0);
       const bySource = new Map(source.filter((r) => r.shot === shot).map((r) => [r.questionId, r]));
       const final = first.rows("final:online").filter((r) => r.shot === shot);
       expect(final.length).toBe(bySource.size);
@@ -112,7 +189,7 @@ describe("lever run's guard (a tiny synthetic world)", () => {
 
     const strict = await runGuarded(["guard.margin=100"]);
     expect(strict.lines).toContainEqual(
-      "final:online = topk-joint at 1, 2 shot(s), where online did not beat it on the guard's questions; online elsewhere",
+      "final:online = topk-joint (the prior) at 1, 2 shots (each validated against topk-joint on the guard's questions)",
     );
     const final = strict.rows("final:online");
     const topk = strict.rows("topk-joint");
