@@ -161,7 +161,7 @@ function trainingDefault<T extends z.ZodType>(field: z.ZodDefault<T>, value: z.u
  */
 export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: true, indexItems: true })
   .extend({
-    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "rank"),
+    prior: trainingDefault(SelectorFieldsSchema.shape.prior, "cosine"),
     center: trainingDefault(SelectorFieldsSchema.shape.center, "index-mean"),
     features: trainingDefault(SelectorFieldsSchema.shape.features, ["vote", "agreement"]),
     voteScale: SelectorFieldsSchema.shape.voteScale

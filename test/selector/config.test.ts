@@ -60,13 +60,13 @@ describe("selector config: candidate options", () => {
       ]);
   });
 
-  it("a training run gets the rank prior, centred inputs and the answer features by default; identity, pool attention and the vote scale stay absent unless set", () => {
+  it("a training run gets the cosine prior, centred inputs and the answer features by default; identity, pool attention and the vote scale stay absent unless set", () => {
     const opts = ModelOptionsSchema.parse({});
-    expect(opts).toMatchObject({ prior: "rank", center: "index-mean", features: ["vote", "agreement"] });
+    expect(opts).toMatchObject({ prior: "cosine", center: "index-mean", features: ["vote", "agreement"] });
     for (const key of ["identity", "indexItems", "poolAttention", "voteScale"]) expect(key in opts).toBe(false);
     const config = SelectorConfigSchema.parse({ ...opts, d: 8, shots: 2 });
     expect(config).toMatchObject({
-      prior: "rank",
+      prior: "cosine",
       center: "index-mean",
       voteScale: 0,
       features: ["vote", "agreement"],
@@ -86,7 +86,7 @@ describe("selector config: candidate options", () => {
 
   it("name each training default in the option's help, after the selector field's own description", () => {
     const { prior, features } = ModelOptionsSchema.shape;
-    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: rank)`);
+    expect(prior.description).toBe(`${SelectorFieldsSchema.shape.prior.description} (training default: cosine)`);
     expect(features.description).toBe(
       `${SelectorFieldsSchema.shape.features.description} (training default: vote, agreement)`,
     );

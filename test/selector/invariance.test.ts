@@ -4,9 +4,10 @@
  * embedding shares (CLIP's cosines live in [0.5, 1]); here every row x (with no component along e)
  * becomes normalise(x + s·e), which maps every cosine c to (c + s²)/(1 + s²) exactly — a monotone
  * (affine) compression and shift. Top-k retrieval is unchanged by it. A selector with the training
- * defaults (rank prior, index-mean centring, vote feature at a rank scale) makes the same picks after it
- * — it loses nothing, as top-k — while one with the earlier options (cosine prior, raw embeddings,
- * linear vote weights) changes its picks: the test can fail.
+ * defaults (cosine prior on embeddings centred on the index mean, vote feature at a rank scale) makes the
+ * same picks after it — it loses nothing, as top-k — and so does the rank prior (invariant to every
+ * monotone change of the cosines); one with the earlier options (cosine prior on raw embeddings, linear
+ * vote weights) changes its picks: the test can fail.
  */
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
@@ -132,8 +133,9 @@ describe("candidate inputs under a monotone change of every cosine", () => {
   });
 
   it("the training defaults make the same picks after it (no loss, like top-k); the earlier options do not", () => {
-    const defaults = {};
-    for (const s of [0.5, 2, 5]) expect(picks(defaults, s), `s = ${s}`).toEqual(picks(defaults, 0));
+    for (const options of [{}, { prior: "rank" }])
+      for (const s of [0.5, 2, 5])
+        expect(picks(options, s), `${JSON.stringify(options)}, s = ${s}`).toEqual(picks(options, 0));
     const earlier = { prior: "cosine", center: "none", voteScale: 0 };
     const changed = [0.5, 2, 5].filter((s) => JSON.stringify(picks(earlier, s)) !== JSON.stringify(picks(earlier, 0)));
     expect(changed.length).toBeGreaterThan(0);
