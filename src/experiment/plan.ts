@@ -21,7 +21,7 @@ import { withoutOperational } from "../util/operational.js";
 import type { LoadedExperiment, Variant } from "./load.js";
 import { readStageRecord, type StageRecordState } from "./records.js";
 import { EvalSectionSchema, type Experiment, ExperimentSchema } from "./schema.js";
-import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "./stages.js";
+import { STAGE_TABLE, STAGES, type StageEntry, type StageName, TRAINING_STAGES } from "./stages.js";
 
 export interface PlannedStage {
   stage: StageName;
@@ -124,9 +124,6 @@ function evalIdentity(e: Experiment, dataId: string): string {
     vote: "rank",
   });
 }
-
-/** The stages whose checkpoints the evaluation compares (`selector:<label>`). */
-const TRAINING_STAGES: readonly StageName[] = ["sft", "rce", "grpo", "online"];
 
 /**
  * The comparison's baseline must be one of the methods the run will evaluate — a baseline retriever, a

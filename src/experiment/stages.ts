@@ -81,6 +81,11 @@ export interface StageEntry<S extends StageName> {
   why?: string;
   /** Upstream stages it reads when the experiment has them. */
   uses?: readonly StageName[];
+  /**
+   * It trains a selector: its outputs are `TrainedOutputs`, whose checkpoint the evaluation compares as
+   * `selector:<label>`, the comparison may take as its baseline, and the guard validates when it is the last.
+   */
+  trains?: true;
   /** Where a training stage starts: the first of these the experiment has (none: from scratch). */
   startsFrom?: readonly StageName[];
   /** Other sections whose settings enter its identity (operational ones excepted) and whose swept values name it. */
@@ -107,7 +112,13 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     run: runBeamsStage,
     handsOn: (o) => [beamArtifactPath(o.name)],
   },
-  sft: { needs: ["data", "pools", "beams"], why: "SFT trains on beams", reads: ["embedding"], run: runSft },
+  sft: {
+    needs: ["data", "pools", "beams"],
+    why: "SFT trains on beams",
+    reads: ["embedding"],
+    trains: true,
+    run: runSft,
+  },
   rollouts: {
     needs: ["data", "pools"],
     uses: ["sft"],
@@ -119,6 +130,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     needs: ["data", "pools", "rollouts"],
     uses: ["sft"],
     reads: ["vlm", "embedding"],
+    trains: true,
     asksVlm: (s) => s.validation.answers,
     run: (c) => runRl(c, "rce", { stage: "rce", config: c.settings }),
   },
@@ -127,6 +139,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     why: "online GRPO is the online section",
     startsFrom: START,
     reads: ["vlm", "embedding"],
+    trains: true,
     asksVlm: (s) => s.validation.answers,
     filled: (s) => withModeDefaults(s),
     run: (c) => runRl(c, "grpo", { stage: "grpo", config: c.settings }),
@@ -135,12 +148,23 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     needs: ["data", "pools"],
     startsFrom: START,
     reads: ["vlm", "embedding"],
+    trains: true,
     filled: (s) => withModeDefaults(s, "online"),
     run: (c) => runRl(c, "online", { stage: "grpo", config: onlineGrpoConfig(c.settings) }),
   },
 };
 
 export const STAGES = Object.keys(STAGE_TABLE) as StageName[];
+
+/** The stages that train a selector (`trains` in the table), in table order. */
+export const TRAINING_STAGES: readonly StageName[] = STAGES.filter(
+  (stage) => (STAGE_TABLE[stage] as StageEntry<StageName>).trains === true,
+);
+
+/** A training stage's outputs (its checkpoint), or undefined for any other stage or one that did not run. */
+export function trainedOutputs(stage: StageName, outputs: StageOutputMap, id: string): TrainedOutputs | undefined {
+  return TRAINING_STAGES.includes(stage) ? (outputs.get(`${stage}-${id}`) as TrainedOutputs | undefined) : undefined;
+}
 
 function runPoolsStage(c: StageContext<"pools">): PoolsOutputs {
   const { train } = c.input("data");

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
 import { loadExperiment, parseSetOption } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
+import { TRAINING_STAGES } from "../../src/experiment/stages.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
 import { experimentFiles } from "./helpers.js";
@@ -114,6 +115,12 @@ describe("experiment files", () => {
     expect(leverErrorOf(() => plan(loadExperiment(file, [`compare.baseline=${evalRun}/rnadom`]))).message).toMatch(
       /no method "rnadom" will be evaluated/,
     );
+    // The training stages are the table's (`trains`): each is a method, no other stage is.
+    expect(TRAINING_STAGES).toEqual(["sft", "rce", "grpo", "online"]);
+    for (const stage of ["beams", "rollouts", "pools"])
+      expect(leverErrorOf(() => plan(loadExperiment(file, [`compare.baseline=${stage}`]))).message, stage).toMatch(
+        /will be evaluated/,
+      );
     // A seed group is a row by its name only; "selector:grpo" is no method the comparison would find.
     expect(leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=selector:grpo"]))).message).toMatch(
       /no method "selector:grpo" will be evaluated/,
