@@ -4,9 +4,11 @@
  * (`guard.baselines`, default the `vote`: no-training retrievers a deployment can run instead) are
  * evaluated against the top-k prior (top-k on the embedding the selector reads) on TRAINING questions
  * that no stage of the variant trained on (not a beam anchor, not a rollout query, not an online query),
- * with the VLM, at every shot count of the evaluation. At each shot count the final method is the
- * candidate whose mean accuracy there is above the prior's by the most, when by more than `guard.margin`
- * points (ties: the selector, then the baselines in their order); else the prior.
+ * with the VLM, at every shot count of the evaluation. At each shot count the final method is, among the
+ * candidates SIGNIFICANTLY better than the prior there (the lower end of the paired 95 % bootstrap interval
+ * of candidate − prior above `guard.margin` points), the one with the largest gain (ties: the selector,
+ * then the baselines in their order); the prior where no candidate is. The guard ships nothing it has not
+ * shown to beat the prior: a gain the guard's questions cannot tell from noise stays with the prior.
  *
  * The evaluation split is never read for this decision; the vote is validated at the scale the evaluation
  * will use (calibrated on the index's annotations alone). The guard's predictions are an evaluation run
@@ -205,7 +207,7 @@ export interface DecideOptions {
   selector: string;
   prior: string;
   baselines: readonly string[];
-  /** Points a candidate must gain over the prior to be chosen. */
+  /** Points the lower end of a candidate's 95 % interval (candidate − prior) must exceed for it to be chosen. */
   margin: number;
   /** The bootstrap's seed. */
   seed: number;
@@ -213,7 +215,8 @@ export interface DecideOptions {
 
 /**
  * Per shot (where the selector was compared): each candidate's difference from the prior on the guard's
- * questions, and the choice — the largest gain above the margin (ties: the earlier candidate), else the prior.
+ * questions, and the choice — among the candidates whose interval's lower end is above the margin, the
+ * largest gain (ties: the earlier candidate); the prior when there is none.
  */
 export function decide(rows: readonly PredictionRow[], options: DecideOptions): GuardDecision[] {
   const { selector, prior, margin, seed } = options;
@@ -242,9 +245,9 @@ export function decide(rows: readonly PredictionRow[], options: DecideOptions): 
         : [{ retriever, difference: c.difference, lower: c.ci.lower, upper: c.ci.upper, p: c.pValue }];
     });
     let choice = prior;
-    let best = margin;
+    let best = Number.NEGATIVE_INFINITY;
     for (const c of compared)
-      if (c.difference > best) {
+      if (c.lower > margin && c.difference > best) {
         best = c.difference;
         choice = c.retriever;
       }

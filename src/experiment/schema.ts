@@ -87,7 +87,7 @@ export const GuardSectionSchema = z
       .boolean()
       .default(true)
       .describe(
-        "validate each variant's final selector (and the guard's baselines) against the top-k prior on training questions no stage trained on; at each shot count the final method is the one that validated best, the prior where none beat it (docs/experiments.md)",
+        "validate each variant's final selector (and the guard's baselines) against the top-k prior on training questions no stage trained on; at each shot count the final method is the best of those that significantly beat it there, the prior where none did (docs/experiments.md)",
       ),
     queries: SubsetSpecSchema.default("random:1000").describe(
       "training questions the guard asks (drawn from those no stage of the variant trained on; fewer when fewer are left)",
@@ -98,7 +98,7 @@ export const GuardSectionSchema = z
       .max(100)
       .default(0)
       .describe(
-        "points the selector (or a guard baseline) must gain over the prior on the guard's questions to be chosen at a shot count",
+        "points the lower end of a candidate's 95 % paired bootstrap interval (selector or guard baseline − prior, on the guard's questions) must exceed for it to be chosen at a shot count (0: significantly better than the prior)",
       ),
     baselines: z
       .array(
@@ -108,7 +108,7 @@ export const GuardSectionSchema = z
       )
       .default(["vote"])
       .describe(
-        "no-training retrievers the final method may also be, validated on the same questions: at each shot count the final method is whichever of the selector and these beats the prior by the most (by more than the margin), else the prior ([] : selector or prior only)",
+        "no-training retrievers the final method may also be, validated on the same questions: at each shot count the final method is, of the selector and these, the one with the largest gain among those significantly better than the prior (see margin), else the prior ([]: selector or prior only)",
       ),
   })
   .strict();

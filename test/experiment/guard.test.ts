@@ -58,19 +58,28 @@ const row = (retriever: string, shot: number, q: string, accuracy: number): Pred
 });
 
 describe("the guard's decision", () => {
-  it("chooses the candidate with the largest gain over the prior above the margin, else the prior", () => {
-    // 4 questions. Shot 1: selector right on 3, vote on 4, prior on 1 (+50, +75). Shot 2: selector 2, vote 1,
-    // prior 2 (0, −25). Shot 3: selector 3, vote 3, prior 2 (+25 each: a tie goes to the selector).
+  it("chooses, among the candidates significantly better than the prior, the largest gain; else the prior", () => {
+    // 200 questions; a method is right on question i when (i + offset) % 10 < its count. Shot 1: prior 2,
+    // selector 6, vote 8 of each ten (+40, +60: both far above; the vote gains most). Shot 2: prior 5,
+    // selector 6 (right where the prior is, and on 20 more: +10, significant), vote 4 (−10). Shot 3: selector
+    // and vote right on 5 of each ten, other ones than the prior (+0). Shot 4: the selector right on one
+    // question more than the prior (+0.5 points, an interval that holds 0: noise, not a gain).
+    const right = (count: number, i: number, offset = 0) => ((i + offset) % 10 < count ? 1 : 0);
+    const method = (name: string, shot: number, at: (i: number) => number) =>
+      Array.from({ length: 200 }, (_, i) => row(name, shot, `q${String(i).padStart(3, "0")}`, at(i)));
     const rows = [
-      ...[1, 1, 1, 0].map((a, i) => row("sel", 1, `q${i}`, a)),
-      ...[1, 1, 1, 1].map((a, i) => row("vote", 1, `q${i}`, a)),
-      ...[1, 0, 0, 0].map((a, i) => row("topk-joint", 1, `q${i}`, a)),
-      ...[1, 1, 0, 0].map((a, i) => row("sel", 2, `q${i}`, a)),
-      ...[0, 0, 1, 0].map((a, i) => row("vote", 2, `q${i}`, a)),
-      ...[0, 0, 1, 1].map((a, i) => row("topk-joint", 2, `q${i}`, a)),
-      ...[1, 1, 1, 0].map((a, i) => row("sel", 3, `q${i}`, a)),
-      ...[0, 1, 1, 1].map((a, i) => row("vote", 3, `q${i}`, a)),
-      ...[1, 1, 0, 0].map((a, i) => row("topk-joint", 3, `q${i}`, a)),
+      ...method("topk-joint", 1, (i) => right(2, i)),
+      ...method("sel", 1, (i) => right(6, i)),
+      ...method("vote", 1, (i) => right(8, i)),
+      ...method("topk-joint", 2, (i) => right(5, i)),
+      ...method("sel", 2, (i) => right(6, i)),
+      ...method("vote", 2, (i) => right(4, i)),
+      ...method("topk-joint", 3, (i) => right(5, i)),
+      ...method("sel", 3, (i) => right(5, i, 5)),
+      ...method("vote", 3, (i) => right(5, i, 5)),
+      ...method("topk-joint", 4, (i) => right(5, i)),
+      ...method("sel", 4, (i) => (i === 7 ? 1 : right(5, i))),
+      ...method("vote", 4, (i) => right(5, i)),
     ];
     const options = { selector: "sel", prior: "topk-joint", baselines: ["vote"], margin: 0, seed: 0 };
     const d = decide(rows, options);
@@ -78,37 +87,59 @@ describe("the guard's decision", () => {
       [
         [
           1,
-          4,
+          200,
           [
-            ["sel", 50],
-            ["vote", 75],
+            ["sel", 40],
+            ["vote", 60],
           ],
           "vote",
         ],
         [
           2,
-          4,
+          200,
           [
-            ["sel", 0],
-            ["vote", -25],
-          ],
-          "topk-joint",
-        ], // a tie with the prior is not a gain: the prior stays
-        [
-          3,
-          4,
-          [
-            ["sel", 25],
-            ["vote", 25],
+            ["sel", 10],
+            ["vote", -10],
           ],
           "sel",
         ],
+        [
+          3,
+          200,
+          [
+            ["sel", 0],
+            ["vote", 0],
+          ],
+          "topk-joint",
+        ],
+        [
+          4,
+          200,
+          [
+            ["sel", 0.5],
+            ["vote", 0],
+          ],
+          "topk-joint",
+        ], // +0.5, but its interval holds 0: the prior stays
       ],
     );
+    for (const x of d) for (const c of x.candidates) expect(c.lower).toBeLessThanOrEqual(c.difference);
+    expect(d[1].candidates[0].lower).toBeGreaterThan(0);
+    expect(d[3].candidates[0].lower).toBeLessThanOrEqual(0);
     // Without baselines: the selector or the prior.
-    expect(decide(rows, { ...options, baselines: [] }).map((x) => x.choice)).toEqual(["sel", "topk-joint", "sel"]);
-    // A margin: shot 1's vote (+75) clears 60, nothing else does.
-    expect(decide(rows, { ...options, margin: 60 }).map((x) => x.choice)).toEqual(["vote", "topk-joint", "topk-joint"]);
+    expect(decide(rows, { ...options, baselines: [] }).map((x) => x.choice)).toEqual([
+      "sel",
+      "sel",
+      "topk-joint",
+      "topk-joint",
+    ]);
+    // A margin on the interval's lower end: shot 1's vote (+60) clears 45, nothing else does.
+    expect(decide(rows, { ...options, margin: 45 }).map((x) => x.choice)).toEqual([
+      "vote",
+      "topk-joint",
+      "topk-joint",
+      "topk-joint",
+    ]);
   });
 });
 
