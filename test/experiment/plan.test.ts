@@ -68,19 +68,19 @@ describe("stage identities stay what earlier builds planned", () => {
       data: ["5b381a23c1", "data", []],
       pools: ["d851471d52", "pools", ["data"]],
       beams: ["8f37736ecf", "beams", ["data", "pools"]],
-      sft: ["d7f48c9770", "sft", ["beams", "data", "pools"]],
-      rollouts: ["ca48822b4c", "rollouts", ["data", "pools", "sft"]],
-      rce: ["9aa14d4054", "rce", ["data", "pools", "rollouts", "sft"]],
+      sft: ["2d363a2be0", "sft", ["beams", "data", "pools"]],
+      rollouts: ["590acc20d1", "rollouts", ["data", "pools", "sft"]],
+      rce: ["aa1f6e1d60", "rce", ["data", "pools", "rollouts", "sft"]],
       // Changed on purpose (issue 17): an online section without kl.beta / online.credit now trains with
       // the online defaults (β 0.5, prefix credit; rl-settings.ts MODE_DEFAULTS), so it is a new stage.
-      online: ["8add7b1d74", "online", ["data", "pools", "rce"]],
+      online: ["372fbed63b", "online", ["data", "pools", "rce"]],
     };
     const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];
     expect(identities(write("synth.yaml", SYNTH))).toEqual([
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("121d95ff72", "grpo_beta-0.1_seed-1") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("272b24e443", "grpo_beta-0.1_seed-2") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("16dfbd8ed5", "grpo_beta-0.2_seed-1") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("e1755acb88", "grpo_beta-0.2_seed-2") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("6d249c1d53", "grpo_beta-0.1_seed-1") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("93a34677f0", "grpo_beta-0.1_seed-2") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("e4dc340aa7", "grpo_beta-0.2_seed-1") } },
+      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("326e0e31a6", "grpo_beta-0.2_seed-2") } },
     ]);
   });
 
@@ -93,8 +93,8 @@ describe("stage identities stay what earlier builds planned", () => {
           pools: ["c14bb4c584", "pools", ["data"]],
           beams: ["04bc50efa3", "beams", ["data", "pools"]],
           rollouts: ["25a884db41", "rollouts", ["data", "pools"]],
-          rce: ["992064abeb", "rce", ["data", "pools", "rollouts"]],
-          grpo: ["c22363c7ca", "grpo", ["data", "pools", "rce", "rollouts"]],
+          rce: ["0e3addc0b7", "rce", ["data", "pools", "rollouts"]],
+          grpo: ["5d55741251", "grpo", ["data", "pools", "rce", "rollouts"]],
         },
       },
     ]);
@@ -109,9 +109,11 @@ describe("stage identities stay what earlier builds planned", () => {
       beams: "132f4ceef8",
       sft: "a13027d404",
       rollouts: "da8aa1efa8",
-      rce: "1a59dfe392",
-      grpo: "90e7a06bde",
-      online: "fdcc229c28", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
+      // rce, grpo, online: the training default prior became the cosine prior (issue 23); they hash their model
+      // settings although they start from SFT's checkpoint, whose model wins (issue 26, point 1).
+      rce: "2376d43a98",
+      grpo: "2d0cb14d53",
+      online: "a7374bb424", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
     });
   });
 });
