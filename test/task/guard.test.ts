@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { datasetTask, datasetTaskName } from "../../src/task/dataset-task.js";
+import { stageTask } from "../../src/task/guard.js";
+import { LeverError } from "../../src/util/errors.js";
+
+const vqa = (name: string) => ({ name, details: {} });
+
+describe("a dataset's task", () => {
+  it("is VQA when the dataset records none (workspaces made before tasks)", () => {
+    expect(datasetTaskName({ details: {} })).toBe("vqa");
+    expect(datasetTask(vqa("train")).name).toBe("vqa");
+    expect(datasetTaskName({ details: { task: "vqa" } })).toBe("vqa");
+  });
+
+  it("refuses a recorded task the registry does not know, naming the dataset", () => {
+    expect(() => datasetTask({ name: "odd", details: { task: "speech" } })).toThrow(
+      /field "dataset odd: details.task": unknown task "speech"/,
+    );
+  });
+});
+
+describe("stageTask", () => {
+  it("returns the datasets' one task", () => {
+    const task = stageTask("eval", { evaluation: vqa("val"), index: vqa("train") });
+    expect(task.name).toBe("vqa");
+  });
+
+  it("refuses a dataset of an unknown task among them, in one line", () => {
+    const run = () =>
+      stageTask("eval", { evaluation: vqa("val"), index: { name: "odd", details: { task: "speech" } } });
+    expect(run).toThrow(LeverError);
+    expect(run).toThrow(/^[^\n]*unknown task "speech"[^\n]*$/);
+  });
+});
