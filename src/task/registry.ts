@@ -4,11 +4,13 @@
  * A dataset that records no task is VQA (`DEFAULT_TASK`): workspaces made before tasks existed.
  */
 import { LeverError } from "../util/errors.js";
+import { CAPTION_TASK } from "./caption.js";
 import type { Task } from "./types.js";
 import { VQA_TASK } from "./vqa.js";
 
 const TASKS: Record<string, Task<unknown>> = {
   vqa: VQA_TASK,
+  caption: CAPTION_TASK,
 };
 
 export const TASK_NAMES = Object.keys(TASKS) as [string, ...string[]];

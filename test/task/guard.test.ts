@@ -32,3 +32,21 @@ describe("stageTask", () => {
     expect(run).toThrow(/^[^\n]*unknown task "speech"[^\n]*$/);
   });
 });
+
+describe("stageTask with a caption dataset", () => {
+  const caption = (name: string) => ({ name, details: { task: "caption" } });
+
+  it("refuses mixing tasks with one line naming both datasets, their roles and tasks", () => {
+    const run = () => stageTask("eval", { evaluation: caption("cap-val"), index: vqa("vqa-train") });
+    expect(run).toThrow(
+      'field "dataset": task mismatch: evaluation dataset "cap-val" is caption but index dataset "vqa-train" is vqa',
+    );
+  });
+
+  it("refuses a stage the task does not implement yet, and admits the ones it does", () => {
+    expect(() => stageTask("beams", { query: caption("c") })).toThrow(
+      /dataset "c" is a caption dataset, and the beams stage does not run caption yet \(it runs: embed\)/,
+    );
+    expect(stageTask("embed", { embedded: caption("c") }).wording.metric).toBe("CIDEr");
+  });
+});
