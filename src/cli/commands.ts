@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import * as cache from "./cache.js";
+import * as captions from "./captions.js";
 import * as data from "./data.js";
 import * as datagen from "./datagen.js";
 import * as doctor from "./doctor.js";
@@ -21,6 +22,7 @@ export function registerCommands(program: Command): void {
     run,
     status,
     data,
+    captions,
     synth,
     formats,
     embed,

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { DEFAULT_MIX_RATIOS } from "../pools/samplers.js";
 import { makePools, PoolsSettingsSchema } from "../pools/stage.js";
+import { stageTask } from "../task/guard.js";
 import { group, printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
@@ -13,7 +14,11 @@ export function register(program: Command): void {
   const settings = bindSettings(command, PoolsSettingsSchema, { fileOption: "config" });
   command.action(async (flags: { json?: boolean }, cmd: Command) => {
     const s = resolve(cmd, settings);
-    const { ref: _ref, ...summary } = await withWorkspace(cmd, (ws) => makePools(ws, s));
+    const { ref: _ref, ...summary } = await withWorkspace(cmd, (ws) => {
+      // Pools are task-agnostic (embeddings only), but a stage never mixes tasks.
+      stageTask("pools", { query: ws.requireDataset(s.queries), index: ws.requireDataset(s.index) });
+      return makePools(ws, s);
+    });
     if (flags.json) printJson(summary);
     else
       process.stdout.write(

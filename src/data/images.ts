@@ -38,6 +38,30 @@ export function cocoTemplate(root: string, split: string): string {
   return `${escapeBraces(folder)}/COCO_${split}2014_{image_id:012}.jpg`;
 }
 
+/**
+ * Template for COCO caption images under `root`, for items whose folders are `folders` ("train2014",
+ * "val2014"; one year): `<root>/{split}/COCO_{split}_<id:012>.jpg` for 2014 and
+ * `<root>/{split}/<id:012>.jpg` for 2017, where an item's {split} is its folder — or the same file
+ * names directly in `<root>` when it lacks one of those folders.
+ */
+export function cocoCaptionTemplate(root: string, folders: readonly string[]): string {
+  const absolute = resolve(root);
+  if (!existsSync(absolute) || !statSync(absolute).isDirectory()) {
+    throw new LeverError("image folder not found", { file: absolute, field: "images" });
+  }
+  const years = new Set(folders.map((folder) => /(2014|2017)$/.exec(folder)?.[1] ?? "unknown"));
+  if (years.size !== 1 || years.has("unknown"))
+    throw new LeverError(`cannot tell COCO image file names from folders ${[...new Set(folders)].join(", ")}`, {
+      field: "images",
+    });
+  const name = years.has("2014") ? "COCO_{split}_{image_id:012}.jpg" : "{image_id:012}.jpg";
+  const nested = folders.every((folder) => {
+    const sub = join(absolute, folder);
+    return existsSync(sub) && statSync(sub).isDirectory();
+  });
+  return `${escapeBraces(absolute)}/${nested ? "{split}/" : ""}${name}`;
+}
+
 /** The template an image source stands for (absolute), or null without images. */
 export function imageTemplate(source: ImageSource | undefined, split: string): string | null {
   if (source === undefined) return null;

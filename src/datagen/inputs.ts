@@ -12,6 +12,7 @@ import { hashFileSync } from "../store/files.js";
 import { poolArtifactPath, readPoolSet } from "../store/sets.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { stageTask } from "../task/guard.js";
 import { LeverError } from "../util/errors.js";
 
 export interface ResolvedPools {
@@ -73,6 +74,7 @@ export function openStageInputs(
   const dataset = ws.requireDataset(settings.dataset);
   const pools = resolvePools(ws, settings.pools, settings.dataset);
   const index = ws.requireDataset(pools.set.indexDataset);
+  stageTask(field === "--anchors" ? "beams" : "rollouts", { query: dataset, index });
   const items = selectWithPools(ws.loadItems(settings.dataset), pools.set, subset, settings.seed, field);
   const indexById = new Map(ws.loadItems(index.name).map((item) => [item.questionId, item]));
   return { dataset, pools, index, items, indexById };

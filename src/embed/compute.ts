@@ -25,6 +25,7 @@ import { encodeNpy } from "../data/npy.js";
 import { hashData, hashFileSync } from "../store/files.js";
 import { type ImportEmbeddingResult, importEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
+import { stageTask } from "../task/guard.js";
 import { writeFileAtomic } from "../util/atomic.js";
 import { LeverError } from "../util/errors.js";
 import { type Progress, silentProgress } from "../util/progress.js";
@@ -178,7 +179,12 @@ function openJob(ws: Workspace, options: ComputeOptions): ComputeJob {
     throw new LeverError(`must be a positive integer, got ${batch}`, { field: "--batch" });
   const skipMissing = options.skipMissing === true;
   const record = ws.requireDataset(dataset);
+  const task = stageTask("embed", { embedded: record });
   const towers: Tower[] = kind === "joint" ? ["image", "text"] : [kind];
+  if (towers.includes("text") && task.textTower === null) {
+    const message = `dataset "${dataset}" is a ${task.name} dataset: its items have no text to embed (use --kind image)`;
+    throw new LeverError(message, { field: "--kind" });
+  }
   const plan = planUnits(ws.loadItems(dataset), dataset, towers.includes("image"));
   if (towers.includes("image") && !skipMissing) requireImages(plan.imagePaths);
 

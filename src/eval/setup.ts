@@ -15,6 +15,7 @@ import type { SimVlm } from "../sim/vlm.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
+import { stageTask } from "../task/guard.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
 import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
@@ -191,6 +192,7 @@ export async function prepareEvaluation(
 ): Promise<PreparedEvaluation> {
   const dataset = ws.requireDataset(options.dataset);
   const indexRecord = ws.requireDataset(options.index);
+  stageTask("eval", { evaluation: dataset, index: indexRecord });
   const { exclude } = hooks;
   const candidates = ws.loadItems(options.dataset).filter((item) => !exclude?.has(item.questionId));
   const queries = selectSubset(candidates, options.queries, options.seed);

@@ -8,8 +8,8 @@
  */
 import type { VqaItem } from "../data/item.js";
 import { type PromptOrder, toPromptOrder } from "../data/trajectories.js";
-import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
+import { VQA_TASK } from "../task/vqa.js";
 import { hashValue } from "../util/hash.js";
 import type { Demonstration, GenerateResult, Outcome, Vlm, VlmFailure, VlmPrompt } from "../vlm/types.js";
 import { isFailure } from "../vlm/types.js";
@@ -33,11 +33,11 @@ export interface Answer {
   failure: VlmFailure | null;
 }
 
-/** The post-processor and (memoised per question) official scorer of a metric variant. */
+/** The VQA task's post-processor (src/task/vqa.ts) and (memoised per question) official scorer of a metric variant. */
 export function vqaAnswering(variant: VqaVariant): Pick<AnswerDeps, "postprocess" | "score"> {
   const scorers = new Map<string, VqaScorer>();
   return {
-    postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
+    postprocess: VQA_TASK.postprocess,
     score: (answer, query) => {
       let scorer = scorers.get(query.questionId);
       if (!scorer) {

@@ -26,6 +26,7 @@ import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ResolvedSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
+import { stageTask } from "../task/guard.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 
@@ -36,6 +37,8 @@ export const TrainingInputFields = {
 };
 
 export interface TrainingInputRefs {
+  /** The stage reading them (which its datasets' task must implement, src/task/guard.ts). */
+  stage: "sft" | "rl";
   /** The stage's data files by name (e.g. beams, pools), in the order they are recorded. */
   data: Record<string, string>;
   /** The pool set read, if any: it must draw its candidates from the index dataset. */
@@ -64,6 +67,7 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
       file: pools.file,
       field: "indexDataset",
     });
+  stageTask(refs.stage, { index: ws.requireDataset(indexDataset), query: ws.requireDataset(queryDataset) });
   const index = loadDatasetEmbedding(ws, indexDataset, embedding);
   const query = queryDataset === indexDataset ? index : loadDatasetEmbedding(ws, queryDataset, embedding);
   const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });

@@ -136,6 +136,7 @@ function resolveInputs<S extends RlStage>(
 ): ResolvedRlInputs {
   const { data, queryDataset, promptOrder } = resolveData(ws, inputs, onlineOf(settings));
   const resolved = trainingInputs(ws, {
+    stage: "rl",
     data: {
       ...(data.rollouts !== null ? { rollouts: data.rollouts.file } : {}),
       ...(data.pools !== null ? { pools: data.pools.file } : {}),

@@ -10,6 +10,7 @@ import type { PromptOrder } from "../data/trajectories.js";
 import { type AnswerDeps, answerPrompts, buildPrompt, vqaAnswering } from "../icl/answer.js";
 import { createVlm } from "../icl/backend.js";
 import type { Workspace } from "../store/workspace.js";
+import { stageTask } from "../task/guard.js";
 import { LeverError } from "../util/errors.js";
 import type { VlmSettings } from "../vlm/settings.js";
 import { preflight } from "../vlm/types.js";
@@ -40,6 +41,7 @@ export interface RlVlmServices {
 export async function rlVlmServices(ws: Workspace, request: RlVlmRequest): Promise<RlVlmServices> {
   const { online } = request;
   if (!request.validation && online === null) return {};
+  stageTask("rl", { index: ws.requireDataset(request.indexDataset), query: ws.requireDataset(request.queryDataset) });
   const index = ws.loadItems(request.indexDataset);
   const queries = request.queryDataset === request.indexDataset ? index : ws.loadItems(request.queryDataset);
   const { vlm } = createVlm(ws, request.vlm, ws.requireDataset(request.queryDataset), { seed: request.seed });

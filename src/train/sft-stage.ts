@@ -69,6 +69,7 @@ function resolveInputs(
       { file: beams.file, field: "dataset" },
     );
   const inputs = trainingInputs(ws, {
+    stage: "sft",
     data: { beams: beams.file, pools: pools.file },
     pools,
     queryDataset: pools.set.queryDataset,

@@ -29,6 +29,26 @@ export const DEFAULT_SYSTEM_PROMPT =
 /** With no demonstrations there are no examples to point at; say only what is true. */
 export const DEFAULT_ZERO_SHOT_SYSTEM_PROMPT = "Answer the question about the image with one to three words.";
 
+/**
+ * A task's prompt pieces (src/task/types.ts): the instruction is the layout's system prompts; these
+ * say how one item reads after its image. Demonstrations carry an answer, the query does not.
+ */
+export interface PromptText {
+  /** `lever-plus` layout: the text after a demonstration's image. */
+  demonstrationText(item: { question: string; answer: string }): string;
+  /** `lever-plus` layout: the text after the query's image (the model continues it). */
+  queryText(item: { question: string }): string;
+  /** `chat-turns` layout: a user turn's text after the image (a demonstration's answer is the assistant turn). */
+  turnText(item: { question: string }): string;
+}
+
+/** VQA's pieces, the reference layout's "Question:{q} Short answer:{a}" (Lever-Plus, docs/vlm.md). */
+export const VQA_PROMPT_TEXT: PromptText = {
+  demonstrationText: (item) => `Question:${item.question} Short answer:${item.answer}`,
+  queryText: (item) => `Question:${item.question} Short answer:`,
+  turnText: (item) => `Question:${item.question}`,
+};
+
 export interface LayoutSpec {
   name: LayoutName;
   /** System prompt when the prompt has demonstrations; null = no system message. */
@@ -58,26 +78,28 @@ export function promptImages(prompt: VlmPrompt): ImageRef[] {
 
 /**
  * Renders the prompt as the message list that asks the model for the query's answer. Items without
- * an image (datasets imported without images) render their text only.
+ * an image (datasets imported without images) render their text only. `text` is the task's prompt
+ * pieces, VQA's by default.
  */
 export function renderMessages(
   prompt: VlmPrompt,
   layout: LayoutSpec,
   urlFor: (ref: ImageRef) => string,
+  text: PromptText = VQA_PROMPT_TEXT,
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   const system = prompt.demonstrations.length > 0 ? layout.systemPrompt : layout.zeroShotSystemPrompt;
   if (system !== null && system.trim() !== "") messages.push({ role: "system", content: system });
   switch (layout.name) {
     case "lever-plus":
-      messages.push({ role: "user", content: leverPlusUserParts(prompt, urlFor) });
+      messages.push({ role: "user", content: leverPlusUserParts(prompt, urlFor, text) });
       break;
     case "chat-turns":
       for (const demo of prompt.demonstrations) {
-        messages.push({ role: "user", content: chatTurnParts(demo, urlFor) });
+        messages.push({ role: "user", content: chatTurnParts(demo, urlFor, text) });
         messages.push({ role: "assistant", content: demo.answer.trim() });
       }
-      messages.push({ role: "user", content: chatTurnParts(prompt.query, urlFor) });
+      messages.push({ role: "user", content: chatTurnParts(prompt.query, urlFor, text) });
       break;
   }
   return messages;
@@ -93,26 +115,31 @@ export function renderScoringMessages(
   assistantContent: string,
   layout: LayoutSpec,
   urlFor: (ref: ImageRef) => string,
+  text: PromptText = VQA_PROMPT_TEXT,
 ): ChatMessage[] {
-  return [...renderMessages(prompt, layout, urlFor), { role: "assistant", content: assistantContent }];
+  return [...renderMessages(prompt, layout, urlFor, text), { role: "assistant", content: assistantContent }];
 }
 
-/** Reference layout (Lever-Plus, docs/vlm.md): one user turn, image then "Question:{q} Short answer:{a}" per item. */
-function leverPlusUserParts(prompt: VlmPrompt, urlFor: (ref: ImageRef) => string): ContentPart[] {
+/** Reference layout (Lever-Plus, docs/vlm.md): one user turn, each item's image then its text (VQA: "Question:{q} Short answer:{a}"). */
+function leverPlusUserParts(prompt: VlmPrompt, urlFor: (ref: ImageRef) => string, text: PromptText): ContentPart[] {
   const parts: ContentPart[] = [];
   for (const demo of prompt.demonstrations) {
     pushImage(parts, demo, urlFor);
-    pushText(parts, `Question:${demo.question} Short answer:${demo.answer}`);
+    pushText(parts, text.demonstrationText(demo));
   }
   pushImage(parts, prompt.query, urlFor);
-  pushText(parts, `Question:${prompt.query.question} Short answer:`);
+  pushText(parts, text.queryText(prompt.query));
   return parts;
 }
 
-function chatTurnParts(item: Demonstration | PromptQuery, urlFor: (ref: ImageRef) => string): ContentPart[] {
+function chatTurnParts(
+  item: Demonstration | PromptQuery,
+  urlFor: (ref: ImageRef) => string,
+  text: PromptText,
+): ContentPart[] {
   const parts: ContentPart[] = [];
   pushImage(parts, item, urlFor);
-  pushText(parts, `Question:${item.question}`);
+  pushText(parts, text.turnText(item));
   return parts;
 }
 

@@ -70,6 +70,9 @@ const RESERVED_FIELDS = [
   "continue_final_message",
 ];
 
+/** Generated tokens per VQA answer (the reference used 5; the VQA task's generation setting). */
+export const VQA_MAX_TOKENS = 5;
+
 export const openAiVlmConfigSchema = z
   .object({
     backend: z.literal("openai").default("openai").describe("backend name"),
@@ -107,7 +110,12 @@ export const openAiVlmConfigSchema = z
       .default(512 * 1024 * 1024)
       .describe("bytes of encoded images kept in memory")
       .meta(OPERATIONAL),
-    maxTokens: z.number().int().positive().default(5).describe("generated tokens per answer (the reference used 5)"),
+    maxTokens: z
+      .number()
+      .int()
+      .positive()
+      .default(VQA_MAX_TOKENS)
+      .describe("generated tokens per answer (the reference used 5)"),
     temperature: z
       .number()
       .min(0)

@@ -141,3 +141,35 @@ describe("promptImages", () => {
     ]);
   });
 });
+
+describe("a task's prompt text", () => {
+  const captionLike = {
+    demonstrationText: (item: { answer: string }) => `Caption: ${item.answer}`,
+    queryText: () => "Caption:",
+    turnText: () => "Describe the image.",
+  };
+
+  it("renders each item's text in the lever-plus layout", () => {
+    const user = renderMessages(twoShot, defaultLayout("lever-plus"), urlFor, captionLike)[1];
+    expect(user.content).toEqual([
+      { type: "image_url", image_url: { url: "img://11/a.jpg" } },
+      { type: "text", text: "Caption: broccoli" },
+      { type: "image_url", image_url: { url: "img://12/b.jpg" } },
+      { type: "text", text: "Caption: red" },
+      { type: "image_url", image_url: { url: "img://99/q.jpg" } },
+      { type: "text", text: "Caption:" },
+    ]);
+  });
+
+  it("renders each user turn's text in the chat-turns layout and in the scoring form", () => {
+    const messages = renderScoringMessages(twoShot, "a dog", defaultLayout("chat-turns"), urlFor, captionLike);
+    expect(messages.slice(1).map((m) => (m.role === "user" ? m.content[1] : m.content))).toEqual([
+      { type: "text", text: "Describe the image." },
+      "broccoli",
+      { type: "text", text: "Describe the image." },
+      "red",
+      { type: "text", text: "Describe the image." },
+      "a dog",
+    ]);
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * The task contract (docs/architecture.md, "How to add a task"). A task is what the chain is asked to
+ * do with an item — answer a question about an image (vqa), caption an image (caption) — and every
+ * piece of the chain that depends on it is reached through one `Task` object, looked up by name in
+ * THE registry (src/task/registry.ts):
+ *
+ *   - its item type, how items are stored in the workspace's `items` table (`codec`) and the
+ *     `lever data import` formats that create them (`importers`);
+ *   - prompt pieces: the instruction (system prompts) and how a demonstration and the query are
+ *     rendered as text in each layout (`prompt`), and the generation settings (`generation`);
+ *   - the post-processor of a generated text (`postprocess`), shared by rewards and evaluation;
+ *   - the per-item metric and how per-item values make the corpus metric (`metric`);
+ *   - reward modes, candidate features, no-training baselines and the simulator world it runs on;
+ *   - report wording (`wording`: "accuracy" vs "CIDEr");
+ *   - the chain stages it implements (`stages`): a stage asked to run a task that does not list it
+ *     refuses with one line instead of computing VQA numbers on other data.
+ *
+ * A dataset records its task (src/task/dataset-task.ts; a dataset without one is VQA, so workspaces
+ * made before tasks existed keep their identities), and every stage reads the task from its
+ * datasets and refuses a mix (src/task/guard.ts).
+ */
+import type { VqaItem } from "../data/item.js";
+import type { PromptText } from "../vlm/layouts.js";
+
+/** The stages of the chain that read a task's items (`lever data import` and `inspect` work for every task). */
+export const TASK_STAGES = ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"] as const;
+export type TaskStage = (typeof TASK_STAGES)[number];
+
+/**
+ * An item as the `items` table stores it (its columns; VQA's own item type). A task whose item has
+ * other fields maps them onto these columns in its `codec` (caption: the references in `answers`).
+ */
+export type StoredItem = VqaItem;
+
+export interface TaskPrompt {
+  /** System prompt when the prompt has demonstrations (null: no system message). */
+  systemPrompt: string | null;
+  /** System prompt of a zero-shot prompt (null: no system message). */
+  zeroShotSystemPrompt: string | null;
+  /** How a demonstration and the query read after their images, in each layout (src/vlm/layouts.ts). */
+  text: PromptText;
+}
+
+export interface TaskGeneration {
+  /** Generated tokens per answer (the openai backend's `maxTokens` default). */
+  maxTokens: number;
+  /** Stop strings sent with a generation request (null: none). */
+  stop: readonly string[] | null;
+}
+
+export interface TaskMetric {
+  /** Name of the per-item value (stored predictions' `accuracy` column for vqa). */
+  perItem: string;
+  /** How the corpus value is made from the items (mean of per-item values, or a corpus metric). */
+  corpus: string;
+}
+
+export interface TaskWording {
+  /** The headline metric as reports print it. */
+  metric: string;
+  /** What one evaluated thing is called ("question", "image"). */
+  unit: string;
+}
+
+export interface Task<Item = unknown> {
+  /** Its key in the registry (src/task/registry.ts) and what a dataset records. */
+  name: string;
+  /** One line for help and `lever data list`. */
+  description: string;
+  codec: {
+    /** A stored row as the task's item. */
+    fromStored(row: StoredItem): Item;
+    /** The task's item as a stored row (the items hash is computed on these). */
+    toStored(item: Item): StoredItem;
+  };
+  /** `lever data import --format` values that create datasets of this task. */
+  importers: readonly string[];
+  prompt: TaskPrompt;
+  generation: TaskGeneration;
+  /** The one post-processor of a generated text, shared by rewards and evaluation. */
+  postprocess(text: string): string;
+  metric: TaskMetric;
+  /** What the text tower embeds of an item (`lever embed compute`); null: nothing (image embeddings only). */
+  textTower: string | null;
+  /** Reward modes (`reward.mode`, src/icl/rewards.ts) that mean something for this task. */
+  rewardModes: readonly string[];
+  /** What the selector and the no-training baselines read of a candidate besides its embeddings. */
+  candidateFeatures: readonly string[];
+  /** Retriever kinds (src/icl/retriever-catalog.ts) that need no training. */
+  baselines: readonly string[];
+  /** The simulator world that synthesises this task's data (null: none yet). */
+  simulator: string | null;
+  wording: TaskWording;
+  /** Chain stages implemented for this task. */
+  stages: readonly TaskStage[];
+}

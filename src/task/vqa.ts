@@ -1,0 +1,49 @@
+/**
+ * The VQA task (src/task/types.ts): VQAv2/OKVQA items with ten annotator answers, the Lever-Plus
+ * prompt, five generated tokens, the Lever-Plus answer post-processor, the official VQA accuracy,
+ * the `vqa*` reward modes, the pool's answer vote, and the simulator's VQA world. Every value here is
+ * the one the chain used before tasks existed — the entries point at the same constants and
+ * functions — so VQA behind the seam is bit-identical (bench/fingerprint.ts).
+ */
+import type { VqaItem } from "../data/item.js";
+import { postprocessVqaAnswer } from "../metrics/postprocess.js";
+import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, VQA_PROMPT_TEXT } from "../vlm/layouts.js";
+import { VQA_MAX_TOKENS } from "../vlm/openai.js";
+import type { Task } from "./types.js";
+
+export const VQA_TASK: Task<VqaItem> = {
+  name: "vqa",
+  description: "visual question answering (VQAv2, OKVQA): a short answer, official VQA accuracy",
+  codec: { fromStored: (row) => row, toStored: (item) => item },
+  importers: ["vqa"],
+  prompt: {
+    systemPrompt: DEFAULT_SYSTEM_PROMPT,
+    zeroShotSystemPrompt: DEFAULT_ZERO_SHOT_SYSTEM_PROMPT,
+    text: VQA_PROMPT_TEXT,
+  },
+  generation: { maxTokens: VQA_MAX_TOKENS, stop: null },
+  postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
+  metric: {
+    perItem: "VQA accuracy against the ten annotators (min(#matching/3, 1), averaged over leave-one-out subsets)",
+    corpus: "mean of the per-question accuracies",
+  },
+  textTower: "the question",
+  // Every mode of src/icl/rewards.ts reads vqa* trajectory fields (test/task/vqa.test.ts checks the list is the table's).
+  rewardModes: [
+    "hard_plus_soft",
+    "hard_plus_soft_v2",
+    "separated",
+    "hard_only",
+    "soft_only",
+    "hard01_plus_gtprob",
+    "hard01_plus_gtprob_separated",
+    "hard_plus_gtprob_plus_rel",
+    "legacy",
+    "hybrid",
+  ],
+  candidateFeatures: ["vote: the pool's weighted agreement on the candidate's answer (src/icl/candidates.ts)"],
+  baselines: ["zero", "random", "topk", "vote"],
+  simulator: "the VQA world (src/sim/world.ts)",
+  wording: { metric: "accuracy", unit: "question" },
+  stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],
+};
