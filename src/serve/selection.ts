@@ -8,6 +8,7 @@
  * Requests that arrive together are batched (`SelectionBatcher`): one pool search (one GEMM over the
  * index) and one selector pass per batch and shot count, instead of one per request.
  */
+import { createHash } from "node:crypto";
 import { cosine, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import type { PromptOrder } from "../data/trajectories.js";
@@ -17,7 +18,6 @@ import type { OpenedSelector } from "../icl/selector.js";
 import { type EmbeddingSet, type PoolBuilder, type SamplerName, SIMILARITY_KIND } from "../pools/samplers.js";
 import { predict } from "../selector/decode.js";
 import { selectorInputOf } from "../selector/inputs.js";
-import { hashValue } from "../util/hash.js";
 import type { VlmPrompt } from "../vlm/types.js";
 
 /** One request's query: its question, the image key its prompt names, and its embedding of each kind needed. */
@@ -76,7 +76,12 @@ export function neededKinds(sampler: SamplerName, selectorKind: EmbeddingKind): 
  * shares it and nothing is excluded from its pool — a served image is never looked up in the index.
  */
 export function servedItem(query: ServedQuery): VqaItem {
-  const id = `serve:${hashValue([query.question, query.imageKey, ...Object.entries(query.embeddings).map(([k, v]) => [k, Array.from(v ?? [])])]).slice(0, 24)}`;
+  const hash = createHash("sha256").update(JSON.stringify([query.question, query.imageKey]));
+  for (const kind of Object.keys(query.embeddings).sort() as EmbeddingKind[]) {
+    const row = query.embeddings[kind] as Float32Array;
+    hash.update(kind).update(new Uint8Array(row.buffer, row.byteOffset, row.byteLength));
+  }
+  const id = `serve:${hash.digest("hex").slice(0, 24)}`;
   return {
     questionId: id,
     imageId: `${id}:image`,
