@@ -33,7 +33,7 @@ import { Upstream } from "../src/serve/upstream.js";
 import { Rng } from "../src/util/rng.js";
 import { OpenAiVlm } from "../src/vlm/openai.js";
 // Imported so tsc compiles the mock next to this file; it runs in its own process (mockScript).
-import type { MockVllmOptions as _Compiled } from "../test/helpers/mock-vllm.js";
+import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
 import { loadAverage } from "./common.js";
 
 const INDEX = Number(process.env.LEVER_BENCH_SERVE_INDEX ?? 100_000);
@@ -88,10 +88,12 @@ process.once("message", async (job) => {
 });
 `;
 
+const MOCK_OPTIONS: MockVllmOptions = { keepBodies: false };
+
 /** The mock vLLM server, a child process: reports its URL, then its CPU time (µs) whenever asked. */
 const mockScript = (module: string) => `
 import { MockVllm } from ${JSON.stringify(module)};
-const mock = await MockVllm.start({ keepBodies: false });
+const mock = await MockVllm.start(${JSON.stringify(MOCK_OPTIONS)});
 process.send({ url: mock.url });
 process.on("message", (m) => {
   if (m === "cpu") { const u = process.cpuUsage(); process.send({ cpu: u.user + u.system }); }
