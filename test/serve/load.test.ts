@@ -51,7 +51,10 @@ describe("load with upstream faults", () => {
     const bodies = items.map((item) => chatBody(f, item));
     await load(app.url, 200, 32, bodies); // warm-up
     const heapBefore = process.memoryUsage().heapUsed;
+    const batchesBefore = app.context.selections.batches;
     const outcomes = await load(app.url, 2_000, 32, bodies);
+    // Requests that arrive together share one pool search and one selector pass.
+    expect(app.context.selections.batches - batchesBefore).toBeLessThan(2_000);
     const heapAfter = process.memoryUsage().heapUsed;
     expect(outcomes.length).toBe(2_000);
     const ok = outcomes.filter((o) => o.status === 200).length;
