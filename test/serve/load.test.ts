@@ -72,7 +72,7 @@ describe("load with upstream faults", () => {
     expect(health.status).toBe(200);
     await app.close();
     await mock.close();
-  });
+  }, 300_000);
 
   it("a stop during load (SIGTERM's close) finishes every request in flight, then refuses new connections", async () => {
     const { app, mock } = await startServe(f, { concurrencyPerEndpoint: 64 }, { latencyMs: 400 });
@@ -86,11 +86,12 @@ describe("load with upstream faults", () => {
     expect(outcomes.map((o) => o.status)).toEqual(new Array(48).fill(200));
     await expect(fetch(`${app.url}/health`)).rejects.toThrow();
     await mock.close();
-  });
+  }, 120_000);
 
   it("a dead upstream gives an OpenAI-format error within the request timeout, never a hang", async () => {
     // The client rests a failing upstream for cooldownMs (src/vlm/endpoints.ts), here 100 ms.
     const { app, mock } = await startServe(f, {
+      preflight: false, // a 200 ms preflight fails on a busy machine; the preflight has its own tests
       timeoutMs: 200,
       maxRetries: 5,
       requestTimeoutMs: 600,
@@ -99,7 +100,7 @@ describe("load with upstream faults", () => {
     mock.failAll = { kind: "hang" };
     const started = performance.now();
     const reply = await post(`${app.url}/v1/chat/completions`, chatBody(f, items[0]));
-    expect(performance.now() - started).toBeLessThan(1_200);
+    expect(performance.now() - started).toBeLessThan(600 + 1_000); // the request timeout, plus slack for a busy machine
     expect(reply.status).toBe(504);
     expect((reply.json.error as { type: string }).type).toBe("timeout_error");
     mock.failAll = { kind: "status", status: 500 };
