@@ -12,6 +12,7 @@ import * as pools from "./pools.js";
 import * as report from "./report.js";
 import * as run from "./run.js";
 import * as selector from "./selector.js";
+import * as serve from "./serve.js";
 import * as status from "./status.js";
 import * as synth from "./synth.js";
 import * as train from "./train.js";
@@ -32,6 +33,7 @@ export function registerCommands(program: Command): void {
     selector,
     train,
     evaluation,
+    serve,
     report,
     cache,
     doctor,

@@ -96,8 +96,11 @@ export interface PreparedImages {
 export interface ClipTowers {
   /** Embedding width of each loaded tower (measured on a probe input at load time). */
   readonly dims: Partial<Record<Tower, number>>;
-  /** Decodes, resizes, crops and normalises images with the model's own preprocessor settings. */
-  prepareImages(paths: readonly string[]): Promise<PreparedImages>;
+  /**
+   * Decodes, resizes, crops and normalises images with the model's own preprocessor settings: files
+   * by path, or images already in memory (encoded bytes, e.g. a `lever serve` request's).
+   */
+  prepareImages(paths: readonly (string | Uint8Array)[]): Promise<PreparedImages>;
   /** image_embeds of a prepared batch, row-major [ok.length, dim]. */
   embedImages(prepared: PreparedImages): Promise<Float32Array>;
   /** text_embeds of the texts, row-major [texts.length, dim]. */
@@ -148,7 +151,7 @@ interface LoadedTowers {
   runners: Partial<Record<Tower, Runner>>;
   dims: Partial<Record<Tower, number>>;
   /** Image tower: reads, decodes and resizes one file; turns resized images into pixel_values. */
-  decode?: (path: string) => Promise<Decoded>;
+  decode?: (source: string | Uint8Array) => Promise<Decoded>;
   toPixels?: (images: RgbImage[]) => Promise<unknown>;
   /** Text tower: input_ids and attention_mask of a batch. */
   tokenize?: (texts: readonly string[]) => Record<string, unknown>;
@@ -214,7 +217,7 @@ async function loadImageProcessor(loaded: LoadedTowers): Promise<void> {
   const sharp = (await import("sharp")).default;
   const resize = resizerFor(sharp, config, configFile);
   const processor = new hf.CLIPImageProcessor({ ...config, do_resize: false } as never);
-  loaded.decode = (path) => decodeImage(sharp, path, resize);
+  loaded.decode = (source) => decodeImage(sharp, source, resize);
   loaded.toPixels = async (images) => {
     const raw = images.map(
       ({ data, width, height }) =>
@@ -272,7 +275,10 @@ function towersApi(loaded: LoadedTowers): ClipTowers {
         if ("image" in result) {
           ok.push(index);
           images.push(result.image);
-        } else failed.push({ index, path: paths[index], ...result });
+        } else {
+          const source = paths[index];
+          failed.push({ index, path: typeof source === "string" ? source : "(image bytes)", ...result });
+        }
       });
       if (images.length === 0) return { ok, failed };
       return { ok, failed, pixels: await loaded.toPixels!(images) };
@@ -323,12 +329,15 @@ type Decoded = { image: RgbImage } | { reason: "missing" | "unreadable"; message
  */
 async function decodeImage(
   sharp: (input: Buffer) => Sharp,
-  path: string,
+  source: string | Uint8Array,
   resize: (image: RgbImage) => Promise<RgbImage>,
 ): Promise<Decoded> {
   let bytes: Buffer;
   try {
-    bytes = await readFile(path);
+    bytes =
+      typeof source === "string"
+        ? await readFile(source)
+        : Buffer.from(source.buffer, source.byteOffset, source.length);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === "ENOENT"

@@ -399,7 +399,7 @@ async function embedTextBatches(
 }
 
 /** A model output row scaled to unit L2 norm; a zero or non-finite row is refused, naming the input. */
-function modelRow(row: Float32Array, what: string, where: { file?: string }): Float32Array {
+export function modelRow(row: Float32Array, what: string, where: { file?: string }): Float32Array {
   const unit = unitNorm(row);
   if (unit === undefined) throw new LeverError(`the model returned a zero or non-finite ${what}`, where);
   return unit;
@@ -414,6 +414,26 @@ function unitNorm(row: Float32Array): Float32Array | undefined {
   const out = new Float32Array(row.length);
   for (let c = 0; c < row.length; c++) out[c] = row[c] / norm;
   return out;
+}
+
+/**
+ * An item's row of `kind` from its unit image and text rows (those the kind needs): the image row, the
+ * text row, or joint = normalise(image + text). `lever serve` embeds a request with it too.
+ */
+export function kindRow(
+  kind: EmbeddingKind,
+  image: Float32Array | undefined,
+  text: Float32Array | undefined,
+  record: string,
+): Float32Array {
+  if (kind === "image") return image!;
+  if (kind === "text") return text!;
+  const sum = new Float32Array(image!.length);
+  for (let c = 0; c < sum.length; c++) sum[c] = image![c] + text![c];
+  const joint = unitNorm(sum);
+  if (joint === undefined)
+    throw new LeverError("image and text embeddings cancel out, so the joint row is zero", { record });
+  return joint;
 }
 
 /** The stored matrix: one row per item whose image (if needed) was read, in item order. */
@@ -441,17 +461,7 @@ function assemble(
     const out = data.subarray(ids.length * dim, (ids.length + 1) * dim);
     const img = image?.rows.subarray(plan.imageOf[i] * dim, (plan.imageOf[i] + 1) * dim);
     const txt = text?.rows.subarray(plan.textOf[i] * dim, (plan.textOf[i] + 1) * dim);
-    if (kind === "image") out.set(img!);
-    else if (kind === "text") out.set(txt!);
-    else {
-      for (let c = 0; c < dim; c++) out[c] = img![c] + txt![c];
-      const joint = unitNorm(out);
-      if (joint === undefined)
-        throw new LeverError("image and text embeddings cancel out, so the joint row is zero", {
-          record: questionId,
-        });
-      out.set(joint);
-    }
+    out.set(kindRow(kind, img, txt, questionId));
     ids.push(questionId);
   });
   const skipped = [...skippedUnits].map((u) => {

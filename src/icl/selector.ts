@@ -12,7 +12,7 @@ import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { type Checkpoint, checkIndexFits, loadCheckpoint } from "../selector/checkpoint.js";
 import { readsCandidateData } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
-import { type CandidateSource, selectorInputOf, selectorSources } from "../selector/inputs.js";
+import { type CandidateSource, type SelectorSources, selectorInputOf, selectorSources } from "../selector/inputs.js";
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -63,11 +63,16 @@ export interface OpenedSelector extends Omit<LoadedSelector, "choose"> {
   readonly model: PointerSelector;
   /** The selector's input for queries and their pools (pool order = position order), from src/selector/inputs.ts. */
   input(queries: readonly VqaItem[], pools: readonly (readonly string[])[]): SelectorInput;
+  /**
+   * What `input` reads (src/selector/inputs.ts): the index table, candidate data and centring, with the
+   * query dataset's table; `lever serve` swaps in a table of the requests' own embeddings.
+   */
+  readonly inputSources: SelectorSources;
 }
 
 export function loadSelector(path: string, flags: SelectorSettings, embeddings: SelectorEmbeddings): LoadedSelector {
   const opened = openSelector(path, flags, embeddings);
-  const { model, input, checkpoint: _checkpoint, ...handle } = opened;
+  const { model, input, checkpoint: _checkpoint, inputSources: _sources, ...handle } = opened;
   return {
     ...handle,
     async choose(queries, pools, shots) {
@@ -148,6 +153,7 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
     sources,
     checkpoint,
     model,
+    inputSources: inputs,
     input: (queries, pools) =>
       selectorInputOf(
         inputs,

@@ -25,7 +25,7 @@ import { OPERATIONAL, withoutOperational } from "../util/operational.js";
 import { splitUrlCredentials } from "../util/redact.js";
 import { Rng } from "../util/rng.js";
 import { EndpointPool, type EndpointSnapshot } from "./endpoints.js";
-import { type PostContext, postJson } from "./http.js";
+import { type PostContext, type PostResult, postJson } from "./http.js";
 import { ImageError, ImageStore } from "./images.js";
 import {
   type ChatMessage,
@@ -271,6 +271,8 @@ export class OpenAiVlm implements Vlm {
   private readonly post: PostContext;
   /** The servers' URLs, without credentials. */
   private readonly urls: string[];
+  /** Each replica's basic-auth header (from its URL), in `urls` order. */
+  private readonly endpoints: { authorization: string | null }[];
   private probePrefix: Promise<number[] | VlmFailure> | null = null;
   private readonly answerIds = new Map<string, Promise<number[] | VlmFailure>>();
 
@@ -281,6 +283,7 @@ export class OpenAiVlm implements Vlm {
     this.images = new ImageStore(c.imageUrl, c.imageCacheBytes);
     // A user and password in a URL travel as a header: the URLs the client keeps (and names in errors) have none.
     const endpoints = c.baseUrls.map((u) => splitUrlCredentials(u.trim()));
+    this.endpoints = endpoints;
     this.urls = endpoints.map((e) => normalizeBaseUrl(e.url));
     this.pool = new EndpointPool(this.urls, {
       concurrency: c.concurrencyPerEndpoint,
@@ -405,8 +408,18 @@ export class OpenAiVlm implements Vlm {
     return outcome;
   }
 
-  private async generateOne(prompt: VlmPrompt, signal?: AbortSignal): Promise<Outcome<GenerateResult>> {
-    const urls = await this.resolveImages(prompt);
+  /**
+   * The chat request body `generate` sends for a prompt, as chunks: the layout's messages and the
+   * generation settings (`stream: true` added when asked, nothing else changed). `images` supplies the
+   * URL literal (JSON string, quotes included) of image paths that are not files, e.g. the data: URL a
+   * `lever serve` client sent (`ImageStore.jsonUrl` reads the others). Used by `generate` and by
+   * `lever serve`, so a served prompt is byte for byte what evaluation sends.
+   */
+  async generationBody(
+    prompt: VlmPrompt,
+    options: { stream?: boolean; images?: ReadonlyMap<string, Buffer> } = {},
+  ): Promise<Buffer[] | VlmFailure> {
+    const urls = await this.resolveImages(prompt, options.images);
     if (!(urls instanceof Map)) return urls;
     const messages = renderMessages(prompt, this.layout, imageKey);
     const fields = {
@@ -415,8 +428,30 @@ export class OpenAiVlm implements Vlm {
       max_tokens: this.config.maxTokens,
       temperature: this.config.temperature,
       n: 1,
+      ...(options.stream === true ? { stream: true } : {}),
     };
-    const reply = await this.chat(serializeChatBody(fields, messages, urls), signal);
+    return serializeChatBody(fields, messages, urls);
+  }
+
+  /** POSTs a chat body with this client's replicas, retries, per-attempt timeout and breaker; the server's JSON as it came. */
+  postChat(body: readonly Uint8Array[], signal?: AbortSignal): Promise<PostResult> {
+    return postJson(this.post, "/v1/chat/completions", body, signal);
+  }
+
+  /** Each replica's root URL (no credentials) with the headers this client sends it (API key, basic auth). */
+  upstreams(): { url: string; headers: Record<string, string> }[] {
+    return this.urls.map((url, i) => {
+      const { authorization } = this.endpoints[i];
+      const headers = { ...this.post.headers };
+      if (authorization !== null && headers.authorization === undefined) headers.authorization = authorization;
+      return { url, headers };
+    });
+  }
+
+  private async generateOne(prompt: VlmPrompt, signal?: AbortSignal): Promise<Outcome<GenerateResult>> {
+    const body = await this.generationBody(prompt);
+    if (!Array.isArray(body)) return body;
+    const reply = await this.chat(body, signal);
     if (!reply.ok) return reply.failure;
     const text = reply.response.choices[0].message.content;
     // No answer is not a wrong answer: a failure (counted, never cached, retried by the next run).
@@ -459,12 +494,15 @@ export class OpenAiVlm implements Vlm {
   }
 
   /** Image URLs (as JSON literals) by `imageKey`, or the failure when an image is missing. */
-  private async resolveImages(prompt: VlmPrompt): Promise<Map<string, Buffer> | VlmFailure> {
+  private async resolveImages(
+    prompt: VlmPrompt,
+    given?: ReadonlyMap<string, Buffer>,
+  ): Promise<Map<string, Buffer> | VlmFailure> {
     const urls = new Map<string, Buffer>();
     try {
       for (const ref of promptImages(prompt)) {
         const key = imageKey(ref);
-        if (!urls.has(key)) urls.set(key, await this.images.jsonUrl(ref));
+        if (!urls.has(key)) urls.set(key, given?.get(key) ?? (await this.images.jsonUrl(ref)));
       }
     } catch (error) {
       if (error instanceof ImageError) return vlmFailure("missing-image", error.message);

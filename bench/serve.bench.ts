@@ -1,0 +1,376 @@
+/**
+ * `lever serve` (issue 25, point 5): a 100,000-item index (synthetic 512-d joint embeddings, CLIP
+ * ViT-B/32's width), a seeded selector with the default architecture, joint-sim pools of K = 64, 4 shots,
+ * in front of the zero-latency mock vLLM server (own worker thread); clients on their own worker thread
+ * send requests carrying their embedding (`lever.embedding`) and a 30 KB image, 1 and 32 at a time.
+ * Printed: p50 / p99 of each step (pool, selection, pool + selection, upstream, whole request as the
+ * client sees it), throughput, the server's main-thread CPU per request against the mock upstream path's
+ * (the OpenAI client sending the same prompts directly + the mock server), heap before/after 20,000
+ * requests, and a verdict per target. In-process embedding is not measured here (see docs/serve.md).
+ * `LEVER_BENCH_SERVE_REQUESTS` changes the 20,000.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import type { EmbeddingMatrix } from "../src/data/embeddings.js";
+import type { VqaItem } from "../src/data/item.js";
+import { openSelector } from "../src/icl/selector.js";
+import { quantileSorted } from "../src/metrics/stats.js";
+import { PoolBuilder } from "../src/pools/samplers.js";
+import { defaultGemm } from "../src/pools/search.js";
+import { saveCheckpoint } from "../src/selector/checkpoint.js";
+import { SelectorConfigSchema } from "../src/selector/config.js";
+import { initParams } from "../src/selector/params.js";
+import { parseServeOptions } from "../src/serve/options.js";
+import { startServer } from "../src/serve/server.js";
+import type { ServeSetup } from "../src/serve/startup.js";
+import { Upstream } from "../src/serve/upstream.js";
+import { Rng } from "../src/util/rng.js";
+import { OpenAiVlm } from "../src/vlm/openai.js";
+// Imported so tsc compiles the mock next to this file; it runs in its own process (mockScript).
+import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
+import { loadAverage } from "./common.js";
+
+const INDEX = Number(process.env.LEVER_BENCH_SERVE_INDEX ?? 100_000);
+const DIM = 512;
+const K = 64;
+const SHOTS = 4;
+const IMAGES = 64;
+const IMAGE_BYTES = 30 * 1024;
+const REQUESTS = Number(process.env.LEVER_BENCH_SERVE_REQUESTS ?? 20_000);
+const MOCK_MODULE = fileURLToPath(new URL("../test/helpers/mock-vllm.js", import.meta.url));
+
+interface ClientJob {
+  url: string;
+  total: number;
+  width: number;
+  bodies: string[];
+}
+
+interface Sample {
+  status: number;
+  ms: number;
+  pool: number;
+  select: number;
+  upstream: number;
+  error?: string;
+}
+
+/**
+ * The clients, a child process: sends the requests `width` at a time and reports each one's status,
+ * latency, lever's timings and its error message, if any.
+ */
+const CLIENT_SCRIPT = `
+process.once("message", async (job) => {
+  const samples = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < job.total) {
+      const i = next++;
+      const started = performance.now();
+      const res = await fetch(job.url + "/v1/chat/completions", {
+        method: "POST", headers: { "content-type": "application/json" }, body: job.bodies[i % job.bodies.length],
+      });
+      const json = await res.json();
+      const t = (json.lever && json.lever.timings) || {};
+      const sample = { status: res.status, ms: performance.now() - started, pool: t.pool_ms ?? NaN, select: t.select_ms ?? NaN, upstream: t.upstream_ms ?? NaN };
+      if (json.error) sample.error = String(json.error.message);
+      samples.push(sample);
+    }
+  };
+  await Promise.all(Array.from({ length: job.width }, worker));
+  process.send(samples, () => process.exit(0));
+});
+`;
+
+const MOCK_OPTIONS: MockVllmOptions = { keepBodies: false };
+
+/** The mock vLLM server, a child process: reports its URL, then its CPU time (µs) whenever asked. */
+const mockScript = (module: string) => `
+import { MockVllm } from ${JSON.stringify(module)};
+const mock = await MockVllm.start(${JSON.stringify(MOCK_OPTIONS)});
+process.send({ url: mock.url });
+process.on("message", (m) => {
+  if (m === "cpu") { const u = process.cpuUsage(); process.send({ cpu: u.user + u.system }); }
+  if (m === "close") mock.close().then(() => process.exit(0));
+});
+`;
+
+function unitRows(rng: Rng, rows: number, dim: number): Float32Array {
+  const data = new Float32Array(rows * dim);
+  for (let r = 0; r < rows; r++) {
+    let norm = 0;
+    for (let c = 0; c < dim; c++) {
+      const v = rng.normal();
+      data[r * dim + c] = v;
+      norm += v * v;
+    }
+    const inv = 1 / Math.sqrt(norm);
+    for (let c = 0; c < dim; c++) data[r * dim + c] *= inv;
+  }
+  return data;
+}
+
+/** The index, its embeddings, a seeded selector and the upstream: what `prepareServe` builds from a workspace. */
+function benchSetup(dir: string, url: string): ServeSetup {
+  const rng = new Rng(25).child("serve-bench");
+  const images = Array.from({ length: IMAGES }, (_, i) => {
+    const bytes = Buffer.alloc(IMAGE_BYTES);
+    for (let j = 0; j < bytes.length; j++) bytes[j] = rng.int(256);
+    bytes.set([0xff, 0xd8, 0xff, 0xe0]);
+    const path = join(dir, `img${i}.jpg`);
+    writeFileSync(path, bytes);
+    return path;
+  });
+  const words = ["yes", "no", "two", "red", "dog", "tennis", "bus", "pizza", "snow", "cat"];
+  const items: VqaItem[] = Array.from({ length: INDEX }, (_, i) => {
+    const answers = Array.from({ length: 10 }, () => ({ answer: words[rng.int(words.length)] }));
+    return {
+      questionId: String(i),
+      imageId: String(i),
+      question: `What is shown in picture ${i}?`,
+      answers,
+      answer: answers[0].answer,
+      questionType: "what",
+      answerType: "other",
+      imagePath: images[i % IMAGES],
+    };
+  });
+  const matrix: EmbeddingMatrix = { ids: items.map((i) => i.questionId), dim: DIM, data: unitRows(rng, INDEX, DIM) };
+  const config = SelectorConfigSchema.parse({ d: DIM, shots: SHOTS });
+  const file = join(dir, "selector.safetensors");
+  saveCheckpoint(file, {
+    config,
+    params: initParams(config, 3),
+    trainedK: K,
+    shots: SHOTS,
+    provenance: {
+      stage: "init",
+      createdAt: "2026-01-01T00:00:00Z",
+      notes: { poolSampler: "joint-sim", embedding: "joint" },
+    },
+  });
+  const selector = openSelector(
+    file,
+    {},
+    { query: () => matrix, index: () => matrix, indexItems: () => ({ dataset: "bench", items }) },
+  );
+  const options = parseServeOptions({
+    checkpoint: file,
+    index: "bench",
+    shots: SHOTS,
+    vlm: "openai",
+    baseUrls: [url],
+    model: "mock-vl",
+    clientEmbeddings: true,
+    port: 0,
+    concurrencyPerEndpoint: 32,
+  });
+  return {
+    options,
+    selection: {
+      selector,
+      builder: new PoolBuilder({ index: items, indexEmbeddings: { joint: matrix }, gemm: defaultGemm().gemm }),
+      indexById: new Map(items.map((i) => [i.questionId, i])),
+      sampler: selector.sampler,
+      k: selector.k,
+      seed: 0,
+      order: "nearest",
+    },
+    checkpoint: { file, hash: "bench" },
+    kinds: [{ kind: "joint", dim: DIM }],
+    embedder: null,
+    upstream: new Upstream({ baseUrls: [url], model: "mock-vl", concurrencyPerEndpoint: 32 }, 60_000),
+    notes: [],
+  };
+}
+
+/** Request bodies: 256 distinct queries, each with its embedding and a 30 KB image. */
+function requestBodies(): string[] {
+  const rng = new Rng(26).child("serve-bench-queries");
+  const rows = unitRows(rng, 256, DIM);
+  const image = Buffer.alloc(IMAGE_BYTES);
+  for (let j = 0; j < image.length; j++) image[j] = rng.int(256);
+  image.set([0xff, 0xd8, 0xff, 0xe0]);
+  const url = `data:image/jpeg;base64,${image.toString("base64")}`;
+  return Array.from({ length: 256 }, (_, q) =>
+    JSON.stringify({
+      model: "mock-vl",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "image_url", image_url: { url } },
+            { type: "text", text: `How many things are in query picture ${q}?` },
+          ],
+        },
+      ],
+      lever: { embedding: Array.from(rows.subarray(q * DIM, (q + 1) * DIM)) },
+    }),
+  );
+}
+
+async function clients(dir: string, job: ClientJob): Promise<Sample[]> {
+  const child = fork(join(dir, "clients.cjs"), { stdio: "ignore" });
+  child.send(job);
+  return new Promise<Sample[]>((resolve) => child.once("message", (m) => resolve(m as Sample[])));
+}
+
+/** CPU time (ms) the mock server process has used so far. */
+function mockCpu(mock: ChildProcess): Promise<number> {
+  mock.send("cpu");
+  return new Promise((resolve) => mock.once("message", (m) => resolve((m as { cpu: number }).cpu / 1000)));
+}
+
+/** CPU time (ms) this process (the server: every thread, the GEMM's included) has used so far. */
+const ownCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+const pct = (xs: number[], q: number) =>
+  quantileSorted(
+    xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b),
+    q,
+  );
+
+function gc(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
+interface Scenario {
+  width: number;
+  samples: Sample[];
+  seconds: number;
+  cpuMsPerRequest: number;
+  mockCpuMsPerRequest: number;
+}
+
+async function scenario(
+  dir: string,
+  url: string,
+  mock: ChildProcess,
+  width: number,
+  total: number,
+  bodies: string[],
+): Promise<Scenario> {
+  const cpu0 = ownCpu();
+  const mock0 = await mockCpu(mock);
+  const t0 = performance.now();
+  const samples = await clients(dir, { url, total, width, bodies });
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = ownCpu() - cpu0;
+  const mockMs = (await mockCpu(mock)) - mock0;
+  return { width, samples, seconds, cpuMsPerRequest: cpu / total, mockCpuMsPerRequest: mockMs / total };
+}
+
+/** The mock upstream path alone: the OpenAI client sending the same kind of 4-shot prompts directly (CPU per request here and in the mock). */
+async function upstreamPath(
+  setup: ServeSetup,
+  mock: ChildProcess,
+  total: number,
+): Promise<{ clientMs: number; mockMs: number }> {
+  const vlm = new OpenAiVlm({
+    baseUrls: setup.options.baseUrls as string[],
+    model: "mock-vl",
+    concurrencyPerEndpoint: 32,
+  });
+  const index = [...setup.selection.indexById.values()];
+  const prompts = Array.from({ length: total }, (_, i) => ({
+    demonstrations: [0, 1, 2, 3].map((d) => {
+      const item = index[(i * 7 + d * 13) % index.length];
+      return { questionId: item.questionId, imagePath: item.imagePath, question: item.question, answer: item.answer };
+    }),
+    query: {
+      questionId: `q${i}`,
+      imagePath: index[0].imagePath,
+      question: `How many things are in query picture ${i}?`,
+    },
+  }));
+  await vlm.generate(prompts.slice(0, 64));
+  const cpu0 = ownCpu();
+  const mock0 = await mockCpu(mock);
+  await vlm.generate(prompts);
+  return { clientMs: (ownCpu() - cpu0) / total, mockMs: ((await mockCpu(mock)) - mock0) / total };
+}
+
+export async function run(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "lever-serve-bench-"));
+  writeFileSync(join(dir, "clients.cjs"), CLIENT_SCRIPT);
+  writeFileSync(join(dir, "mock.mjs"), mockScript(pathToFileURL(MOCK_MODULE).href));
+  const mock = fork(join(dir, "mock.mjs"), { stdio: "ignore" });
+  const url = await new Promise<string>((resolve) => mock.once("message", (m) => resolve((m as { url: string }).url)));
+  try {
+    const setup = benchSetup(dir, url);
+    const app = await startServer(setup);
+    const bodies = requestBodies();
+    await clients(dir, { url: app.url, total: 256, width: 32, bodies }); // warm-up: JIT, connections, image reads
+    const one = await scenario(dir, app.url, mock, 1, Math.min(300, REQUESTS), bodies);
+    gc();
+    const heap0 = process.memoryUsage().heapUsed;
+    const warm = await scenario(dir, app.url, mock, 32, Math.min(1_000, REQUESTS), bodies);
+    gc();
+    const heap2k = process.memoryUsage().heapUsed;
+    const many = await scenario(dir, app.url, mock, 32, REQUESTS, bodies);
+    gc();
+    const heapEnd = process.memoryUsage().heapUsed;
+    await app.close();
+    const path = await upstreamPath(setup, mock, 1_000);
+    report([one, warm, many], path, { heap0, heap2k, heapEnd, total: REQUESTS });
+  } finally {
+    mock.send("close");
+    await new Promise((resolve) => mock.once("exit", resolve));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(
+  scenarios: Scenario[],
+  path: { clientMs: number; mockMs: number },
+  heap: { heap0: number; heap2k: number; heapEnd: number; total: number },
+): void {
+  console.log(
+    `index ${INDEX.toLocaleString("en")} × ${DIM}-d (joint-sim), K ${K}, ${SHOTS} shots, seeded default selector; mock vLLM (zero latency) and the clients in their own processes; CPU = process CPU time (user + system); load ${loadAverage()}`,
+  );
+  console.log(
+    "| clients | requests | req/s | pool p50/p99 ms | selection p50/p99 | pool+selection p50/p99 | upstream p50/p99 | request p50/p99 | lever CPU ms/req | mock CPU ms/req | errors |",
+  );
+  console.log("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|");
+  for (const s of scenarios) {
+    const col = (f: (x: Sample) => number) =>
+      `${pct(s.samples.map(f), 0.5).toFixed(2)} / ${pct(s.samples.map(f), 0.99).toFixed(2)}`;
+    console.log(
+      `| ${s.width} | ${s.samples.length} | ${(s.samples.length / s.seconds).toFixed(0)} | ${col((x) => x.pool)} | ${col((x) => x.select)} | ${col((x) => x.pool + x.select)} | ${col((x) => x.upstream)} | ${col((x) => x.ms)} | ${s.cpuMsPerRequest.toFixed(3)} | ${s.mockCpuMsPerRequest.toFixed(3)} | ${s.samples.filter((x) => x.status !== 200).length} |`,
+    );
+  }
+  const errors = new Map<string, number>();
+  for (const s of scenarios)
+    for (const x of s.samples) if (x.error) errors.set(x.error, (errors.get(x.error) ?? 0) + 1);
+  for (const [message, n] of errors) console.log(`error ×${n}: ${message}`);
+  const at32 = scenarios[2];
+  const both = at32.samples.map((x) => x.pool + x.select);
+  const p50 = pct(both, 0.5);
+  const p99 = pct(both, 0.99);
+  const upstreamCpu = path.clientMs + path.mockMs;
+  const overhead = at32.cpuMsPerRequest - path.clientMs;
+  const growth = (heap.heapEnd - heap.heap2k) / 1024 / 1024;
+  const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
+  console.log(
+    `mock upstream path alone (the OpenAI client sending 4-shot prompts directly): client ${path.clientMs.toFixed(3)} + mock ${path.mockMs.toFixed(3)} = ${upstreamCpu.toFixed(3)} CPU ms/request`,
+  );
+  console.log(`targets at 32 concurrent clients:`);
+  console.log(`- pool + selection p50 ${p50.toFixed(2)} ms ≤ 5 ms: ${verdict(p50 <= 5)}`);
+  console.log(`- pool + selection p99 ${p99.toFixed(2)} ms ≤ 20 ms: ${verdict(p99 <= 20)}`);
+  console.log(
+    `- lever's own CPU per request (server process ${at32.cpuMsPerRequest.toFixed(3)} CPU ms − the client's forwarding ${path.clientMs.toFixed(3)} ms = ${overhead.toFixed(3)} ms) ≤ 10 % of the upstream path's ${upstreamCpu.toFixed(3)} ms: ${((100 * overhead) / upstreamCpu).toFixed(0)} %, ${verdict(overhead <= 0.1 * upstreamCpu)}`,
+  );
+  console.log(
+    `- memory: heap ${(heap.heap0 / 1048576).toFixed(0)} MB before, ${(heap.heap2k / 1048576).toFixed(0)} MB after 1,000 requests, ${(heap.heapEnd / 1048576).toFixed(0)} MB after ${heap.total.toLocaleString("en")} more (after GC): growth ${growth.toFixed(1)} MB, ${verdict(growth < 32)} (bounded: < 32 MB)`,
+  );
+}

@@ -1,0 +1,149 @@
+/**
+ * Everything `lever serve` checks and loads before it listens, each refusal one LeverError line: the
+ * checkpoint (RUN[:best] or a file, resolved as `lever eval` resolves `selector:CKPT`), opened strictly
+ * with the pool sampler, K and embedding from flags, else the checkpoint, else the defaults (as
+ * evaluation does); a selector trained for another index or embedding kind; an index without the
+ * embeddings the selector and its pool read; an embedding model that is not the one the index was
+ * embedded with; an upstream that fails the preflight.
+ */
+
+import { readFileSync } from "node:fs";
+import type { EmbeddingKind, EmbeddingMatrix } from "../data/embeddings.js";
+import type { VqaItem } from "../data/item.js";
+import type { PromptOrder } from "../data/trajectories.js";
+import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
+import { type OpenedSelector, openSelector } from "../icl/selector.js";
+import { PoolBuilder } from "../pools/samplers.js";
+import { defaultGemm } from "../pools/search.js";
+import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
+import type { Workspace } from "../store/workspace.js";
+import { LeverError } from "../util/errors.js";
+import { sha256 } from "../util/hash.js";
+import { openAiVlmConfigSchema } from "../vlm/openai.js";
+import { checkRecordedModel, type Embedder, openEmbedder } from "./embedder.js";
+import type { ServeOptions } from "./options.js";
+import { neededKinds, type SelectionContext } from "./selection.js";
+import { Upstream } from "./upstream.js";
+
+export interface ServeSetup {
+  options: ServeOptions;
+  selection: SelectionContext;
+  /** The checkpoint file and the first 12 hex digits of its sha256. */
+  checkpoint: { file: string; hash: string };
+  /** Kinds a request's embeddings must cover, and each kind's width. */
+  kinds: { kind: EmbeddingKind; dim: number }[];
+  embedder: Embedder | null;
+  upstream: Upstream;
+  /** Resolved settings worth printing (where the pool settings came from). */
+  notes: string[];
+}
+
+export async function prepareServe(ws: Workspace, options: ServeOptions): Promise<ServeSetup> {
+  ws.requireDataset(options.index);
+  const index = ws.loadItems(options.index);
+  const file = resolveCheckpoint(ws, options.checkpoint, "--checkpoint");
+  const matrices = new Map<EmbeddingKind, EmbeddingMatrix>();
+  const matrix = (kind: EmbeddingKind) => {
+    let m = matrices.get(kind);
+    if (m === undefined) matrices.set(kind, (m = loadDatasetEmbedding(ws, options.index, kind)));
+    return m;
+  };
+  const selector = openSelector(
+    file,
+    { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
+    { query: matrix, index: matrix, indexItems: () => ({ dataset: options.index, items: index }) },
+  );
+  checkTrainedFor(ws, selector, options, file);
+  const kinds = neededKinds(selector.sampler, selector.embedding).map((kind) => ({ kind, dim: matrix(kind).dim }));
+  const selection = selectionContext(selector, index, matrix, options);
+  const embedder = await embedderFor(
+    ws,
+    options,
+    kinds.map((k) => k.kind),
+  );
+  const upstream = new Upstream(upstreamOptions(options), options.requestTimeoutMs);
+  try {
+    await upstream.vlm.preflight({ scoring: false });
+  } catch (error) {
+    await embedder?.dispose();
+    upstream.close();
+    throw error;
+  }
+  const { sources } = selector;
+  return {
+    options,
+    selection,
+    checkpoint: { file, hash: sha256(readFileSync(file)).slice(0, 12) },
+    kinds,
+    embedder,
+    upstream,
+    notes: [
+      `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
+        `embedding ${selector.embedding} (${sources.embedding})`,
+    ],
+  };
+}
+
+/**
+ * A selector trained on another index's (or another kind's) embeddings is refused: its training
+ * recorded the sha256 of the index embedding it read (`dataHashes.indexEmbedding`), which must be this
+ * index's embedding of the kind it reads; an explicit --selector-embedding must be the one it noted.
+ */
+function checkTrainedFor(ws: Workspace, selector: OpenedSelector, options: ServeOptions, file: string): void {
+  const noted = selector.checkpoint.provenance.notes.embedding;
+  if (noted !== undefined && noted !== selector.embedding)
+    throw new LeverError(
+      `the selector was trained on "${noted}" embeddings, not "${selector.embedding}" (drop --selector-embedding)`,
+      { file },
+    );
+  const trained = selector.checkpoint.provenance.dataHashes.indexEmbedding;
+  const record = ws.getEmbedding(options.index, selector.embedding);
+  if (trained !== undefined && record !== undefined && trained !== record.sha256)
+    throw new LeverError(
+      `the selector was trained on another index or embedding: its index ${selector.embedding} embedding had sha256 ${trained.slice(0, 12)}, index "${options.index}"'s has ${record.sha256.slice(0, 12)}`,
+      { file },
+    );
+}
+
+function selectionContext(
+  selector: OpenedSelector,
+  index: VqaItem[],
+  matrix: (kind: EmbeddingKind) => EmbeddingMatrix,
+  options: ServeOptions,
+): SelectionContext {
+  const indexEmbeddings: Partial<Record<EmbeddingKind, EmbeddingMatrix>> = {};
+  for (const kind of neededKinds(selector.sampler, selector.embedding)) indexEmbeddings[kind] = matrix(kind);
+  return {
+    selector,
+    builder: new PoolBuilder({ index, indexEmbeddings, gemm: defaultGemm().gemm, indexName: options.index }),
+    indexById: new Map(index.map((item) => [item.questionId, item])),
+    sampler: selector.sampler,
+    k: selector.k,
+    seed: options.seed,
+    order: options.order as PromptOrder,
+  };
+}
+
+async function embedderFor(ws: Workspace, options: ServeOptions, kinds: EmbeddingKind[]): Promise<Embedder | null> {
+  if (options.embedModel === undefined) {
+    if (options.clientEmbeddings) return null;
+    const record = ws.getEmbedding(options.index, kinds[0]);
+    const model = (record?.details as { computedBy?: { model?: string } } | undefined)?.computedBy?.model;
+    throw new LeverError(
+      `lever serve embeds requests with the model the index was embedded with: pass --embed-model DIR${model !== undefined ? ` (lever embed compute recorded "${model}" for index "${options.index}")` : ""}, or --client-embeddings to serve only requests that carry their own embedding`,
+      { field: "--embed-model" },
+    );
+  }
+  checkRecordedModel(ws, options.index, kinds, options.embedModel);
+  return openEmbedder(options.embedModel, kinds);
+}
+
+/** The OpenAI client's own settings out of the serve options (as src/icl/backend.ts picks them). */
+function upstreamOptions(options: ServeOptions) {
+  const client = Object.fromEntries(
+    Object.keys(openAiVlmConfigSchema.shape)
+      .filter((key) => key in options)
+      .map((key) => [key, options[key as keyof ServeOptions]]),
+  );
+  return { ...client, baseUrls: options.baseUrls as string[], model: options.model as string, seed: options.seed };
+}
