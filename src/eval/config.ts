@@ -13,8 +13,8 @@ import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
 import { RunNameSchema } from "../store/runs.js";
-import { LeverError } from "../util/errors.js";
 import { OPERATIONAL } from "../util/operational.js";
+import { parseFlags } from "../util/validate.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 import { PROMPT_ORDERS } from "./types.js";
 
@@ -112,13 +112,7 @@ export type EvalOptions = z.infer<typeof EvalOptionsSchema>;
 
 /** Parses CLI-shaped options; the first problem becomes a one-line error naming the flag. */
 export function parseEvalOptions(raw: unknown): EvalOptions {
-  const result = EvalOptionsSchema.safeParse(raw);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const flag = `--${String(issue.path[0] ?? "options").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-    throw new LeverError(issue.message, { field: flag });
-  }
-  return result.data;
+  return parseFlags(EvalOptionsSchema, raw);
 }
 
 /** Content identities the run depends on, resolved from the workspace and the VLM. */

@@ -10,8 +10,8 @@ import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { PROMPT_ORDERS } from "../data/trajectories.js";
 import { CHECKPOINT_REF_HELP } from "../icl/checkpoint-ref.js";
 import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
-import { LeverError } from "../util/errors.js";
 import { OPERATIONAL } from "../util/operational.js";
+import { parseFlags } from "../util/validate.js";
 import { checkVlmSettings, VlmFieldsSchema } from "../vlm/settings.js";
 
 const MIB = 1024 * 1024;
@@ -132,11 +132,5 @@ export type ServeOptions = z.infer<typeof ServeOptionsSchema>;
 
 /** Parses CLI-shaped options; the first problem becomes a one-line error naming the flag. */
 export function parseServeOptions(raw: unknown): ServeOptions {
-  const result = ServeOptionsSchema.safeParse(raw);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const flag = `--${String(issue.path[0] ?? "options").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-    throw new LeverError(issue.message, { field: flag });
-  }
-  return result.data;
+  return parseFlags(ServeOptionsSchema, raw);
 }

@@ -69,3 +69,15 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, whe
   if (!parsed.success) throw zodIssueError(parsed.error, where, value);
   return parsed.data;
 }
+
+/**
+ * Parses command options given as CLI-shaped keys (`poolSampler`): the first problem becomes one
+ * `LeverError` naming the flag (`--pool-sampler`).
+ */
+export function parseFlags<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const flag = `--${String(issue.path[0] ?? "options").replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  throw new LeverError(issue.message, { field: flag });
+}
