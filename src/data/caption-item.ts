@@ -7,6 +7,7 @@
  * The readers (coco-captions.ts, karpathy.ts) share `buildCaptionItems`, which refuses, each with
  * one LeverError naming file, record and field: an image listed twice, a caption that is empty or
  * blank, and an image without any caption.
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";

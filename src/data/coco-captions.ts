@@ -6,6 +6,7 @@
  * given. Every problem is one LeverError naming file, record and field: not JSON or not this shape
  * (a missing or non-string caption, a missing id), an image listed twice, an annotation id twice,
  * an empty caption, a caption of an unlisted image, an image without a caption.
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import { basename } from "node:path";
 import { z } from "zod";

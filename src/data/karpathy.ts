@@ -6,6 +6,7 @@
  * `sentences[0].raw`). `restvalIntoTrain` adds restval to train (Karpathy's own 113k training set);
  * off by default, as Lever-LM and OpenFlamingo drop restval. Errors as in coco-captions.ts, records
  * named by cocoid.
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import { z } from "zod";
 import { LeverError } from "../util/errors.js";

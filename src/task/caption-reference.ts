@@ -11,6 +11,7 @@
  *     document frequencies fixed from the whole dataset's references (src/metrics/caption/; every
  *     caption PTB-tokenized first, as the metric does); ties go to the earlier reference, and an item
  *     with one reference shows it.
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import { z } from "zod";
 import type { CaptionItem } from "../data/caption-item.js";

@@ -9,6 +9,7 @@
  * embeddings of the items), and every other stage refuses a caption dataset with one line
  * (src/task/guard.ts) instead of computing VQA numbers on captions. The prompt pieces below are the
  * caption analogue of the VQA layout, for the stages to come; nothing renders them yet.
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import { CAPTION_TASK_NAME, type CaptionItem, captionFromStored, captionToStored } from "../data/caption-item.js";
 import { CAPTION_FORMATS } from "../store/ingest/captions.js";

@@ -4,6 +4,7 @@
  * the `vqa*` reward modes, the pool's answer vote, and the simulator's VQA world. Every value here is
  * the one the chain used before tasks existed — the entries point at the same constants and
  * functions — so VQA behind the seam is bit-identical (bench/fingerprint.ts).
+ * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
 import type { VqaItem } from "../data/item.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
