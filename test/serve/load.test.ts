@@ -4,9 +4,19 @@
  * cleanly in OpenAI's error format within the request timeout; the server is alive afterwards and its
  * heap did not grow with the requests. Stopping (what SIGTERM does) during load loses no request in flight.
  */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
 import { chatBody, post, type ServeFixture, serveWorkspace, startServe } from "./fixture.js";
+
+// A full collection before each heap reading: heapUsed without one counts garbage not yet collected.
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+const heapUsed = () => {
+  gc();
+  return process.memoryUsage().heapUsed;
+};
 
 let f: ServeFixture;
 let items: VqaItem[];
@@ -50,12 +60,12 @@ describe("load with upstream faults", () => {
     };
     const bodies = items.map((item) => chatBody(f, item));
     await load(app.url, 200, 32, bodies); // warm-up
-    const heapBefore = process.memoryUsage().heapUsed;
+    const heapBefore = heapUsed();
     const batchesBefore = app.context.selections.batches;
     const outcomes = await load(app.url, 2_000, 32, bodies);
     // Requests that arrive together share one pool search and one selector pass.
     expect(app.context.selections.batches - batchesBefore).toBeLessThan(2_000);
-    const heapAfter = process.memoryUsage().heapUsed;
+    const heapAfter = heapUsed();
     expect(outcomes.length).toBe(2_000);
     const ok = outcomes.filter((o) => o.status === 200).length;
     const failed = outcomes.filter((o) => o.status !== 200);
