@@ -14,7 +14,7 @@ import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
 import type { ProgressStream } from "../util/progress.js";
-import { finalRows, finalSources, type GuardResult, guardChoices, guardVariant, outputOf } from "./guard.js";
+import { chosenRetriever, finalRows, type GuardResult, guardChoices, guardVariant, outputOf } from "./guard.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap, trainedOutputs } from "./stages.js";
 
@@ -151,7 +151,7 @@ function writeFinalMethods(
 
 /** `final:online = online at 2, 3, 4 shots; vote at 1 shot (each validated against topk-joint on the guard's questions)` */
 function finalText(guard: GuardResult, selector: string): string {
-  const source = finalSources(guard, selector);
+  const source = chosenRetriever(guard, selector);
   const shots = new Map<string, number[]>();
   for (const d of guard.decisions) shots.set(source(d.shot), [...(shots.get(source(d.shot)) ?? []), d.shot]);
   const name = (retriever: string) =>

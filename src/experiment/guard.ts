@@ -262,12 +262,12 @@ export function decide(rows: readonly PredictionRow[], options: DecideOptions): 
  */
 export function finalRows(evalRows: readonly PredictionRow[], guard: GuardResult, selector: string): PredictionRow[] {
   const name = `final:${guard.label}`;
-  const source = finalSources(guard, selector);
+  const source = chosenRetriever(guard, selector);
   return evalRows.filter((r) => r.shot > 0 && r.retriever === source(r.shot)).map((r) => ({ ...r, retriever: name }));
 }
 
 /** The evaluation retriever the final method copies at a shot count (the prior where the guard did not decide). */
-export function finalSources(guard: GuardResult, selector: string): (shot: number) => string {
+export function chosenRetriever(guard: GuardResult, selector: string): (shot: number) => string {
   const choice = new Map(guard.decisions.map((d) => [d.shot, d.choice === guard.selector ? selector : d.choice]));
   return (shot) => choice.get(shot) ?? guard.prior;
 }
