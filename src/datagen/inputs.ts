@@ -13,6 +13,7 @@ import { poolArtifactPath, readPoolSet } from "../store/sets.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
+import type { Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 
 export interface ResolvedPools {
@@ -60,6 +61,8 @@ export interface StageInputs {
   dataset: DatasetRecord;
   pools: ResolvedPools;
   index: DatasetRecord;
+  /** The task of the datasets (src/task/guard.ts). */
+  task: Task<unknown>;
   /** The chosen items (anchors, queries), in question-id order. */
   items: VqaItem[];
   indexById: Map<string, VqaItem>;
@@ -74,10 +77,10 @@ export function openStageInputs(
   const dataset = ws.requireDataset(settings.dataset);
   const pools = resolvePools(ws, settings.pools, settings.dataset);
   const index = ws.requireDataset(pools.set.indexDataset);
-  stageTask(field === "--anchors" ? "beams" : "rollouts", { query: dataset, index });
+  const task = stageTask(field === "--anchors" ? "beams" : "rollouts", { query: dataset, index });
   const items = selectWithPools(ws.loadItems(settings.dataset), pools.set, subset, settings.seed, field);
   const indexById = new Map(ws.loadItems(index.name).map((item) => [item.questionId, item]));
-  return { dataset, pools, index, items, indexById };
+  return { dataset, pools, index, task, items, indexById };
 }
 
 /** The items of a pool, in pool order, from the index dataset's items. */

@@ -22,7 +22,7 @@ import {
   type RolloutQuery,
   type RolloutSet,
 } from "../data/trajectories.js";
-import { type AnswerDeps, vqaAnswering } from "../icl/answer.js";
+import type { AnswerDeps } from "../icl/answer.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
 import { type OpenedSelector, openSelector, type SelectorEmbeddings } from "../icl/selector.js";
@@ -32,6 +32,7 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { checkWritable, rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import type { Task } from "../task/types.js";
 import { noGrad } from "../tensor/tensor.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -100,7 +101,7 @@ export const RolloutsSettingsSchema = z
       .default("all")
       .describe(
         "answers whose probability is scored per trajectory: none (no scoring requests), majority (gtLogprob: one request), " +
-          "all (also vqaGtProb: one request per distinct annotator answer, typically 1-5)",
+          "all (also vqaGtProb: one request per distinct annotator answer, typically 1-5; a caption scores its shown reference under both)",
       ),
     correctThreshold: z
       .number()
@@ -161,7 +162,7 @@ export async function runRollouts(
   const similarity = new Similarity(queryMatrix, indexMatrix);
   const rollout = rolloutSettings(settings, selector, inputs.pools.set.k);
   const stage = openVlmStage(ws, vlmSettings, inputs.dataset, settings.seed, hooks);
-  const generator = generatorRecord(ws, settings, inputs.pools.ref, embedding, rollout, stage.vlm.backend.id);
+  const generator = generatorRecord(ws, settings, inputs, embedding, rollout, stage.vlm.backend.id);
   const config = runConfig(ws, settings, inputs, embedding, generator);
   const run = openItemRun(stage, ROLLOUTS_STAGE, config, settings.seed);
   const earlier = new Set((ws.getStage(run.runId, run.stage)?.artifacts ?? []).map((a) => a.sha256));
@@ -171,7 +172,11 @@ export async function runRollouts(
     similarity,
     root: new Rng(settings.seed).child("rollouts"),
     rollout,
-    deps: { vlm: stage.vlm.vlm, ...vqaAnswering(settings.metricVariant), signal: hooks.signal },
+    deps: {
+      vlm: stage.vlm.vlm,
+      ...inputs.task.answering({ references: [...inputs.indexById.values()], variant: settings.metricVariant }),
+      signal: hooks.signal,
+    },
   };
   const items = await runVlmItems<QueryRollouts>(stage, run, {
     items: inputs.items,
@@ -291,7 +296,7 @@ function rolloutSettings(settings: RolloutsSettings, selector: OpenedSelector | 
 function generatorRecord(
   ws: Workspace,
   settings: RolloutsSettings,
-  pools: PoolRef,
+  { pools: { ref: pools }, task }: Pick<StageInputs, "pools" | "task">,
   embedding: EmbeddingKind,
   rollout: RolloutSettings,
   vlm: string,
@@ -313,7 +318,7 @@ function generatorRecord(
     scoring: {
       gtAnswers: settings.gtAnswers,
       correctThreshold: settings.correctThreshold,
-      metric: settings.metricVariant,
+      metric: task.rewardMetric(settings.metricVariant),
     },
     vlm,
   };

@@ -124,6 +124,8 @@ export interface EvalInputs {
   embeddings: Record<string, string>;
   /** Hash of the question ids left out of the query set (absent: none). */
   excluded?: string;
+  /** The task's metric record (`Task.metricRecord`). */
+  metric: Record<string, unknown>;
 }
 
 /** The stored, hashed identity of an evaluation run. */
@@ -145,7 +147,7 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
       embedding: options.selectorEmbedding ?? null,
     },
     embeddings: inputs.embeddings,
-    metric: { name: "vqa-accuracy", variant: options.metricVariant, postprocess: "lever-plus" },
+    metric: inputs.metric,
     ...(inputs.excluded !== undefined ? { excluded: inputs.excluded } : {}),
   };
 }

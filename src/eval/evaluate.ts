@@ -90,8 +90,7 @@ export async function evaluate(
       {
         vlm: client,
         store: prepared.store,
-        postprocess: prepared.postprocess,
-        score: prepared.score,
+        ...prepared.answering,
         progress: stageProgress(stageRun, display),
         signal: run.signal,
         batchSize: options.batchSize,

@@ -1,7 +1,6 @@
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { selectSubset } from "../data/splits.js";
-import { vqaAnswering } from "../icl/answer.js";
 import { createVlm, type VlmSetup } from "../icl/backend.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
@@ -16,6 +15,7 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
+import type { AnswerScoring } from "../task/types.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
 import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
@@ -174,8 +174,8 @@ export interface PreparedEvaluation {
   specs: RetrieverSpec[];
   vlm: VlmSetup;
   store: PredictionStore;
-  postprocess: (text: string) => string;
-  score: (answer: string, query: VqaItem) => number;
+  /** The task's scorer of the evaluated items (`Task.answering`). */
+  answering: AnswerScoring;
   /** Things the user should know (printed on stderr by the CLI). */
   warnings: string[];
   /** Resolved settings worth showing (e.g. where a selector's pool settings came from). */
@@ -192,7 +192,7 @@ export async function prepareEvaluation(
 ): Promise<PreparedEvaluation> {
   const dataset = ws.requireDataset(options.dataset);
   const indexRecord = ws.requireDataset(options.index);
-  stageTask("eval", { evaluation: dataset, index: indexRecord });
+  const task = stageTask("eval", { evaluation: dataset, index: indexRecord });
   const { exclude } = hooks;
   const candidates = ws.loadItems(options.dataset).filter((item) => !exclude?.has(item.questionId));
   const queries = selectSubset(candidates, options.queries, options.seed);
@@ -206,6 +206,7 @@ export async function prepareEvaluation(
     datasetItemsHash: dataset.itemsHash,
     indexItemsHash: indexRecord.itemsHash,
     vlmId: vlm.backend.id,
+    metric: task.metricRecord(options.metricVariant),
     embeddings: { ...embeddingIdentities(ws, options.dataset), ...embeddingIdentities(ws, options.index) },
     ...(exclude !== undefined ? { excluded: hashValue([...exclude].sort()) } : {}),
   });
@@ -277,7 +278,7 @@ export async function prepareEvaluation(
     specs,
     vlm,
     store: workspacePredictionStore(ws),
-    ...vqaAnswering(options.metricVariant),
+    answering: task.answering({ references: queries, variant: options.metricVariant }),
     warnings,
     notes,
     vote,

@@ -1,25 +1,22 @@
 /**
  * The one answering path, shared by `lever eval` and the rollout scorer so that a training reward
  * means what the evaluation measures: demonstrations (selection order) placed by the recorded prompt
- * order → the VLM's `generate` → the Lever-Plus answer post-processor (docs/provenance.md#postprocess)
- * → the official VQA accuracy against the query's ten annotators. A failed VLM call is a failure with
+ * order → the VLM's `generate` → the task's post-processor and per-item score (`Task.answering`: for
+ * VQA the Lever-Plus post-processor and the official accuracy against the ten annotators, for captions
+ * CIDEr-D against the image's references). A failed VLM call is a failure with
  * no accuracy — never a 0. Answers are handed over as they arrive (`onAnswer`), so callers can store
  * them right away.
  */
 import type { VqaItem } from "../data/item.js";
 import { type PromptOrder, toPromptOrder } from "../data/trajectories.js";
-import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
-import { VQA_TASK } from "../task/vqa.js";
+import type { AnswerScoring } from "../task/types.js";
 import { hashValue } from "../util/hash.js";
 import type { Demonstration, GenerateResult, Outcome, Vlm, VlmFailure, VlmPrompt } from "../vlm/types.js";
 import { isFailure } from "../vlm/types.js";
 
-export interface AnswerDeps {
+/** The VLM and the task's one post-processor and scorer (`Task.answering`, src/task/types.ts). */
+export interface AnswerDeps extends AnswerScoring {
   vlm: Vlm;
-  /** The one answer post-processor (src/metrics/postprocess.ts). */
-  postprocess: (text: string) => string;
-  /** The one scorer: official VQA accuracy of a processed answer against the query's annotators. */
-  score: (answer: string, query: VqaItem) => number;
   signal?: AbortSignal;
 }
 
@@ -27,29 +24,10 @@ export interface Answer {
   promptHash: string;
   rawAnswer: string | null;
   answer: string | null;
-  /** Official VQA accuracy in [0, 1]; null when the VLM call failed. */
+  /** The task's per-item score (VQA accuracy in [0, 1], caption CIDEr-D in [0, 10]); null when the VLM call failed. */
   accuracy: number | null;
   /** Why the VLM call failed; null on success. */
   failure: VlmFailure | null;
-}
-
-/** The VQA task's post-processor (src/task/vqa.ts) and (memoised per question) official scorer of a metric variant. */
-export function vqaAnswering(variant: VqaVariant): Pick<AnswerDeps, "postprocess" | "score"> {
-  const scorers = new Map<string, VqaScorer>();
-  return {
-    postprocess: VQA_TASK.postprocess,
-    score: (answer, query) => {
-      let scorer = scorers.get(query.questionId);
-      if (!scorer) {
-        scorer = prepareGroundTruth(
-          query.answers.map((a) => a.answer),
-          variant,
-        );
-        scorers.set(query.questionId, scorer);
-      }
-      return scorer(answer);
-    },
-  };
 }
 
 /**

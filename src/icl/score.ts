@@ -110,9 +110,10 @@ async function scoreDistinct(
 ): Promise<ScoredTrajectory[]> {
   const prompts = selections.map((selection) => buildPrompt(query, selection, indexById, settings.order));
   const majority = stripAnswer(query.answer);
-  const gt = settings.gtAnswers === "all" ? distinctGtAnswers(query, deps) : [];
+  const gtAnswers = deps.gtAnswerSet(settings.gtAnswers);
+  const gt = gtAnswers === "all" ? distinctGtAnswers(query, deps) : [];
   const answers = [
-    ...new Set([...(settings.gtAnswers !== "none" && majority !== "" ? [majority] : []), ...gt.map((g) => g.answer)]),
+    ...new Set([...(gtAnswers !== "none" && majority !== "" ? [majority] : []), ...gt.map((g) => g.answer)]),
   ];
   const requests = prompts.flatMap((prompt) => answers.map((answer) => ({ prompt, answer })));
   const [generated, scores] = await Promise.all([
@@ -138,9 +139,9 @@ async function scoreDistinct(
       else logprob.set(a, outcome.logprobSum);
     });
     const accuracy = answer?.accuracy ?? null;
-    const gtLogprob = settings.gtAnswers !== "none" ? (logprob.get(majority) ?? null) : null;
+    const gtLogprob = gtAnswers !== "none" ? (logprob.get(majority) ?? null) : null;
     const vqaGtProb =
-      settings.gtAnswers === "all" && gt.every((g) => logprob.has(g.answer))
+      gtAnswers === "all" && gt.every((g) => logprob.has(g.answer))
         ? gt.reduce((s, g) => s + g.accuracy * Math.exp(logprob.get(g.answer)!), 0)
         : null;
     return {

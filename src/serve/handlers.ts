@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EmbeddingKind } from "../data/embeddings.js";
-import { vqaAnswering } from "../icl/answer.js";
+import { VQA_TASK } from "../task/vqa.js";
 import type { LeverError } from "../util/errors.js";
 import type { AuditEntry, AuditLog } from "./audit.js";
 import type { MicroBatcher } from "./batcher.js";
@@ -35,7 +35,7 @@ export interface Handled {
   audit: Omit<AuditEntry, "time" | "route" | "status" | "ms">;
 }
 
-const { postprocess } = vqaAnswering("official");
+const { postprocess } = VQA_TASK;
 
 /** Milliseconds of each step, as returned to the client. */
 function timingsOf(t: Partial<Record<Step, number>>): Record<string, number> {

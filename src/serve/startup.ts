@@ -17,6 +17,8 @@ import { PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
+import { datasetTask } from "../task/dataset-task.js";
+import { VQA_TASK } from "../task/vqa.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import { openAiVlmConfigSchema } from "../vlm/openai.js";
@@ -39,7 +41,11 @@ export interface ServeSetup {
 }
 
 export async function prepareServe(ws: Workspace, options: ServeOptions): Promise<ServeSetup> {
-  ws.requireDataset(options.index);
+  const task = datasetTask(ws.requireDataset(options.index));
+  if (task.name !== VQA_TASK.name)
+    throw new LeverError(`lever serve answers questions (VQA); index "${options.index}" is a ${task.name} dataset`, {
+      field: "--index",
+    });
   const index = ws.loadItems(options.index);
   const file = resolveCheckpoint(ws, options.checkpoint, "--checkpoint");
   const matrices = new Map<EmbeddingKind, EmbeddingMatrix>();

@@ -13,6 +13,7 @@
  */
 import { CAPTION_TASK_NAME, type CaptionItem, captionFromStored, captionToStored } from "../data/caption-item.js";
 import { CAPTION_FORMATS } from "../store/ingest/captions.js";
+import { captionAnswering, postprocessCaption } from "./caption-scoring.js";
 import type { Task } from "./types.js";
 
 export const CAPTION_TASK: Task<CaptionItem> = {
@@ -32,11 +33,16 @@ export const CAPTION_TASK: Task<CaptionItem> = {
   },
   // Lever-LM / OpenFlamingo evaluate with 20 new tokens.
   generation: { maxTokens: 20, stop: null },
-  postprocess: (text) => text.trim(),
+  postprocess: postprocessCaption,
   metric: {
     perItem: "CIDEr-D against the image's references (fixed document frequencies from the index's references)",
     corpus: "CIDEr-D with document frequencies over the evaluated images' references (pycocoevalcap), ×100",
   },
+  answering: captionAnswering,
+  rewardMetric: () => ({ name: "cider-d", df: "index references", postprocess: "first line, no label" }),
+  metricRecord: () => ({ name: "cider-d", df: "evaluated images' references", postprocess: "first line, no label" }),
+  pairedTest: "sign-flip",
+  binaryOutcome: false,
   textTower: null,
   rewardModes: [],
   candidateFeatures: [],

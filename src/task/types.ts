@@ -20,6 +20,8 @@
  * datasets and refuses a mix (src/task/guard.ts).
  */
 import type { VqaItem } from "../data/item.js";
+import type { CompareTest } from "../metrics/compare.js";
+import type { VqaVariant } from "../metrics/vqa.js";
 import type { PromptText } from "../vlm/layouts.js";
 
 /** The stages of the chain that read a task's items (`lever data import` and `inspect` work for every task). */
@@ -55,6 +57,33 @@ export interface TaskMetric {
   corpus: string;
 }
 
+/**
+ * How a task scores a generated text (src/icl/answer.ts): the one post-processor and the per-item
+ * score of a processed answer against the query's references, shared by rewards and evaluation.
+ */
+export interface AnswerScoring {
+  postprocess(text: string): string;
+  score(answer: string, query: StoredItem): number;
+  /**
+   * The answers scored for their probability under a `gtAnswers` setting (src/icl/score.ts): VQA
+   * keeps it (`all`: every distinct annotator answer, for vqaGtProb); a caption task scores its shown
+   * reference under both `majority` and `all` (a sum of probabilities of whole captions means nothing).
+   */
+  gtAnswerSet(setting: "none" | "majority" | "all"): "none" | "majority" | "all";
+}
+
+/** What a scorer is built from. */
+export interface ScoringScope {
+  /**
+   * Items whose references fix the metric's corpus statistics: caption CIDEr-D's document
+   * frequencies. Evaluation passes the evaluated items (pycocoevalcap's corpus mode, so the mean of
+   * the per-item scores is the reported number); rewards pass the index (the `fixed` mode). VQA reads none.
+   */
+  references: readonly StoredItem[];
+  /** VQA accuracy variant (`--metric-variant`); other tasks ignore it. */
+  variant: VqaVariant;
+}
+
 export interface TaskWording {
   /** The headline metric as reports print it. */
   metric: string;
@@ -80,6 +109,19 @@ export interface Task<Item = unknown> {
   /** The one post-processor of a generated text, shared by rewards and evaluation. */
   postprocess(text: string): string;
   metric: TaskMetric;
+  /** The scorer of one scope (evaluation or rewards). */
+  answering(scope: ScoringScope): AnswerScoring;
+  /** What rollouts record as their reward metric (part of their identity). */
+  rewardMetric(variant: VqaVariant): unknown;
+  /** What an evaluation run records as its metric (part of its identity). */
+  metricRecord(variant: VqaVariant): Record<string, unknown>;
+  /**
+   * The paired test of a comparison when none is asked for: exact McNemar on "fully right" (acc = 1)
+   * suits VQA's five-valued accuracy; a continuous score (CIDEr-D) takes the sign-flip test.
+   */
+  pairedTest: CompareTest;
+  /** Whether McNemar on acc = 1 means anything for this task's per-item score. */
+  binaryOutcome: boolean;
   /** What the text tower embeds of an item (`lever embed compute`); null: nothing (image embeddings only). */
   textTower: string | null;
   /** Reward modes (`reward.mode`, src/icl/rewards.ts) that mean something for this task. */

@@ -8,9 +8,32 @@
  */
 import type { VqaItem } from "../data/item.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
+import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, VQA_PROMPT_TEXT } from "../vlm/layouts.js";
 import { VQA_MAX_TOKENS } from "../vlm/openai.js";
-import type { Task } from "./types.js";
+import type { AnswerScoring, Task } from "./types.js";
+
+const postprocess = (text: string) => postprocessVqaAnswer(text, "lever-plus");
+
+/** The post-processor and the (memoised per question) official scorer of a metric variant. */
+export function vqaAnswering(variant: VqaVariant): AnswerScoring {
+  const scorers = new Map<string, VqaScorer>();
+  return {
+    postprocess,
+    gtAnswerSet: (setting) => setting,
+    score: (answer, query) => {
+      let scorer = scorers.get(query.questionId);
+      if (!scorer) {
+        scorer = prepareGroundTruth(
+          query.answers.map((a) => a.answer),
+          variant,
+        );
+        scorers.set(query.questionId, scorer);
+      }
+      return scorer(answer);
+    },
+  };
+}
 
 export const VQA_TASK: Task<VqaItem> = {
   name: "vqa",
@@ -23,11 +46,16 @@ export const VQA_TASK: Task<VqaItem> = {
     text: VQA_PROMPT_TEXT,
   },
   generation: { maxTokens: VQA_MAX_TOKENS, stop: null },
-  postprocess: (text) => postprocessVqaAnswer(text, "lever-plus"),
+  postprocess,
   metric: {
     perItem: "VQA accuracy against the ten annotators (min(#matching/3, 1), averaged over leave-one-out subsets)",
     corpus: "mean of the per-question accuracies",
   },
+  answering: ({ variant }) => vqaAnswering(variant),
+  rewardMetric: (variant) => variant,
+  metricRecord: (variant) => ({ name: "vqa-accuracy", variant, postprocess: "lever-plus" }),
+  pairedTest: "mcnemar",
+  binaryOutcome: true,
   textTower: "the question",
   // Every mode of src/icl/rewards.ts reads vqa* trajectory fields (test/task/vqa.test.ts checks the list is the table's).
   rewardModes: [

@@ -7,7 +7,7 @@
  */
 import type { VqaItem } from "../data/item.js";
 import type { PromptOrder } from "../data/trajectories.js";
-import { type AnswerDeps, answerPrompts, buildPrompt, vqaAnswering } from "../icl/answer.js";
+import { type AnswerDeps, answerPrompts, buildPrompt } from "../icl/answer.js";
 import { createVlm } from "../icl/backend.js";
 import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
@@ -41,7 +41,10 @@ export interface RlVlmServices {
 export async function rlVlmServices(ws: Workspace, request: RlVlmRequest): Promise<RlVlmServices> {
   const { online } = request;
   if (!request.validation && online === null) return {};
-  stageTask("rl", { index: ws.requireDataset(request.indexDataset), query: ws.requireDataset(request.queryDataset) });
+  const task = stageTask("rl", {
+    index: ws.requireDataset(request.indexDataset),
+    query: ws.requireDataset(request.queryDataset),
+  });
   const index = ws.loadItems(request.indexDataset);
   const queries = request.queryDataset === request.indexDataset ? index : ws.loadItems(request.queryDataset);
   const { vlm } = createVlm(ws, request.vlm, ws.requireDataset(request.queryDataset), { seed: request.seed });
@@ -49,7 +52,7 @@ export async function rlVlmServices(ws: Workspace, request: RlVlmRequest): Promi
     queryById: new Map(queries.map((item) => [item.questionId, item])),
     indexById: new Map(index.map((item) => [item.questionId, item])),
   };
-  const answer: AnswerDeps = { vlm, ...vqaAnswering("official") };
+  const answer: AnswerDeps = { vlm, ...task.answering({ references: index, variant: "official" }) };
   const services: RlVlmServices = {
     ...(request.validation ? { answerer: validationAnswerer(items, request.order, answer) } : {}),
     ...(online !== null ? { sampler: new OnlineSampler(online, { ...request.sampling, ...items, answer }) } : {}),

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { vqaAnswering } from "../../src/icl/answer.js";
 import { type RewardConfig, RewardSchema } from "../../src/icl/rewards.js";
 import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { resolvePool } from "../../src/selector/inputs.js";
 import { PointerSelector } from "../../src/selector/model.js";
 import { initParams } from "../../src/selector/params.js";
+import { vqaAnswering } from "../../src/task/vqa.js";
 import { grpoObjective } from "../../src/train/grpo.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../src/train/online.js";
