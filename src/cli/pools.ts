@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { DEFAULT_MIX_RATIOS } from "../pools/samplers.js";
 import { makePools, PoolsSettingsSchema } from "../pools/stage.js";
 import { stageTask } from "../task/guard.js";
+import { queryKindOf } from "../task/query-embedding.js";
 import { group, printJson, withWorkspace } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
@@ -16,8 +17,9 @@ export function register(program: Command): void {
     const s = resolve(cmd, settings);
     const { ref: _ref, ...summary } = await withWorkspace(cmd, (ws) => {
       // Pools are task-agnostic (embeddings only), but a stage never mixes tasks.
-      stageTask("pools", { query: ws.requireDataset(s.queries), index: ws.requireDataset(s.index) });
-      return makePools(ws, s);
+      const query = ws.requireDataset(s.queries);
+      stageTask("pools", { query, index: ws.requireDataset(s.index) });
+      return makePools(ws, s, queryKindOf(query));
     });
     if (flags.json) printJson(summary);
     else

@@ -123,6 +123,12 @@ const logprob = finite.refine((x) => x <= 0, "a log-probability must be ≤ 0");
  */
 export const MAX_GT_PROB = 10 / 3;
 
+/** VQA accuracy, the Lever-Plus files' `vqa_acc_score`: in [0, 1]. */
+export const VqaAccuracySchema = between(0, 1);
+
+/** Upper bound of a per-item score: caption CIDEr-D per image is at most 10 (pycocoevalcap's ×10). */
+export const MAX_ITEM_SCORE = 10;
+
 /**
  * Every value rule of a trajectory's fields is here (the importer of Lever-Plus RL data checks its
  * fields with these same schemas); rules between fields are `TRAJECTORY_RULES` below.
@@ -148,10 +154,11 @@ export const TrajectorySchema = z.object({
   rawGeneration: z.string().nullable().optional(),
   predAnswer: z.string().nullable().optional(),
   /**
-   * VQA accuracy of the prediction for this question, in [0, 1]. The one required reward field; null
-   * only for a trajectory whose VLM call failed (`evalFailed`), which no reward may use.
+   * The task's per-item score of the prediction (src/task/): VQA accuracy in [0, 1]; a caption's
+   * CIDEr-D against its references in [0, MAX_ITEM_SCORE]. The one required reward field; null only
+   * for a trajectory whose VLM call failed (`evalFailed`), which no reward may use.
    */
-  vqaAccScore: between(0, 1).nullable(),
+  vqaAccScore: between(0, MAX_ITEM_SCORE).nullable(),
   /** 1 iff the prediction counts as correct (Lever-Plus: acc > 0, at least one annotator agreed). */
   vqaCorrect: z.union([z.literal(0), z.literal(1)]).optional(),
   /**

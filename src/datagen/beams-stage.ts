@@ -7,6 +7,7 @@
  * anchor: it is recorded, retried by the next run, and no artefact is written until every anchor
  * succeeded (an artefact never silently lacks anchors).
  */
+
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
@@ -19,6 +20,7 @@ import { beamArtifactPath, checkWritable, writeBeamSet } from "../store/sets.js"
 import type { StageRun } from "../store/stage-run.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { loadQueryEmbedding } from "../task/query-embedding.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
 import { maxOf, minOf } from "../util/extent.js";
 import type { VlmSettings } from "../vlm/settings.js";
@@ -163,7 +165,7 @@ function budgetPrior(
   if (search.budget === null) return { embeddings };
   const kind = settings.priorEmbedding;
   const similarity = new Similarity(
-    loadDatasetEmbedding(ws, settings.dataset, kind),
+    loadQueryEmbedding(ws, settings.dataset, kind),
     loadDatasetEmbedding(ws, indexDataset, kind),
   );
   for (const name of new Set([settings.dataset, indexDataset]))

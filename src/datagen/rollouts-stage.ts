@@ -10,6 +10,7 @@
  * reward); the run then ends with an error naming them, and re-running the same command retries
  * exactly those queries and rewrites the artefact it wrote before.
  */
+
 import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
@@ -32,7 +33,7 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { checkWritable, rolloutArtifactPath, writeRolloutSet } from "../store/sets.js";
 import type { ArtifactRef } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
-import type { Task } from "../task/types.js";
+import { loadQueryEmbedding } from "../task/query-embedding.js";
 import { noGrad } from "../tensor/tensor.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -229,7 +230,7 @@ function embeddingPairs(
     let pair = cache.get(kind);
     if (pair === undefined) {
       pair = {
-        query: loadDatasetEmbedding(ws, queryDataset, kind),
+        query: loadQueryEmbedding(ws, queryDataset, kind),
         index: loadDatasetEmbedding(ws, indexDataset, kind),
       };
       cache.set(kind, pair);

@@ -15,6 +15,7 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
+import { queryKindOf } from "../task/query-embedding.js";
 import type { AnswerScoring } from "../task/types.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
@@ -74,12 +75,21 @@ export class EmbeddingCache {
     return matrix;
   }
 
-  /** Every registered kind's embeddings, as a set that loads on first access. */
-  lazySet(dataset: string): EmbeddingSet {
+  /** Every registered kind's embeddings, as a set that loads on first access (`as` maps a kind to the one loaded). */
+  lazySet(dataset: string, as: (kind: EmbeddingKind) => EmbeddingKind = (kind) => kind): EmbeddingSet {
     const set: EmbeddingSet = {};
     for (const kind of EMBEDDING_KINDS)
-      Object.defineProperty(set, kind, { enumerable: true, get: () => this.get(dataset, kind) });
+      Object.defineProperty(set, kind, { enumerable: true, get: () => this.get(dataset, as(kind)) });
     return set;
+  }
+
+  /** A query dataset's embedding compared with the index's `kind` (src/task/query-embedding.ts). */
+  query(dataset: string, kind: EmbeddingKind): EmbeddingMatrix {
+    return this.get(dataset, queryKindOf(this.record(dataset))(kind));
+  }
+
+  record(dataset: string) {
+    return this.ws.requireDataset(dataset);
   }
 }
 
@@ -100,7 +110,7 @@ export function workspacePools(
     gemm: defaultGemm().gemm,
     indexName: indexDataset,
   });
-  const queryEmbeddings = embeddings.lazySet(queryDataset);
+  const queryEmbeddings = embeddings.lazySet(queryDataset, queryKindOf(embeddings.record(queryDataset)));
   return memoizePools(async (queries, sampler, k) =>
     builder.build(queries, { sampler, k, seed: options.seed, queryEmbeddings }),
   );
@@ -226,7 +236,7 @@ export async function prepareEvaluation(
         k: options.k ?? DEFAULT_POOL.k,
         maxShots,
         vote: voteChooser({
-          query: (kind) => embeddings.get(options.dataset, kind),
+          query: (kind) => embeddings.query(options.dataset, kind),
           index: (kind) => embeddings.get(options.index, kind),
           items: index,
           weighting: () => {
@@ -240,7 +250,7 @@ export async function prepareEvaluation(
             resolveCheckpoint(ws, checkpoint, "--retriever"),
             { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
             {
-              query: (kind) => embeddings.get(options.dataset, kind),
+              query: (kind) => embeddings.query(options.dataset, kind),
               index: (kind) => embeddings.get(options.index, kind),
               indexItems: () => ({ dataset: options.index, items: index }),
             },

@@ -16,6 +16,7 @@ import { failedTrajectoriesError, rolloutsInterrupted, runRollouts } from "../da
 import { makePools } from "../pools/stage.js";
 import { beamArtifactPath, poolArtifactPath, rolloutArtifactPath } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
+import { queryKindOf } from "../task/query-embedding.js";
 import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
@@ -168,7 +169,11 @@ export function trainedOutputs(stage: StageName, outputs: StageOutputMap, id: st
 
 function runPoolsStage(c: StageContext<"pools">): PoolsOutputs {
   const { train } = c.input("data");
-  const summary = makePools(c.ws, { ...c.settings, queries: train, index: train, out: c.tag, replace: false });
+  const summary = makePools(
+    c.ws,
+    { ...c.settings, queries: train, index: train, out: c.tag, replace: false },
+    queryKindOf(c.ws.requireDataset(train)),
+  );
   return { name: summary.name, train };
 }
 

@@ -11,9 +11,12 @@ import { WORLD_FILE } from "../sim/synth.js";
 import { SimVlm } from "../sim/vlm.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { datasetTask } from "../task/dataset-task.js";
+import type { Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
-import { OpenAiVlm, openAiVlmConfigSchema } from "../vlm/openai.js";
+import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT } from "../vlm/layouts.js";
+import { OpenAiVlm, openAiVlmConfigSchema, VQA_MAX_TOKENS } from "../vlm/openai.js";
 import { cachedByDefault, type VlmBackend, type VlmSettings } from "../vlm/settings.js";
 import type { Vlm } from "../vlm/types.js";
 
@@ -50,7 +53,7 @@ const FACTORIES: Record<VlmBackend, BackendFactory> = {
     const sim = SimVlm.fromWorldFile(resolveWorldFile(settings, dataset));
     return { backend: sim, sim };
   },
-  openai: (settings, _dataset, seed) => {
+  openai: (settings, dataset, seed) => {
     const { baseUrls, model } = settings;
     if (baseUrls === undefined || model === undefined)
       throw new LeverError("the openai backend needs --base-url and --model", { field: "--base-url" });
@@ -60,9 +63,32 @@ const FACTORIES: Record<VlmBackend, BackendFactory> = {
         .filter((key) => key in settings)
         .map((key) => [key, settings[key as keyof VlmSettings]]),
     );
-    return { backend: new OpenAiVlm({ ...client, baseUrls, model, seed }) };
+    const task = datasetTask(dataset);
+    return {
+      backend: new OpenAiVlm(
+        { ...client, ...taskDefaults(client, task), baseUrls, model, seed },
+        { prompt: { task: task.name, text: task.prompt.text } },
+      ),
+    };
   },
 };
+
+/**
+ * The client's prompt and generation settings for the dataset's task: a setting left at its built-in
+ * value (VQA's system prompts and 5 tokens, the schema's defaults) becomes the task's own
+ * (src/task/: captions get the caption instruction and 20 tokens); a value the user gave otherwise is
+ * kept. VQA's entry holds the same values, so a VQA client is unchanged.
+ */
+function taskDefaults(client: Partial<Record<string, unknown>>, task: Task<unknown>): Record<string, unknown> {
+  const builtIn = (key: string, value: unknown) => client[key] === undefined || client[key] === value;
+  return {
+    ...(builtIn("systemPrompt", DEFAULT_SYSTEM_PROMPT) ? { systemPrompt: task.prompt.systemPrompt } : {}),
+    ...(builtIn("zeroShotSystemPrompt", DEFAULT_ZERO_SHOT_SYSTEM_PROMPT)
+      ? { zeroShotSystemPrompt: task.prompt.zeroShotSystemPrompt }
+      : {}),
+    ...(builtIn("maxTokens", VQA_MAX_TOKENS) ? { maxTokens: task.generation.maxTokens } : {}),
+  };
+}
 
 export function createVlm(
   ws: Workspace,

@@ -55,7 +55,11 @@ const RewardWeightsSchema = z.object({
     .default(1)
     .describe("w_s: weight of the soft score (vqaAccScore; vqaGtProb in the gtprob modes; vqaAccScore in hybrid)"),
   relWeight: weight.default(0.1).describe("w_r: weight of the relevance vqaRelScore of wrong answers"),
-  gtWeight: weight.default(1).describe("hybrid only: weight of vqaGtProb, the expected VQA accuracy"),
+  gtWeight: weight
+    .default(1)
+    .describe(
+      "hybrid: weight of vqaGtProb, the expected VQA accuracy; ref_logprob, cider_plus_logprob: weight of gtLogprob (CIDEr-D points per nat)",
+    ),
   alpha: weight.default(0).describe("legacy only: weight of the producer's quality score"),
   beta: weight.default(0).describe("legacy only: weight of correctness"),
   correctness: z.enum(["01", "pm1"]).default("01").describe("legacy only: correctness as 0/1 or as −1/+1"),
@@ -72,7 +76,14 @@ const RewardWeightsSchema = z.object({
 type RewardWeights = z.infer<typeof RewardWeightsSchema>;
 
 /** Trajectory fields a reward can read. */
-type ScoreField = "vqaCorrect" | "vqaAccScore" | "vqaGtProb" | "vqaRelScore" | "beamScore" | "logprobScore";
+type ScoreField =
+  | "vqaCorrect"
+  | "vqaAccScore"
+  | "vqaGtProb"
+  | "vqaRelScore"
+  | "gtLogprob"
+  | "beamScore"
+  | "logprobScore";
 
 /** What a mode's formula reads: the settings, a required field, and a weighted term (weight 0: not read). */
 interface RewardTerms {
@@ -138,6 +149,17 @@ const MODES = {
     formula: "w_s·s + gtWeight·g",
     reward: ({ cfg, term }) => term(cfg.softWeight, "vqaAccScore") + term(cfg.gtWeight, "vqaGtProb"),
   },
+  // Captions (src/task/caption.ts): s holds the caption's CIDEr-D against its references (fixed
+  // document frequencies from the index), ℓ = gtLogprob the log-probability of the shown reference.
+  cider: { formula: "w_s·s (s = CIDEr-D)", reward: ({ cfg, term }) => term(cfg.softWeight, "vqaAccScore") },
+  ref_logprob: {
+    formula: "gtWeight·ℓ (ℓ = log p of the reference caption)",
+    reward: ({ cfg, term }) => term(cfg.gtWeight, "gtLogprob"),
+  },
+  cider_plus_logprob: {
+    formula: "w_s·s + gtWeight·ℓ",
+    reward: ({ cfg, term }) => term(cfg.softWeight, "vqaAccScore") + term(cfg.gtWeight, "gtLogprob"),
+  },
 } satisfies Record<string, RewardModeDef>;
 export type RewardMode = keyof typeof MODES;
 
@@ -150,7 +172,7 @@ export const RewardSchema = z
       .enum(REWARD_MODES)
       .default("hard_plus_soft")
       .describe(
-        `How a trajectory's stored scores become its reward (h vqaCorrect, s vqaAccScore, g vqaGtProb, r vqaRelScore): ${REWARD_MODES.map((m) => `${m} = ${MODES[m].formula}`).join("; ")}`,
+        `How a trajectory's stored scores become its reward (h vqaCorrect, s vqaAccScore — a caption's CIDEr-D, g vqaGtProb, r vqaRelScore, ℓ gtLogprob); the caption task takes cider, ref_logprob and cider_plus_logprob: ${REWARD_MODES.map((m) => `${m} = ${MODES[m].formula}`).join("; ")}`,
       ),
     ...RewardWeightsSchema.shape,
   })

@@ -5,12 +5,13 @@
  * `replace`, and a pool set a run read is never replaced). Used by the CLI and by `lever run`.
  */
 import { z } from "zod";
+import type { EmbeddingKind } from "../data/embeddings.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import { poolArtifactPath, writePoolSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { buildPoolSet, embeddingKindsFor } from "./artifact.js";
-import { DEFAULT_MIX_RATIOS, DEFAULT_POOL, type EmbeddingSet, SAMPLERS } from "./samplers.js";
+import { DEFAULT_MIX_RATIOS, DEFAULT_POOL, type EmbeddingSet, type MixRatios, SAMPLERS } from "./samplers.js";
 import { defaultGemm } from "./search.js";
 
 const share = z.number().min(0).max(1);
@@ -64,11 +65,25 @@ export interface PoolsSummary {
   seconds: number;
 }
 
+/** The mix ratios of the settings as the samplers take them (undefined: the defaults). */
+export function mixRatios(ratios: readonly number[] | undefined): MixRatios | undefined {
+  return ratios === undefined ? undefined : { random: ratios[0], text: ratios[1], image: ratios[2] };
+}
+
 export function poolSetName(s: Pick<PoolsSettings, "out" | "queries" | "sampler" | "k" | "seed">): string {
   return s.out ?? `${s.queries}.${s.sampler}.k${s.k}.s${s.seed}`;
 }
 
-export function makePools(ws: Workspace, s: PoolsSettings): PoolsSummary & { ref: ArtifactRef } {
+/**
+ * Builds and writes a pool set. `queryKind` maps a kind the sampler ranks by to the QUERY embedding
+ * it compares with the index's (src/task/query-embedding.ts: a caption query is its image, so its
+ * "text" similarity is image → caption); the identity by default.
+ */
+export function makePools(
+  ws: Workspace,
+  s: PoolsSettings,
+  queryKind: (kind: EmbeddingKind) => EmbeddingKind = (kind) => kind,
+): PoolsSummary & { ref: ArtifactRef } {
   const started = performance.now();
   const name = poolSetName(s);
   poolArtifactPath(name); // validate the name before any work
@@ -77,16 +92,16 @@ export function makePools(ws: Workspace, s: PoolsSettings): PoolsSummary & { ref
   const queries = ws.loadItems(queryRecord.name);
   const index = ws.loadItems(indexRecord.name);
   if (queries.length === 0) throw new LeverError(`dataset "${s.queries}" has no items`, { field: "--queries" });
-  const ratios = s.ratios === undefined ? undefined : { random: s.ratios[0], text: s.ratios[1], image: s.ratios[2] };
+  const ratios = mixRatios(s.ratios);
   const kinds = embeddingKindsFor(s.sampler, s.k, ratios);
   const queryEmbeddings: EmbeddingSet = {};
   const indexEmbeddings: EmbeddingSet = {};
   const embeddingHashes: Record<string, string> = {};
   for (const kind of kinds) {
-    queryEmbeddings[kind] = loadDatasetEmbedding(ws, s.queries, kind);
+    queryEmbeddings[kind] = loadDatasetEmbedding(ws, s.queries, queryKind(kind));
     indexEmbeddings[kind] = loadDatasetEmbedding(ws, s.index, kind);
-    for (const dataset of [s.queries, s.index])
-      embeddingHashes[`${dataset}/${kind}`] = ws.getEmbedding(dataset, kind)?.sha256 ?? "";
+    embeddingHashes[`${s.queries}/${queryKind(kind)}`] = ws.getEmbedding(s.queries, queryKind(kind))?.sha256 ?? "";
+    embeddingHashes[`${s.index}/${kind}`] = ws.getEmbedding(s.index, kind)?.sha256 ?? "";
   }
   const { gemm, path: gemmPath } = defaultGemm();
   const poolSet = buildPoolSet({

@@ -122,6 +122,13 @@ export interface Task<Item = unknown> {
   pairedTest: CompareTest;
   /** Whether McNemar on acc = 1 means anything for this task's per-item score. */
   binaryOutcome: boolean;
+  /**
+   * The QUERY embedding compared with the index's embedding of a kind (src/task/query-embedding.ts).
+   * VQA: the same kind. A caption item's text embedding encodes its reference caption — the answer —
+   * so a caption query is its image under every kind: "text" similarity is image → caption (CLIP's
+   * cross-modal retrieval), "joint" image → image + caption.
+   */
+  queryEmbedding(kind: "image" | "text" | "joint"): "image" | "text" | "joint";
   /** What the text tower embeds of an item (`lever embed compute`); null: nothing (image embeddings only). */
   textTower: string | null;
   /** Reward modes (`reward.mode`, src/icl/rewards.ts) that mean something for this task. */

@@ -56,6 +56,7 @@ export const VQA_TASK: Task<VqaItem> = {
   metricRecord: (variant) => ({ name: "vqa-accuracy", variant, postprocess: "lever-plus" }),
   pairedTest: "mcnemar",
   binaryOutcome: true,
+  queryEmbedding: (kind) => kind,
   textTower: "the question",
   // Every mode of src/icl/rewards.ts reads vqa* trajectory fields (test/task/vqa.test.ts checks the list is the table's).
   rewardModes: [

@@ -11,6 +11,7 @@
  * index dataset's candidate data (src/icl/candidates.ts), and a hash of the index's annotations joins
  * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
  */
+
 import { resolve } from "node:path";
 import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
@@ -27,6 +28,7 @@ import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { ResolvedSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
+import { loadQueryEmbedding } from "../task/query-embedding.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 
@@ -39,6 +41,8 @@ export const TrainingInputFields = {
 export interface TrainingInputRefs {
   /** The stage reading them (which its datasets' task must implement, src/task/guard.ts). */
   stage: "sft" | "rl";
+  /** RL: the reward mode, which the datasets' task must list (src/task/types.ts `rewardModes`). */
+  rewardMode?: string;
   /** The stage's data files by name (e.g. beams, pools), in the order they are recorded. */
   data: Record<string, string>;
   /** The pool set read, if any: it must draw its candidates from the index dataset. */
@@ -46,7 +50,7 @@ export interface TrainingInputRefs {
   queryDataset: string;
   indexDataset: string;
   /** Embedding kind the selector reads. */
-  embedding: string;
+  embedding: EmbeddingKind;
   /** Checkpoints read by name (init, reference), recorded after the embeddings. */
   checkpoints: Record<string, string | undefined>;
   /** The architecture a fresh init would have (used when no `init` checkpoint is given). */
@@ -67,20 +71,30 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
       file: pools.file,
       field: "indexDataset",
     });
-  stageTask(refs.stage, { index: ws.requireDataset(indexDataset), query: ws.requireDataset(queryDataset) });
+  const task = stageTask(refs.stage, {
+    index: ws.requireDataset(indexDataset),
+    query: ws.requireDataset(queryDataset),
+  });
+  if (refs.rewardMode !== undefined && !task.rewardModes.includes(refs.rewardMode))
+    throw new LeverError(
+      `reward mode "${refs.rewardMode}" does not score ${task.name} trajectories (use one of: ${task.rewardModes.join(", ")})`,
+      { field: "reward.mode" },
+    );
   const index = loadDatasetEmbedding(ws, indexDataset, embedding);
-  const query = queryDataset === indexDataset ? index : loadDatasetEmbedding(ws, queryDataset, embedding);
+  const queryKind = task.queryEmbedding(embedding);
+  const query =
+    queryDataset === indexDataset && queryKind === embedding ? index : loadQueryEmbedding(ws, queryDataset, embedding);
   const file = (path: string): ArtifactRef => ({ path: resolve(path), sha256: hashFileSync(path).sha256 });
-  const stored = (dataset: string): ArtifactRef => {
-    const record = ws.getEmbedding(dataset, embedding);
-    if (record === undefined) throw new LeverError(`dataset "${dataset}" has no ${embedding} embedding`);
+  const stored = (dataset: string, kind = embedding): ArtifactRef => {
+    const record = ws.getEmbedding(dataset, kind);
+    if (record === undefined) throw new LeverError(`dataset "${dataset}" has no ${kind} embedding`);
     return { path: ws.resolveArtifact(record.path), sha256: record.sha256 };
   };
   const checkpoints = Object.entries(refs.checkpoints).filter((e): e is [string, string] => e[1] !== undefined);
   const files: Record<string, ArtifactRef> = {
     ...Object.fromEntries(Object.entries(refs.data).map(([name, path]) => [name, file(path)])),
     indexEmbedding: stored(indexDataset),
-    queryEmbedding: stored(queryDataset),
+    queryEmbedding: stored(queryDataset, queryKind),
     ...Object.fromEntries(checkpoints.map(([name, path]) => [name, file(path)])),
   };
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
@@ -90,6 +104,11 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
       dataHashes,
       files: Object.values(files),
     };
+  if (task.candidateFeatures.length === 0)
+    throw new LeverError(
+      `the selector reads answer features (vote, agreement) that the ${task.name} task does not have: set model.features to []`,
+      { field: "model.features" },
+    );
   const items = ws.loadItems(indexDataset);
   const voteScale = trainingVoteScale(ws, refs, items);
   const candidates = candidateData(indexDataset, index, items, voteWeightingOf({ voteScale }));

@@ -147,6 +147,7 @@ function resolveInputs<S extends RlStage>(
     embedding: inputs.embedding,
     checkpoints: { init: inputs.init, reference: inputs.reference },
     model: settings.config.model,
+    rewardMode: settings.config.reward.mode,
   });
   return { ...resolved, data, queryDataset, promptOrder };
 }

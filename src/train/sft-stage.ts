@@ -4,9 +4,11 @@
  * per run), streams per-step and per-epoch metrics into the workspace, writes per-epoch and best
  * checkpoints as run artefacts and marks the stage and the run done (or failed).
  */
+
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import type { PoolSet } from "../data/pool-set.js";
 import type { BeamSet } from "../data/trajectories.js";
 import { CHECKPOINT_REF_HELP, resolveCheckpoint } from "../icl/checkpoint-ref.js";
@@ -59,7 +61,14 @@ interface ResolvedInputs extends TrainingInputs {
 
 function resolveInputs(
   ws: Workspace,
-  refs: { beams: string; pools: string; dataset: string; embedding: string; init?: string; model: SftConfig["model"] },
+  refs: {
+    beams: string;
+    pools: string;
+    dataset: string;
+    embedding: EmbeddingKind;
+    init?: string;
+    model: SftConfig["model"];
+  },
 ): ResolvedInputs {
   const beams = resolveBeamSet(ws, refs.beams);
   const pools = resolvePoolSet(ws, refs.pools);
@@ -87,7 +96,7 @@ const StoredRunSchema = z.object({
   beams: z.string(),
   pools: z.string(),
   dataset: z.string(),
-  embedding: z.string(),
+  embedding: z.enum(EMBEDDING_KINDS),
   init: z.string().optional(),
   dataHashes: z.record(z.string(), z.string()),
   sft: SftConfigSchema,

@@ -42,6 +42,12 @@ export interface PromptText {
   turnText(item: { question: string }): string;
 }
 
+/** A task's prompt pieces as a backend takes them, with the task's name (part of the backend's identity). */
+export interface TaskPromptText {
+  task: string;
+  text: PromptText;
+}
+
 /** VQA's pieces, the reference layout's "Question:{q} Short answer:{a}" (Lever-Plus, docs/vlm.md). */
 export const VQA_PROMPT_TEXT: PromptText = {
   demonstrationText: (item) => `Question:${item.question} Short answer:${item.answer}`,

@@ -34,9 +34,12 @@ import {
   type ImageRef,
   LAYOUT_NAMES,
   type LayoutSpec,
+  type PromptText,
   promptImages,
   renderMessages,
   renderScoringMessages,
+  type TaskPromptText,
+  VQA_PROMPT_TEXT,
 } from "./layouts.js";
 import { preflightOpenAi } from "./preflight.js";
 import { type PromptLogprobsEntry, spanFromDecodedTokens, spanFromTokenIds } from "./span.js";
@@ -59,6 +62,8 @@ import { serializeChatBody } from "./wire.js";
 /** Request fields the client sets itself; `extraBody` may not override them. */
 const RESERVED_FIELDS = [
   "model",
+  "use_beam_search",
+  "best_of",
   "messages",
   "max_tokens",
   "max_completion_tokens",
@@ -121,6 +126,15 @@ export const openAiVlmConfigSchema = z
       .min(0)
       .default(0)
       .meta({ flag: "gen-temperature", description: "sampling temperature of generation (0 = greedy)" }),
+    beamSearch: z
+      .number()
+      .int()
+      .min(2)
+      .max(16)
+      .optional()
+      .describe(
+        "vLLM beam search: sends use_beam_search with best_of = this width and returns the best beam (Lever-LM evaluates captions with 3); unset: greedy (or sampled at --gen-temperature)",
+      ),
     extraBody: z
       .record(z.string(), z.unknown())
       .default({})
@@ -265,6 +279,8 @@ export class OpenAiVlm implements Vlm {
   readonly id: string;
   readonly config: OpenAiVlmConfig;
   private readonly layout: LayoutSpec;
+  /** The task's prompt pieces (VQA's unless the caller names another task's). */
+  private readonly text: PromptText;
   private readonly images: ImageStore;
   private readonly pool: EndpointPool;
   private readonly stats = new StatsRecorder();
@@ -276,9 +292,13 @@ export class OpenAiVlm implements Vlm {
   private probePrefix: Promise<number[] | VlmFailure> | null = null;
   private readonly answerIds = new Map<string, Promise<number[] | VlmFailure>>();
 
-  constructor(options: OpenAiVlmOptions, deps: { transport?: Transport; env?: NodeJS.ProcessEnv } = {}) {
+  constructor(
+    options: OpenAiVlmOptions,
+    deps: { transport?: Transport; env?: NodeJS.ProcessEnv; prompt?: TaskPromptText } = {},
+  ) {
     this.config = parseOpenAiVlmConfig(options);
     const c = this.config;
+    this.text = deps.prompt?.text ?? VQA_PROMPT_TEXT;
     this.layout = { name: c.layout, systemPrompt: c.systemPrompt, zeroShotSystemPrompt: c.zeroShotSystemPrompt };
     this.images = new ImageStore(c.imageUrl, c.imageCacheBytes);
     // A user and password in a URL travel as a header: the URLs the client keeps (and names in errors) have none.
@@ -312,7 +332,7 @@ export class OpenAiVlm implements Vlm {
       headers,
       transport: withCredentials(deps.transport ?? nodeHttpTransport(), this.urls, endpoints),
     };
-    this.id = openAiVlmId(c);
+    this.id = openAiVlmId(c, deps.prompt?.task);
   }
 
   async generate(prompts: VlmPrompt[], options: CallOptions<GenerateResult> = {}): Promise<Outcome<GenerateResult>[]> {
@@ -421,13 +441,14 @@ export class OpenAiVlm implements Vlm {
   ): Promise<Buffer[] | VlmFailure> {
     const urls = await this.resolveImages(prompt, options.images);
     if (!(urls instanceof Map)) return urls;
-    const messages = renderMessages(prompt, this.layout, imageKey);
+    const messages = renderMessages(prompt, this.layout, imageKey, this.text);
     const fields = {
       ...this.config.extraBody,
       model: this.config.model,
       max_tokens: this.config.maxTokens,
       temperature: this.config.temperature,
       n: 1,
+      ...(this.config.beamSearch !== undefined ? { use_beam_search: true, best_of: this.config.beamSearch } : {}),
       ...(options.stream === true ? { stream: true } : {}),
     };
     return serializeChatBody(fields, messages, urls);
@@ -468,7 +489,7 @@ export class OpenAiVlm implements Vlm {
     const content = this.config.includeEndOfTurn ? answerText + this.config.endOfTurnToken : answerText;
     const urls = await this.resolveImages(prompt);
     if (!(urls instanceof Map)) return urls;
-    const messages = renderScoringMessages(prompt, content, this.layout, imageKey);
+    const messages = renderScoringMessages(prompt, content, this.layout, imageKey, this.text);
     const fields = {
       ...this.config.extraBody,
       model: this.config.model,
@@ -593,13 +614,14 @@ export class OpenAiVlm implements Vlm {
  * has always had, so cached answers stay valid — but `answerSpan`: both ways locate the answer's
  * tokens in the same prompt or fail, and failures are never cached, so a cached score holds for either.
  */
-export function openAiVlmId(c: OpenAiVlmConfig): string {
+export function openAiVlmId(c: OpenAiVlmConfig, task?: string): string {
   const {
     layout,
     systemPrompt,
     zeroShotSystemPrompt,
     maxTokens,
     temperature,
+    beamSearch,
     extraBody,
     includeEndOfTurn,
     endOfTurnToken,
@@ -609,7 +631,8 @@ export function openAiVlmId(c: OpenAiVlmConfig): string {
   const hash = hashValue({
     ...rest,
     layout: { name: layout, systemPrompt, zeroShotSystemPrompt },
-    generation: { maxTokens, temperature, extraBody },
+    generation: { maxTokens, temperature, extraBody, ...(beamSearch !== undefined ? { beamSearch } : {}) },
+    ...(task !== undefined && task !== "vqa" ? { task } : {}),
     scoring: { includeEndOfTurn, endOfTurnToken: includeEndOfTurn ? endOfTurnToken : null },
   });
   return `openai:${c.model}:${hash.slice(0, 16)}`;

@@ -31,6 +31,7 @@ import {
   type TrajectoryField,
   TrajectorySchema,
   toPromptOrder,
+  VqaAccuracySchema,
 } from "../trajectories.js";
 import type { ImportResult } from "./beams.js";
 import { type DatasetIndex, findDuplicate, idOfRow, parseRowKey, rowOfId, type Where } from "./common.js";
@@ -69,6 +70,8 @@ const RawTrajectorySchema = z.looseObject({
   pointer: z.array(row).min(1, "must hold at least one ICD"),
   pointer_global: z.array(row).optional(),
   ...Object.fromEntries(FIELDS.map(([raw, name]) => [raw, TrajectorySchema.shape[name]])),
+  // Lever-Plus RL data is VQA: its accuracy is in [0, 1] (our schema also holds caption CIDEr-D).
+  vqa_acc_score: VqaAccuracySchema.nullable(),
 });
 type RawTrajectory = Record<string, unknown> & { pointer: number[]; pointer_global?: number[] };
 const TRAJECTORY_KEYS = new Set(["pointer", "pointer_global", ...FIELDS.map(([raw]) => raw)]);
