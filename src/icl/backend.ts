@@ -5,10 +5,11 @@
  * cache (`cache`: on, off, or auto = the backend's default: servers only).
  * Used by `lever eval`, `lever beams`, `lever rollouts` and online GRPO alike.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { CAPTION_WORLD_FILE_FORMAT, SimCaptionVlm } from "../sim/caption/vlm.js";
 import { WORLD_FILE } from "../sim/synth.js";
-import { SimVlm } from "../sim/vlm.js";
+import { SimVlm, WORLD_FILE_FORMAT } from "../sim/vlm.js";
 import type { DatasetRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { datasetTask } from "../task/dataset-task.js";
@@ -26,6 +27,8 @@ export interface VlmSetup {
   /** The backend itself (for ids and stats); `vlm` may be the cache wrapper around it. */
   backend: Vlm;
   sim?: SimVlm;
+  /** The simulated captioning VLM when the world file is a caption world (`backend` is it). */
+  captionSim?: SimCaptionVlm;
 }
 
 /**
@@ -45,14 +48,41 @@ export function resolveWorldFile(settings: Pick<VlmSettings, "world">, dataset: 
 }
 
 /** Builds one backend from the settings (`sim`: the simulator, which is also the evaluation's oracle). */
-type BackendFactory = (settings: VlmSettings, dataset: DatasetRecord, seed: number) => { backend: Vlm; sim?: SimVlm };
+type BackendFactory = (
+  settings: VlmSettings,
+  dataset: DatasetRecord,
+  seed: number,
+) => { backend: Vlm; sim?: SimVlm; captionSim?: SimCaptionVlm };
+
+/**
+ * The simulator a world file describes, by its `format`: a VQA world (lever.synth-world/1) or a caption
+ * world (lever.synth-caption-world/1); another format is refused with one line. A file that cannot be
+ * read, or has no format, gets the VQA simulator's own error, as before caption worlds existed.
+ */
+export function simFromWorldFile(path: string): { backend: Vlm; sim?: SimVlm; captionSim?: SimCaptionVlm } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch {
+    raw = undefined;
+  }
+  const format = typeof raw === "object" && raw !== null ? (raw as { format?: unknown }).format : undefined;
+  if (format === CAPTION_WORLD_FILE_FORMAT) {
+    const captionSim = SimCaptionVlm.fromWorldFile(path, raw);
+    return { backend: captionSim, captionSim };
+  }
+  if (typeof format === "string" && format !== WORLD_FILE_FORMAT)
+    throw new LeverError(
+      `unknown world file format "${format}" (expected ${WORLD_FILE_FORMAT} or ${CAPTION_WORLD_FILE_FORMAT})`,
+      { file: path, field: "format" },
+    );
+  const sim = SimVlm.fromWorldFile(path);
+  return { backend: sim, sim };
+}
 
 /** How each backend of src/vlm/settings.ts is built. */
 const FACTORIES: Record<VlmBackend, BackendFactory> = {
-  sim: (settings, dataset) => {
-    const sim = SimVlm.fromWorldFile(resolveWorldFile(settings, dataset));
-    return { backend: sim, sim };
-  },
+  sim: (settings, dataset) => simFromWorldFile(resolveWorldFile(settings, dataset)),
   openai: (settings, dataset, seed) => {
     const { baseUrls, model } = settings;
     if (baseUrls === undefined || model === undefined)
@@ -96,10 +126,10 @@ export function createVlm(
   dataset: DatasetRecord,
   options: { seed?: number; wrapBackend?: (backend: Vlm) => Vlm } = {},
 ): VlmSetup {
-  const { backend, sim } = FACTORIES[settings.vlm](settings, dataset, options.seed ?? 0);
+  const { backend, sim, captionSim } = FACTORIES[settings.vlm](settings, dataset, options.seed ?? 0);
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
   const { cache } = settings;
   const useCache = cache === "on" || (cache === "auto" && cachedByDefault(settings.vlm));
   const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db), ws.dir) : sent;
-  return { vlm, backend, sim };
+  return { vlm, backend, sim, ...(captionSim !== undefined ? { captionSim } : {}) };
 }

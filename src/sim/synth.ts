@@ -70,13 +70,7 @@ export function writeSynthDataset(options: SynthOptions): SynthSummary {
     counts[split] = { questions: items.length, images: images.length };
     write(questionsFileName(split), JSON.stringify(questionsFile(world, split, items)));
     write(annotationsFileName(split), JSON.stringify(annotationsFile(world, split, items)));
-    const embeddings = splitEmbeddings(world, split);
-    for (const kind of EMBEDDING_KINDS) {
-      const file = embeddingFileName(split, kind);
-      writeNpy(join(options.out, file), embeddings[kind], [embeddings.ids.length, embeddings.dim], "<f4");
-      files.push(file);
-      write(`${file}.ids.json`, JSON.stringify(embeddings.ids));
-    }
+    writeSplitEmbeddings(options.out, split, splitEmbeddings(world, split), files);
     if (options.images !== false)
       for (const image of images) write(join(IMAGES_DIR, imageFileName(split, image.imageId)), PLACEHOLDER_JPEG);
   }
@@ -89,6 +83,22 @@ export function writeSynthDataset(options: SynthOptions): SynthSummary {
     embeddingDim: world.params.embedding.dim,
     files,
   };
+}
+
+/** A split's three embedding matrices (`.npy`) and their row ids (`.ids.json`), written atomically; names added to `files`. */
+export function writeSplitEmbeddings(
+  out: string,
+  split: Split,
+  embeddings: { ids: string[]; dim: number } & Record<EmbeddingKind, Float32Array>,
+  files: string[],
+): void {
+  for (const kind of EMBEDDING_KINDS) {
+    const file = embeddingFileName(split, kind);
+    writeNpy(join(out, file), embeddings[kind], [embeddings.ids.length, embeddings.dim], "<f4");
+    files.push(file);
+    writeFileAtomic(join(out, `${file}.ids.json`), JSON.stringify(embeddings.ids));
+    files.push(`${file}.ids.json`);
+  }
 }
 
 function questionsFile(world: World, split: Split, items: number[]) {
