@@ -51,6 +51,9 @@ describe("reward modes", () => {
       "hard_plus_gtprob_plus_rel",
       "legacy",
       "hybrid",
+      "cider",
+      "ref_logprob",
+      "cider_plus_logprob",
     ]);
     const help = RewardSchema.shape.mode.description as string;
     const table = readFileSync(new URL("../../docs/training.md", import.meta.url), "utf8");
@@ -58,7 +61,7 @@ describe("reward modes", () => {
       expect(help).toMatch(new RegExp(`\\b${mode} = `));
       expect(table).toContain(`\`${mode}\``);
       // every mode computes a finite reward from a trajectory that has every field
-      expect(Number.isFinite(reward(right, { mode, alpha: 1, beta: 1 }))).toBe(true);
+      expect(Number.isFinite(reward({ ...right, gtLogprob: -3 }, { mode, alpha: 1, beta: 1 }))).toBe(true);
     }
   });
 
@@ -128,6 +131,15 @@ describe("reward modes", () => {
     expect(reward(noHard, { ...legacy, correctness: "pm1" })).toBeCloseTo(0.035 + 2 * (2 * 0.6 - 1), 12);
     // α = β = 0 (the defaults) is 0 whatever is stored
     expect(reward({ ...right, beamScore: null }, { mode: "legacy" })).toBe(0);
+  });
+
+  it("the caption modes read the CIDEr-D in vqaAccScore and the reference's log-probability", () => {
+    const caption: Trajectory = { ...right, vqaAccScore: 2.5, gtLogprob: -7 };
+    expect(reward(caption, { mode: "cider" })).toBeCloseTo(2.5, 12);
+    expect(reward(caption, { mode: "cider", softWeight: 2 })).toBeCloseTo(5, 12);
+    expect(reward(caption, { mode: "ref_logprob", clip: null })).toBeCloseTo(-7, 12);
+    expect(reward(caption, { mode: "cider_plus_logprob", gtWeight: 0.1 })).toBeCloseTo(2.5 - 0.7, 12);
+    expect(() => reward({ ...caption, gtLogprob: null }, { mode: "ref_logprob" })).toThrow(/needs gtLogprob/);
   });
 
   it("hybrid = w_s·s + gtWeight·g", () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { ciderScores } from "../../src/metrics/caption/cider.js";
+import { tokenizeCaption } from "../../src/metrics/caption/ptb-tokenize.js";
 import { CAPTION_TASK } from "../../src/task/caption.js";
 import { getTask, TASK_NAMES } from "../../src/task/registry.js";
+import { TASK_STAGES } from "../../src/task/types.js";
 
 describe("the caption task", () => {
   it("is registered under the name caption datasets record", () => {
@@ -22,10 +25,44 @@ describe("the caption task", () => {
     expect(CAPTION_TASK.codec.fromStored(row)).toEqual(item);
   });
 
-  it("imports from the COCO formats, reads in CIDEr, and runs only the stages it has", () => {
+  it("imports from the COCO formats, reads in CIDEr, and runs every stage of the chain", () => {
     expect([...CAPTION_TASK.importers]).toEqual(["coco-captions", "karpathy"]);
     expect(CAPTION_TASK.wording.metric).toBe("CIDEr");
-    expect(CAPTION_TASK.textTower).toBeNull();
-    expect([...CAPTION_TASK.stages]).toEqual(["embed"]);
+    expect([...CAPTION_TASK.stages]).toEqual([...TASK_STAGES]);
+  });
+
+  it("is an image under every embedding kind when it is the query (its text embedding is its answer)", () => {
+    for (const kind of ["image", "text", "joint"] as const) expect(CAPTION_TASK.queryEmbedding(kind)).toBe("image");
+  });
+
+  it("post-processes to the first line without a Caption: label, and scores with CIDEr-D", () => {
+    expect(CAPTION_TASK.postprocess("Caption: A dog on a couch.\nCaption: another")).toBe("A dog on a couch.");
+    expect(CAPTION_TASK.postprocess("\n  a red bus  ")).toBe("a red bus");
+    const items = [
+      { questionId: "1", answers: ["a dog on a couch", "a brown dog lying on a sofa"] },
+      { questionId: "2", answers: ["a red bus on a street", "a bus driving down the road"] },
+      { questionId: "3", answers: ["two cats asleep", "cats sleeping on a bed"] },
+    ].map((i) => ({
+      ...i,
+      imageId: i.questionId,
+      question: "",
+      answers: i.answers.map((answer) => ({ answer })),
+      answer: i.answers[0],
+      questionType: "",
+      answerType: "caption",
+      imagePath: null,
+    }));
+    const scoring = CAPTION_TASK.answering({ references: items, variant: "official" });
+    // The same number pycocoevalcap's corpus mode gives image 1 among these three images.
+    const corpus = ciderScores(
+      items.map((item, k) => ({
+        hypothesis: tokenizeCaption(["A dog on a couch.", "a red bus", "cats"][k]),
+        references: item.answers.map((a) => tokenizeCaption(a.answer)),
+      })),
+    );
+    expect(scoring.score("A dog on a couch.", items[0])).toBeCloseTo(corpus.perImage[0], 12);
+    expect(scoring.score("a red bus", items[1])).toBeCloseTo(corpus.perImage[1], 12);
+    expect(scoring.score("a red bus", items[0])).toBe(0);
+    expect(scoring.gtAnswerSet("all")).toBe("majority");
   });
 });
