@@ -53,6 +53,8 @@ export interface RetrieverContext {
   maxShots: number;
   /** The answer vote; absent when the index's annotations and embeddings are not available. */
   vote?: PoolChooser;
+  /** The caption consensus (src/eval/consensus.ts); absent for a VQA index. */
+  consensus?: PoolChooser;
   /** Present only with the simulated VLM. */
   oracle?: PoolChooser;
   informed?: PoolChooser;
@@ -141,7 +143,10 @@ type Builder<K extends RetrieverKind> = (
  * A retriever choosing within the query's pool of the configured sampler and K, like a selector, with
  * the context's chooser of its kind (its error, naming what it needs, when the evaluation has none).
  */
-function poolChooserRetriever(spec: { kind: "vote" | "oracle" | "informed" }, context: RetrieverContext): Retriever {
+function poolChooserRetriever(
+  spec: { kind: "vote" | "consensus" | "oracle" | "informed" },
+  context: RetrieverContext,
+): Retriever {
   const choose = context[spec.kind];
   if (!choose)
     throw new LeverError(`the ${spec.kind} retriever needs ${RETRIEVERS[spec.kind].needs}`, { field: "--retriever" });
@@ -180,6 +185,7 @@ const BUILDERS: { [K in RetrieverKind]: Builder<K> } = {
     };
   },
   vote: poolChooserRetriever,
+  consensus: poolChooserRetriever,
   informed: poolChooserRetriever,
   oracle: poolChooserRetriever,
   selector: async (spec, context) => {

@@ -17,9 +17,11 @@ import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
 import { queryKindOf } from "../task/query-embedding.js";
 import type { AnswerScoring } from "../task/types.js";
+import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
 import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
+import { consensusChooser } from "./consensus.js";
 import {
   createRetriever,
   DEPRECATED_RETRIEVERS,
@@ -208,6 +210,12 @@ export async function prepareEvaluation(
   const queries = selectSubset(candidates, options.queries, options.seed);
   const index = ws.loadItems(options.index);
   const specs = parseRetrieverList(options.retrievers);
+  for (const spec of specs)
+    if (spec.kind !== "selector" && ![...task.baselines, ...task.references].includes(spec.kind))
+      throw new LeverError(
+        `the ${spec.kind} retriever does not run on ${task.name} data (its retrievers: ${[...task.baselines, ...task.references, "selector:CKPT"].join(", ")})`,
+        { field: "--retriever" },
+      );
   const maxShots = Math.max(0, ...options.shots);
   const warnings = deprecationWarnings(options.retrievers);
   const vlm = createVlm(ws, options, dataset, { seed: options.seed, wrapBackend: hooks.wrapBackend });
@@ -244,6 +252,7 @@ export async function prepareEvaluation(
             return { kind: "rank", scale: vote.scale };
           },
         }),
+        ...(specs.some((s) => s.kind === "consensus") ? { consensus: consensusChooser(index) } : {}),
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(

@@ -1,13 +1,16 @@
 /**
  * The data stage of `lever run`: the experiment's two splits and their embeddings in the workspace,
  * as datasets `x<id>-train` and `x<id>-val`. A synthetic world is written once under
- * `experiments/data/x<id>/` and imported (its world file answers for the simulated VLM); official VQA
+ * `experiments/data/x<id>/` (a caption world from `data.captionSynth` likewise) and imported (its world file answers for the simulated VLM); official VQA
  * files and embedding files are imported unless the workspace already holds them, so a rerun after a
  * crash finishes the import.
  */
+
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { EMBEDDING_KINDS } from "../data/embeddings.js";
+import { importCaptionSynthSplit } from "../sim/caption/ingest.js";
+import { writeCaptionSynthDataset } from "../sim/caption/synth.js";
 import { importSynthSplit } from "../sim/ingest.js";
 import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
 import { importEmbedding } from "../store/ingest/embeddings.js";
@@ -26,6 +29,14 @@ export interface DataOutputs {
 /** Writes (synthetic) or reads (official files) the two splits and their embeddings into the workspace. */
 export function runData(ws: Workspace, e: Experiment, tag: string): DataOutputs {
   const names = { train: `${tag}-train`, val: `${tag}-val` };
+  if (e.data.captionSynth !== undefined) {
+    const dir = join(ws.dir, "experiments", "data", tag);
+    if (!existsSync(join(dir, WORLD_FILE)))
+      writeCaptionSynthDataset({ out: dir, params: e.data.captionSynth, images: true });
+    for (const split of ["train", "val"] as const) importCaptionSynthSplit(ws, dir, split, names[split]);
+    const world = join(dir, WORLD_FILE);
+    return { ...names, world, worldFile: world };
+  }
   if (e.data.synth !== undefined) {
     const dir = join(ws.dir, "experiments", "data", tag);
     if (!existsSync(join(dir, WORLD_FILE))) writeSynthDataset({ out: dir, params: e.data.synth, images: true });

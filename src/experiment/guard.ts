@@ -18,6 +18,7 @@
  * The final method itself (`final:<label>`) is written into the evaluation run by `finalRows`: at each
  * shot count, the stored predictions of the method the guard chose — no VLM call, nothing re-sent.
  */
+
 import { parseEvalOptions } from "../eval/config.js";
 import { evalInterrupted, evaluate } from "../eval/evaluate.js";
 import { evaluationVoteScale } from "../eval/setup.js";
@@ -25,6 +26,7 @@ import { compareMethods, DEFAULT_RESAMPLES, DEFAULT_TEST } from "../metrics/comp
 import { readBeamSet, readPoolSet, readRolloutSet } from "../store/sets.js";
 import type { PredictionRow } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { datasetTask } from "../task/dataset-task.js";
 import { onlineQueryIds } from "../train/rl-data.js";
 import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
@@ -137,7 +139,8 @@ export async function guardVariant(
   const exclude = trainedQueries(ws, pv, outputs);
   const left = ws.loadItems(data.train).filter((item) => !exclude.has(item.questionId)).length;
   const queries = guardQueries(e.guard.queries, left);
-  const baselines = e.guard.baselines.filter((b) => b !== prior);
+  const task = datasetTask(ws.requireDataset(data.train));
+  const baselines = (e.guard.baselines ?? task.guardBaselines).filter((b) => b !== prior);
   const versus = [final.label, ...baselines].join(", ");
   hooks.log(
     `guard ${final.label}: ${versus} vs ${prior} on ${queries} of ${left} training questions no stage trained on`,

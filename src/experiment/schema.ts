@@ -7,6 +7,7 @@
  * checkpoints); a section the chain sets itself is rejected, not ignored. Each stage's section has the
  * stage's name (src/experiment/stages.ts). Loading, `--set` and sweeps: src/experiment/load.ts.
  */
+
 import { z } from "zod";
 import { EMBEDDING_KINDS } from "../data/embeddings.js";
 import { SubsetSpecSchema } from "../data/splits.js";
@@ -22,6 +23,7 @@ import {
 } from "../icl/retriever-catalog.js";
 import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
+import { CaptionWorldParamsSchema } from "../sim/caption/params.js";
 import { WorldParamsSchema } from "../sim/params.js";
 import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-settings.js";
 import { SftConfigSchema } from "../train/sft-run.js";
@@ -49,6 +51,9 @@ const EmbeddingFilesSchema = z
 const DataSchema = z
   .object({
     synth: WorldParamsSchema.optional().describe("a synthetic world answered by the simulated VLM (docs/simulator.md)"),
+    captionSynth: CaptionWorldParamsSchema.optional().describe(
+      'a synthetic caption world captioned by the simulated VLM (docs/simulator.md, "Caption world"): the experiment\'s task is then caption',
+    ),
     import: z
       .object({
         train: SplitFilesSchema,
@@ -61,8 +66,12 @@ const DataSchema = z
   })
   .strict()
   .superRefine((d, ctx) => {
-    if ((d.synth === undefined) === (d.import === undefined))
-      ctx.addIssue({ code: "custom", path: [], message: "give exactly one of data.synth and data.import" });
+    if ([d.synth, d.captionSynth, d.import].filter((x) => x !== undefined).length !== 1)
+      ctx.addIssue({
+        code: "custom",
+        path: [],
+        message: "give exactly one of data.synth, data.captionSynth and data.import",
+      });
   });
 
 /** The retrievers `eval.baselines` takes: every kind but the trained selectors, which the chain adds. */
@@ -106,9 +115,9 @@ export const GuardSectionSchema = z
           message: `a guard baseline is one of ${GUARD_KINDS.flatMap((k) => RETRIEVERS[k].names).join(", ")} (no-training retrievers a deployment can run)`,
         }),
       )
-      .default(["vote"])
+      .optional()
       .describe(
-        "no-training retrievers the final method may also be, validated on the same questions: at each shot count the final method is, of the selector and these, the one with the largest gain among those significantly better than the prior (see margin), else the prior ([]: selector or prior only)",
+        "no-training retrievers the final method may also be, validated on the same questions: at each shot count the final method is, of the selector and these, the one with the largest gain among those significantly better than the prior (see margin), else the prior ([]: selector or prior only). Default: the task's — [vote] for VQA, [consensus] for captions",
       ),
   })
   .strict();

@@ -42,6 +42,12 @@ export const RETRIEVERS = {
     needs: "the index's annotations and joint embeddings",
     fromPool: true,
   },
+  consensus: {
+    names: ["consensus"],
+    description: "captions: the pool's captions that agree most with the others' (CIDEr-D)",
+    needs: "a caption index",
+    fromPool: true,
+  },
   informed: {
     names: ["informed"],
     description: "the simulator's informed ceiling",

@@ -191,7 +191,26 @@ export interface ComparisonResult {
   /** Selection overlap of every two methods at every shot > 0, on all questions both ran. */
   overlap: OverlapEntry[];
   notes: string[];
+  /** What the values are, for legends (set by the caller that knows the task; absent: VQA accuracy). */
+  metric?: ComparedMetric;
 }
+
+/** What a comparison's per-item values are (src/task/types.ts `wording`). */
+export interface ComparedMetric {
+  /** "accuracy", "CIDEr". */
+  name: string;
+  /** "question", "image". */
+  unit: string;
+  /** One line for legends: what the value is and its scale. */
+  legend: string;
+}
+
+/** VQA's, the metric of a comparison that names none. */
+export const VQA_COMPARED_METRIC: ComparedMetric = {
+  name: "accuracy",
+  unit: "question",
+  legend: "official VQA accuracy (%)",
+};
 
 /** Per row and shot: question id → outcome (null = failed / not scored by every seed). */
 type Outcomes = Map<string, number | null>;

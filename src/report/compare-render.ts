@@ -6,7 +6,13 @@
  */
 
 import { REFERENCE_RETRIEVERS } from "../icl/retriever-catalog.js";
-import type { CellComparison, CellResult, ComparisonResult, SeedSpread } from "../metrics/compare.js";
+import {
+  type CellComparison,
+  type CellResult,
+  type ComparisonResult,
+  type SeedSpread,
+  VQA_COMPARED_METRIC,
+} from "../metrics/compare.js";
 import { type Column, formatInterval, formatNumber, formatPValue, renderMarkdownTable, renderTable } from "./table.js";
 
 export const COMPARE_FORMATS = ["table", "markdown", "csv", "json"] as const;
@@ -63,12 +69,15 @@ export function levelText(settings: ComparisonResult["settings"]): string {
   return `${Math.round(100 * settings.confidence)}%`;
 }
 
+const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
 export function legend(result: ComparisonResult): string[] {
   const s = result.settings;
+  const metric = result.metric ?? VQA_COMPARED_METRIC;
   const level = levelText(s);
   const resampling = s.clustered ? ", resampling whole images" : "";
   return [
-    `Accuracy: official VQA accuracy (%), ${level} bootstrap CI over questions${resampling} (${s.resamples} resamples, seed ${s.seed}); failed VLM calls are excluded and counted.`,
+    `${capitalised(metric.name)}: ${metric.legend}, ${level} bootstrap CI over ${metric.unit}s${resampling} (${s.resamples} resamples, seed ${s.seed}); failed VLM calls are excluded and counted.`,
     `Δ: method − baseline (${result.baseline}) in points on the questions both scored, ${level} paired bootstrap CI.`,
     `${testDescription(result)}. Holm's correction over all comparisons of each table but the simulator's references (${REFERENCE_RETRIEVERS.join(", ")}: ref, unadjusted); * = significant after Holm (p_Holm ≤ ${s.alpha}), ns = not.`,
     `MDE: smallest difference these questions detect with power ${s.power} at α = ${s.alpha} (two-sided), from the observed per-question differences.`,

@@ -10,7 +10,13 @@
  * one red and marked "worse" in words, the rest grey.
  */
 
-import type { CellComparison, CellResult, ComparisonResult } from "../metrics/compare.js";
+import {
+  type CellComparison,
+  type CellResult,
+  type ComparedMetric,
+  type ComparisonResult,
+  VQA_COMPARED_METRIC,
+} from "../metrics/compare.js";
 import type { AnswerTypes, StageCost } from "./breakdown.js";
 import { barChart, lineChart } from "./charts.js";
 import { accuracyText, holmText, legend, levelText, seedText, significanceMark } from "./compare-render.js";
@@ -195,6 +201,11 @@ function healthSection(model: ReportModel): string {
   return section("health", "Health warnings", `<ul class="warnings">${items.join("")}</ul>`);
 }
 
+/** What the compared values are (VQA accuracy unless the comparison names its task's metric). */
+function metricOf(comparison: ComparisonResult | null): ComparedMetric {
+  return comparison?.metric ?? VQA_COMPARED_METRIC;
+}
+
 function headlineSection(headline: Headline | null, comparison: ComparisonResult | null): string {
   if (headline === null || comparison === null)
     return section("headline", "Headline", "<p>No method was compared with a baseline among these runs.</p>");
@@ -216,7 +227,7 @@ function headlineSection(headline: Headline | null, comparison: ComparisonResult
         [
           "shot",
           "best method",
-          "accuracy",
+          metricOf(comparison).name,
           `baseline (${headline.baseline})`,
           `Δ [${levelText(comparison.settings)} CI]`,
           "Holm p",
@@ -224,7 +235,7 @@ function headlineSection(headline: Headline | null, comparison: ComparisonResult
         ],
         rows,
       ),
-      `<p class="meta">Best = highest accuracy among the methods under test at that shot (not the baseline, not the simulator's references), on ${e(headline.table)} questions (${headline.questions}); Δ in points on the questions both scored; significant = Holm-adjusted p ≤ ${comparison.settings.alpha}. Details in the comparison below.</p></div>`,
+      `<p class="meta">Best = highest ${e(metricOf(comparison).name)} among the methods under test at that shot (not the baseline, not the simulator's references), on ${e(headline.table)} ${e(metricOf(comparison).unit)}s (${headline.questions}); Δ in points on the questions both scored; significant = Holm-adjusted p ≤ ${comparison.settings.alpha}. Details in the comparison below.</p></div>`,
     ].join("\n"),
   );
 }
@@ -306,13 +317,13 @@ async function comparisonSection(result: ComparisonResult | null, answerTypes: A
     );
     if (bars.length > 0) {
       const svg = await barChart({
-        title: `accuracy by shot (${widest.label} questions)`,
+        title: `${metricOf(result).name} by shot (${widest.label} ${metricOf(result).unit}s)`,
         xTitle: "shots",
-        yTitle: "VQA accuracy %",
+        yTitle: metricOf(result).name === VQA_COMPARED_METRIC.name ? "VQA accuracy %" : `${metricOf(result).name} ×100`,
         bars,
       });
       parts.push(
-        `<figure class="chart">${svg}<figcaption>bars: accuracy; lines: ${Math.round(100 * result.settings.confidence)}% bootstrap CI</figcaption></figure>`,
+        `<figure class="chart">${svg}<figcaption>bars: ${e(metricOf(result).name)}; lines: ${Math.round(100 * result.settings.confidence)}% bootstrap CI</figcaption></figure>`,
       );
     }
   }
@@ -379,7 +390,8 @@ function comparisonHtml(c: CellComparison): string[] {
 
 function examplesSection(model: ReportModel): string {
   if (model.examples.length === 0) return section("examples", "Examples", "<p>No examples.</p>");
-  const cards = model.examples.map((x) => exampleHtml(x));
+  const metric = metricOf(model.comparison);
+  const cards = model.examples.map((x) => exampleHtml(x, metric));
   return section(
     "examples",
     `Examples (${model.exampleShot} shot${model.exampleShot === 1 ? "" : "s"})`,
@@ -387,7 +399,7 @@ function examplesSection(model: ReportModel): string {
   );
 }
 
-function exampleHtml(x: Example): string {
+function exampleHtml(x: Example, metric: ComparedMetric): string {
   const answers = x.answers.map((a) => `${e(a.answer)} ×${a.count}`).join(", ");
   const predictions = x.predictions.map((p) => {
     const demos = p.demonstrations.map(
@@ -397,7 +409,9 @@ function exampleHtml(x: Example): string {
     const outcome =
       p.failure !== null || p.accuracy === null
         ? `<span class="wrong">call failed: ${e(p.failure ?? "no answer")}</span>`
-        : `answer <b>${e(p.answer ?? "")}</b> — accuracy <span class="${p.accuracy >= 1 ? "right" : "wrong"}">${e(formatNumber(100 * p.accuracy, 0))}%</span>`;
+        : metric.name === VQA_COMPARED_METRIC.name
+          ? `answer <b>${e(p.answer ?? "")}</b> — accuracy <span class="${p.accuracy >= 1 ? "right" : "wrong"}">${e(formatNumber(100 * p.accuracy, 0))}%</span>`
+          : `<b>${e(p.answer ?? "")}</b> — ${e(metric.name)} ${e(formatNumber(100 * p.accuracy, 1))}`;
     return `<div><b>${e(p.label)}</b>: ${outcome}${demos.length > 0 ? `<ol>${demos.join("")}</ol>` : ""}</div>`;
   });
   return [

@@ -4,12 +4,14 @@
  * run name + retriever, or a retriever name that only one run has. The runs must have evaluated the
  * same query dataset (same items), since a paired comparison needs the same questions.
  */
+
 import { z } from "zod";
 import { distinctLabels, retrieverMethods } from "../icl/methods.js";
 import { RETRIEVERS } from "../icl/retriever-catalog.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "../metrics/compare.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
+import { datasetTask } from "../task/dataset-task.js";
 import { LeverError } from "../util/errors.js";
 import { type SeedGroup, subsetSpecs } from "./options.js";
 
@@ -176,6 +178,9 @@ export function compareEvalRuns(
   const loaded = loadEvalMethods(ws, runs, options.methods);
   applySeedGroups(options.seedGroups, loaded);
   const baseline = chooseBaseline(options.baseline, loaded);
+  // The task's per-item outcome decides what McNemar would mean: "fully right" needs a 0/1-like score.
+  const task = datasetTask(ws.requireDataset(loaded.dataset));
+  const test = task.binaryOutcome ? options.test : task.pairedTest;
   const clusters = options.clusterByImage
     ? new Map(ws.loadItems(loaded.dataset).map((item) => [item.questionId, item.imageId]))
     : undefined;
@@ -184,9 +189,14 @@ export function compareEvalRuns(
     subsets: subsetSpecs(options.subsets),
     seed: options.seed,
     resamples: options.resamples,
-    test: options.test,
+    test,
     clusters,
   });
   if (baseline.note !== null) result.notes.unshift(baseline.note);
+  result.metric = { name: task.wording.metric, unit: task.wording.unit, legend: task.wording.legend };
+  if (test !== options.test)
+    result.notes.unshift(
+      `${task.wording.metric} per ${task.wording.unit} is continuous: p-values from the paired ${test} test (McNemar needs a right/wrong outcome)`,
+    );
   return { result, loaded };
 }

@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { MAX_ITEM_SCORE } from "../data/trajectories.js";
 import { compareQuestionIds } from "../data/item.js";
 import { check } from "../util/errors.js";
 import type { PredictionFilter, PredictionRow } from "./types.js";
@@ -34,9 +35,10 @@ export function putPredictions(db: Database, rows: readonly PredictionRow[]): vo
         record: row.questionId,
         field: "shot",
       });
+      // The task's per-item score: VQA accuracy in [0, 1], caption CIDEr-D in [0, 10].
       check(
-        row.accuracy === null || (row.accuracy >= 0 && row.accuracy <= 1),
-        `accuracy must be in [0, 1], got ${row.accuracy}`,
+        row.accuracy === null || (row.accuracy >= 0 && row.accuracy <= MAX_ITEM_SCORE),
+        `accuracy must be in [0, ${MAX_ITEM_SCORE}], got ${row.accuracy}`,
         { record: row.questionId, field: "accuracy" },
       );
       insert.run(

@@ -48,7 +48,14 @@ export const CAPTION_TASK: Task<CaptionItem> = {
   rewardModes: ["cider", "ref_logprob", "cider_plus_logprob"],
   candidateFeatures: [],
   baselines: ["zero", "random", "topk", "consensus"],
+  references: [],
+  guardBaselines: ["consensus"],
   simulator: "the caption world (src/sim/caption/)",
-  wording: { metric: "CIDEr", unit: "image" },
+  wording: {
+    metric: "CIDEr",
+    unit: "image",
+    legend:
+      "CIDEr-D ×100 against each image's references (pycocoevalcap; document frequencies over the evaluated images)",
+  },
   stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],
 };

@@ -89,6 +89,8 @@ export interface TaskWording {
   metric: string;
   /** What one evaluated thing is called ("question", "image"). */
   unit: string;
+  /** One line for legends: what the value is and its scale (as a comparison prints it, ×100). */
+  legend: string;
 }
 
 export interface Task<Item = unknown> {
@@ -137,6 +139,10 @@ export interface Task<Item = unknown> {
   candidateFeatures: readonly string[];
   /** Retriever kinds (src/icl/retriever-catalog.ts) that need no training. */
   baselines: readonly string[];
+  /** Reference retriever kinds it has (the simulator's oracle and informed ceiling; none for captions yet). */
+  references: readonly string[];
+  /** `guard.baselines` when the experiment leaves it unset: what a deployment may run in the selector's place. */
+  guardBaselines: readonly string[];
   /** The simulator world that synthesises this task's data (null: none yet). */
   simulator: string | null;
   wording: TaskWording;

@@ -6,7 +6,9 @@
  * functions — so VQA behind the seam is bit-identical (bench/fingerprint.ts).
  * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
+
 import type { VqaItem } from "../data/item.js";
+import { VQA_COMPARED_METRIC } from "../metrics/compare.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, VQA_PROMPT_TEXT } from "../vlm/layouts.js";
@@ -73,7 +75,10 @@ export const VQA_TASK: Task<VqaItem> = {
   ],
   candidateFeatures: ["vote: the pool's weighted agreement on the candidate's answer (src/icl/candidates.ts)"],
   baselines: ["zero", "random", "topk", "vote"],
+  references: ["informed", "oracle"],
+  guardBaselines: ["vote"],
   simulator: "the VQA world (src/sim/world.ts)",
-  wording: { metric: "accuracy", unit: "question" },
+  // The comparison engine's default wording is VQA's (a comparison without a task).
+  wording: { metric: VQA_COMPARED_METRIC.name, unit: VQA_COMPARED_METRIC.unit, legend: VQA_COMPARED_METRIC.legend },
   stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],
 };

@@ -316,7 +316,7 @@ describe("predictions", () => {
       ["10", 0.6, null],
     ]);
     expect(rows[0].demonstrations).toEqual(["5", "7"]);
-    expect(() => ws.putPredictions([{ ...base, questionId: "1", accuracy: 1.5 }])).toThrow(/accuracy must be in/);
+    expect(() => ws.putPredictions([{ ...base, questionId: "1", accuracy: 10.5 }])).toThrow(/accuracy must be in/);
     expect(ws.getPredictions(run)).toHaveLength(2);
     ws.close();
   });

@@ -49,10 +49,27 @@ export function documentFrequency(referenceSets: readonly (readonly string[])[])
   return { counts, images: referenceSets.length };
 }
 
-interface Vector {
+/** A tokenized caption as CIDEr-D sees it under one set of document frequencies (`counts2vec`). */
+export interface CiderVector {
   vec: Map<string, number>[];
   norm: number[];
   length: number;
+}
+type Vector = CiderVector;
+
+/** The vector of a tokenized caption under `df` (its ref_len = log of df's image count). */
+export function ciderVector(tokenized: string, df: DocumentFrequency): CiderVector {
+  return toVector(ngramCounts(pythonSplit(tokenized), N), df, Math.log(df.images));
+}
+
+/**
+ * CIDEr-D of one hypothesis against ONE reference, both as vectors: 10 × the mean over n of the
+ * clipped, length-penalised cosine. An image's CIDEr-D is the mean of this over its references
+ * (`imageScore` computes it so), which lets callers that compare many captions pairwise build each
+ * vector once (the caption consensus, src/eval/consensus.ts).
+ */
+export function ciderPair(hypothesis: CiderVector, reference: CiderVector): number {
+  return numpyMean(similarity(hypothesis, reference)) * 10;
 }
 
 /** `counts2vec`: tf-idf per n, the norms, and the bigram-count "length". */
