@@ -226,7 +226,8 @@ export async function runRlStage<S extends RlStage>(ws: Workspace, given: RlStag
   const settings = resolveSettings<S>(opts);
   const { config } = settings;
   const inputs = resolveInputs(ws, opts.inputs, settings);
-  const stored = storedConfig(settings, opts.inputs, inputs.dataHashes, opts.vlm);
+  // The embedding kind as resolved (given, else the --init checkpoint's): what the run's identity holds.
+  const stored = storedConfig(settings, { ...opts.inputs, embedding: inputs.embedding }, inputs.dataHashes, opts.vlm);
   const opened = openStageRun(ws, {
     kind: opts.stage,
     config: stored,
@@ -462,7 +463,7 @@ function provenance(runId: string, config: RlStageConfig, refs: RlInputs, inputs
       configHash: hashValue(config),
       parent: refs.init !== undefined ? resolve(refs.init) : "seeded init",
       ...(pools !== null ? { poolSampler: pools.set.sampler } : {}),
-      embedding: refs.embedding,
+      embedding: inputs.embedding,
     },
   };
 }
