@@ -26,7 +26,7 @@ import { hashValue } from "../util/hash.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type VlmSettings, VlmSettingsSchema } from "../vlm/settings.js";
 import { grpoObjective } from "./grpo.js";
-import { type HealthWarning, healthWarnings } from "./health.js";
+import { belowStartWarnings, type HealthWarning, healthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { Objective } from "./loop.js";
 import type { OnlineConfig, OnlineSampler } from "./online.js";
@@ -327,7 +327,11 @@ async function execute<S extends RlStage>(
       progress: run.progress,
       note: run.note,
       display: wiring.display,
-      health: wiring.health(online !== null),
+      // The stage's own checks, and (every RL stage) an epoch history below the starting checkpoint.
+      health: (epoch, metrics, history) => [
+        ...wiring.health(online !== null)(epoch, metrics),
+        ...belowStartWarnings(epoch, history, config.optim.epochs),
+      ],
       signal: run.signal,
     },
     (dir, hooks) =>
