@@ -313,6 +313,7 @@ async function execute<S extends RlStage>(
     validation: config.validation.answers,
     online,
     sampling: { sources: inputs.sources, shots: stats.shots, reward: config.reward },
+    ...(run.note !== undefined ? { note: run.note } : {}),
   });
   const trainGroups = wiring.trainGroups(config, groups, inputs.data.rollouts?.file ?? null);
   const dropped = { count: groups.length - trainGroups.length, why: "with all-equal rewards (--drop-zero-variance)" };
