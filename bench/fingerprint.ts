@@ -48,9 +48,10 @@ compare: { baseline: topk-joint, subsets: ["all"] }
 `;
 
 /**
- * Columns that record when something happened, not what; and a prediction's prompt hash, which
- * hashes each image by its absolute path and mtime (the cache's image identity), so it differs
- * between two workspaces holding the same prompt (the prompt's items are in `demonstrations`).
+ * Columns that record when something happened, not what; and a prediction's prompt hash, which builds
+ * before issue 26 made from each image's absolute path, so it differed between two workspaces holding
+ * the same prompt (kept out so fingerprints stay comparable with theirs; the prompt's items are in
+ * `demonstrations`).
  */
 const SKIPPED_COLUMNS = new Set([
   "created_at",

@@ -5,6 +5,7 @@ import type { RunStats } from "../eval/runner.js";
 import { renderComparison } from "../report/compare-render.js";
 import { LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
+import { MAX_COMPLETION_CHARS } from "../vlm/openai.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, withWorkspace } from "./common.js";
 import { RERUN_TO_RESUME, withSigint } from "./interrupt.js";
@@ -58,7 +59,10 @@ function runLine(result: EvaluateResult): string {
   const s = result.stats;
   const vlm = result.vlm;
   const calls = vlm
-    ? `; VLM: ${vlm.calls} calls, ${vlm.cacheHits} cache hits, ${vlm.failures.total} failures`
+    ? `; VLM: ${vlm.calls} calls, ${vlm.cacheHits} cache hits, ${vlm.failures.total} failures` +
+      (vlm.completionsCut > 0
+        ? `, ${vlm.completionsCut} completions longer than ${MAX_COMPLETION_CHARS / 1024} KiB stored cut to it (docs/vlm.md)`
+        : "")
     : `; VLM: ${s.prompts} prompts (no cache)`;
   return (
     `run ${result.runId}${result.resumed ? " (resumed)" : ""}: ${s.planned} predictions planned, ${s.skipped} already stored, ` +

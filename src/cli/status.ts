@@ -1,6 +1,7 @@
 /**
  * `lever status`: the runs of the workspace, oldest first, as a table with a header — run id, name,
- * kind, status, start time (UTC), duration (until it finished, or so far for a run still going), then
+ * kind, status, start time (UTC), duration (until it finished; so far for a run still going; until its
+ * dead process's last heartbeat for an interrupted run, unknown "?" when none is recorded), then
  * its stages with progress — or as JSON (`--json`). Columns are as wide as their longest value, so a
  * long experiment name does not shift the columns after it.
  */
@@ -16,20 +17,25 @@ export interface StatusRow {
   status: string;
   createdAt: string;
   finishedAt: string | null;
-  /** Seconds from start to finish, or to now while the run is not finished. */
+  /** Seconds from start to finish, to now while the run goes on, to the last heartbeat of an interrupted one (else null). */
   durationSeconds: number | null;
   error: string | null;
   stages: { name: string; status: string; progress: string; durationSeconds: number | null; error: string | null }[];
 }
 
-const seconds = (from: string, to: string | null, now: Date) => {
+/** Seconds from `from` to `to` (null: unknown). */
+const seconds = (from: string, to: string | null) => {
   const start = Date.parse(from);
-  const end = to !== null ? Date.parse(to) : now.getTime();
+  const end = to === null ? Number.NaN : Date.parse(to);
   return Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, (end - start) / 1000) : null;
 };
 
 /** One run with its stages, as `lever status` shows it. */
 export function statusRow(run: RunRecord, stages: readonly StageRecord[], now: Date): StatusRow {
+  // Where an unfinished run's (or stage's) time ends: now while it runs; an interrupted run's dead
+  // process's last heartbeat (its time does not grow after it died), unknown without one.
+  const stopped = run.status === "interrupted" ? (run.holder?.heartbeatAt ?? null) : now.toISOString();
+  const until = (finishedAt: string | null) => finishedAt ?? stopped;
   return {
     id: run.id,
     kind: run.kind,
@@ -37,13 +43,13 @@ export function statusRow(run: RunRecord, stages: readonly StageRecord[], now: D
     status: run.status,
     createdAt: run.createdAt,
     finishedAt: run.finishedAt,
-    durationSeconds: seconds(run.createdAt, run.finishedAt, now),
+    durationSeconds: seconds(run.createdAt, until(run.finishedAt)),
     error: run.error,
     stages: stages.map((s) => ({
       name: s.name,
       status: s.status,
       progress: s.progressTotal > 0 ? `${s.progressDone}/${s.progressTotal}` : "",
-      durationSeconds: seconds(s.startedAt, s.finishedAt, now),
+      durationSeconds: seconds(s.startedAt, until(s.finishedAt)),
       error: s.error,
     })),
   };

@@ -27,6 +27,7 @@ import type { AnswerDeps } from "../icl/answer.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";
 import { type OpenedSelector, openSelector, type SelectorEmbeddings } from "../icl/selector.js";
+import { checkTrainedWith, trainedWith } from "../icl/trained-with.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
 import { hashFileSync } from "../store/files.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
@@ -154,7 +155,7 @@ export async function runRollouts(
   const inputs = openStageInputs(ws, settings, settings.queries, "--queries");
   const notes: string[] = [];
   const matrices = embeddingPairs(ws, settings.dataset, inputs.index.name);
-  const selector = openCheckpoint(settings, matrices, notes, () => ({
+  const selector = openCheckpoint(settings, inputs.pools.set.sampler, matrices, notes, () => ({
     dataset: inputs.index.name,
     items: [...inputs.indexById.values()],
   }));
@@ -241,7 +242,8 @@ function embeddingPairs(
 
 /** The --checkpoint selector (reading the embedding it names), or undefined without one; says which in `notes`. */
 function openCheckpoint(
-  settings: Pick<RolloutsSettings, "checkpoint" | "embedding">,
+  settings: Pick<RolloutsSettings, "checkpoint" | "embedding" | "pools">,
+  poolSampler: string,
   matrices: (kind: EmbeddingKind) => EmbeddingPair,
   notes: string[],
   indexItems: SelectorEmbeddings["indexItems"],
@@ -252,9 +254,14 @@ function openCheckpoint(
   }
   const selector = openSelector(
     settings.checkpoint,
-    { embedding: settings.embedding },
+    { embedding: settings.embedding, from: { embedding: "--embedding" } },
     { query: (kind) => matrices(kind).query, index: (kind) => matrices(kind).index, indexItems },
   );
+  // The pool set read must be drawn as the selector's training pools were.
+  const trained = trainedWith(selector.checkpoint.provenance, settings.checkpoint);
+  checkTrainedWith(trained, settings.checkpoint, {
+    poolSampler: { value: poolSampler, from: `--pools ${settings.pools}` },
+  });
   notes.push(`${selector.label}: embedding ${selector.embedding} (${selector.sources.embedding})`);
   return selector;
 }

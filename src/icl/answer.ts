@@ -7,6 +7,7 @@
  * no accuracy — never a 0. Answers are handed over as they arrive (`onAnswer`), so callers can store
  * them right away.
  */
+import { basename } from "node:path";
 import type { VqaItem } from "../data/item.js";
 import { type PromptOrder, toPromptOrder } from "../data/trajectories.js";
 import type { AnswerScoring } from "../task/types.js";
@@ -21,6 +22,7 @@ export interface AnswerDeps extends AnswerScoring {
 }
 
 export interface Answer {
+  /** `promptHash`: the prompt's texts, ids and image file names (not the folder images are read from). */
   promptHash: string;
   rawAnswer: string | null;
   answer: string | null;
@@ -67,11 +69,25 @@ export async function answerPrompts(
   return answers as Answer[];
 }
 
+/**
+ * What a prediction records of its prompt: a hash of its texts, question ids and image file names. The
+ * folder images are read from is left out, so the same run in another (or a moved) workspace, or over
+ * another copy of the images, records the same hash; the image bytes are not read (the cache's image
+ * identity, src/vlm/cache.ts, also holds size and time).
+ */
+export function promptHash(prompt: VlmPrompt): string {
+  const named = <T extends { imagePath: string | null }>(x: T): T => ({
+    ...x,
+    imagePath: x.imagePath === null ? null : basename(x.imagePath),
+  });
+  return hashValue({ demonstrations: prompt.demonstrations.map(named), query: named(prompt.query) });
+}
+
 function toAnswer(prompt: VlmPrompt, query: VqaItem, outcome: Outcome<GenerateResult>, deps: AnswerDeps): Answer {
-  const promptHash = hashValue(prompt);
-  if (isFailure(outcome)) return { promptHash, rawAnswer: null, answer: null, accuracy: null, failure: outcome };
+  const hash = promptHash(prompt);
+  if (isFailure(outcome)) return { promptHash: hash, rawAnswer: null, answer: null, accuracy: null, failure: outcome };
   const answer = deps.postprocess(outcome.text);
-  return { promptHash, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, query), failure: null };
+  return { promptHash: hash, rawAnswer: outcome.text, answer, accuracy: deps.score(answer, query), failure: null };
 }
 
 /** The prompt for one query: demonstrations (selection order) placed by the recorded order setting. */

@@ -3,12 +3,13 @@
  * from THAT QUERY'S OWN POOL built through the pool contract (docs/selector.md: the reference decoded every
  * query from training rows 0…K−1). The pool sampler, K and the embedding kind the selector reads
  * come from explicit flags, else from the checkpoint (trained K; provenance notes `poolSampler`
- * and `embedding` when the trainer recorded them), else the documented defaults.
+ * and `embedding` when the trainer recorded them), else the documented defaults. A flag naming another
+ * embedding kind or pool sampler than the checkpoint records is refused (src/icl/trained-with.ts).
  */
 import { readFileSync } from "node:fs";
-import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
+import type { EmbeddingKind, EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
+import { DEFAULT_POOL, type SamplerName } from "../pools/samplers.js";
 import { type Checkpoint, checkIndexFits, loadCheckpoint } from "../selector/checkpoint.js";
 import { readsCandidateData } from "../selector/config.js";
 import { predict } from "../selector/decode.js";
@@ -17,6 +18,7 @@ import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
 import { candidateData, voteWeightingOf } from "./candidates.js";
+import { checkTrainedWith, trainedWith } from "./trained-with.js";
 
 /** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */
 export const SELECTOR_DEFAULTS: { poolSampler: SamplerName; k: number; embedding: EmbeddingKind } = {
@@ -30,6 +32,8 @@ export interface SelectorSettings {
   poolSampler?: SamplerName;
   k?: number;
   embedding?: EmbeddingKind;
+  /** What gave poolSampler and embedding, for a refusal (default "--pool-sampler", "--selector-embedding"). */
+  from?: { poolSampler?: string; embedding?: string };
 }
 
 export interface SelectorEmbeddings {
@@ -89,37 +93,19 @@ export function openSelector(path: string, flags: SelectorSettings, embeddings: 
     throw new LeverError(`cannot read the selector checkpoint: ${(error as Error).message}`, { file: path });
   }
   const checkpoint = loadCheckpoint(path);
-  const notes = checkpoint.provenance.notes;
+  const trained = trainedWith(checkpoint.provenance, path);
+  checkTrainedWith(trained, path, {
+    poolSampler: { value: flags.poolSampler, from: flags.from?.poolSampler ?? "--pool-sampler" },
+    embedding: { value: flags.embedding, from: flags.from?.embedding ?? "--selector-embedding" },
+  });
   const sources = {} as LoadedSelector["sources"];
   const pick = <T>(name: keyof LoadedSelector["sources"], flag: T | undefined, stored: T | undefined, fallback: T) => {
     sources[name] = flag !== undefined ? "flag" : stored !== undefined ? "checkpoint" : "default";
     return flag ?? stored ?? fallback;
   };
-  const storedSampler = notes.poolSampler;
-  if (storedSampler !== undefined && !(SAMPLERS as readonly string[]).includes(storedSampler))
-    throw new LeverError(`unknown pool sampler "${storedSampler}"`, {
-      file: path,
-      field: "provenance.notes.poolSampler",
-    });
-  const storedEmbedding = notes.embedding;
-  if (storedEmbedding !== undefined && !(EMBEDDING_KINDS as readonly string[]).includes(storedEmbedding))
-    throw new LeverError(`unknown embedding kind "${storedEmbedding}"`, {
-      file: path,
-      field: "provenance.notes.embedding",
-    });
-  const sampler = pick(
-    "poolSampler",
-    flags.poolSampler,
-    storedSampler as SamplerName | undefined,
-    SELECTOR_DEFAULTS.poolSampler,
-  );
+  const sampler = pick("poolSampler", flags.poolSampler, trained.poolSampler, SELECTOR_DEFAULTS.poolSampler);
   const k = pick("k", flags.k, checkpoint.trainedK ?? undefined, SELECTOR_DEFAULTS.k);
-  const embedding = pick(
-    "embedding",
-    flags.embedding,
-    storedEmbedding as EmbeddingKind | undefined,
-    SELECTOR_DEFAULTS.embedding,
-  );
+  const embedding = pick("embedding", flags.embedding, trained.embedding, SELECTOR_DEFAULTS.embedding);
 
   const model = new PointerSelector(checkpoint.config, checkpoint.params, "float32");
   const { d } = checkpoint.config;

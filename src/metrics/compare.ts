@@ -359,10 +359,14 @@ function meanOverSeeds(each: Outcomes[]): Outcomes {
   return out;
 }
 
-/** Requested subsets that fit the evaluated questions; "all" is dropped when it equals a first-N. */
+/**
+ * Requested subsets that fit the evaluated questions; a first-N of every evaluated question is "all"
+ * (a table is not called "first 400" when 400 were evaluated), and "all" is not repeated.
+ */
 function resolveSubsets(requested: readonly SubsetSpec[], size: number, notes: string[]): SubsetSpec[] {
   const kept: SubsetSpec[] = [];
-  for (const spec of requested) {
+  for (const asked of requested) {
+    const spec = asked === size ? "all" : asked;
     if (kept.includes(spec)) continue;
     if (spec !== "all" && spec > size) {
       notes.push(`subset "first ${spec}" skipped: only ${size} questions were evaluated`);
@@ -370,7 +374,7 @@ function resolveSubsets(requested: readonly SubsetSpec[], size: number, notes: s
     }
     kept.push(spec);
   }
-  return kept.filter((spec) => spec !== "all" || !kept.includes(size));
+  return kept;
 }
 
 function buildTable(

@@ -115,8 +115,10 @@ export function lineChart(input: LineChartInput): Promise<string> {
 const MAX_BAR_CHART_WIDTH = 900;
 
 /**
- * Vega's tableau10, then dark2 (distinct hues, not tableau20's light/dark pairs): the first ten series
- * keep their colours when an eleventh is added, and eighteen series get eighteen colours.
+ * Vega's tableau10, then eight more chosen one by one from Kelly's colours of maximum contrast (and
+ * dark2) as the farthest in CIELAB from every colour before it: the first ten series keep their colours
+ * when an eleventh is added, eighteen series get eighteen colours, and no two are closer than tableau10's
+ * own closest pair (ΔE 27; dark2 had put a second orange 15 from tableau's, and a second yellow).
  */
 const SERIES_COLORS = [
   "#4c78a8",
@@ -129,14 +131,14 @@ const SERIES_COLORS = [
   "#ff9da6",
   "#9d755d",
   "#bab0ac",
-  "#1b9e77",
-  "#d95f02",
-  "#7570b3",
+  "#000000",
   "#e7298a",
-  "#66a61e",
-  "#e6ab02",
+  "#8db600",
   "#a6761d",
-  "#666666",
+  "#882d17",
+  "#2b3d26",
+  "#604e97",
+  "#a1caf1",
 ];
 
 /** The colour scale and legend of a chart's series: a legend in rows of three below the chart, never wider than the page. */

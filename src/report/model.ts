@@ -14,6 +14,7 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, readHealthFile } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
+import { shortRetriever } from "../icl/methods.js";
 import type { ComparisonResult } from "../metrics/compare.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { MetricRecord, RunRecord } from "../store/types.js";
@@ -238,7 +239,8 @@ function evaluationStats(ws: Workspace, run: RunRecord): EvaluationStats {
     index: config.index.name,
     queries: typeof queries === "string" ? queries : null,
     questions: new Set(rows.map((r) => r.questionId)).size,
-    retrievers: [...new Set(rows.map((r) => r.retriever))],
+    // By their short names (a selector by its training run or file name), as the comparison labels them.
+    retrievers: [...new Set(rows.map((r) => shortRetriever(r.retriever)))],
     shots: [...new Set(rows.map((r) => r.shot))].sort((a, b) => a - b),
     predictions: rows.length,
     failures: rows.filter((r) => r.failure !== null || r.accuracy === null).length,
@@ -382,12 +384,14 @@ function runWarnings(ws: Workspace, runs: readonly RunRecord[], metricsOf: Metri
   return out;
 }
 
+/** Methods with identical selections everywhere, by their labels (an id holds a checkpoint's full path). */
 function comparisonWarnings(result: ComparisonResult): HealthWarning[] {
+  const labelOf = new Map(result.rows.flatMap((r) => r.members.map((m) => [m.id, m.label] as const)));
   return result.overlap
     .filter((o) => o.n > 0 && o.identical === o.n)
     .map((o) => ({
       source: "comparison",
-      message: `${o.a} and ${o.b} showed identical demonstrations on all ${o.n} questions at ${o.shot} shot(s): any accuracy difference between them is VLM noise, not selection`,
+      message: `${labelOf.get(o.a) ?? o.a} and ${labelOf.get(o.b) ?? o.b} showed identical demonstrations on all ${o.n} questions at ${o.shot} shot(s): any accuracy difference between them is VLM noise, not selection`,
     }));
 }
 

@@ -145,6 +145,17 @@ export function checkpointConfig(path: string): SelectorConfig {
   }
 }
 
+/** A checkpoint's provenance from its header alone (the tensors are not read); same checks as loading. */
+export function checkpointProvenance(path: string): Provenance {
+  const reader = openSafetensors(path);
+  try {
+    const { field } = checkedConfig(path, reader.metadata);
+    return parseJsonField(path, "provenance", field("provenance"), ProvenanceSchema);
+  } finally {
+    reader.close();
+  }
+}
+
 /** The header checks every reader of a checkpoint makes: format, architecture, config. */
 function checkedConfig(path: string, meta: Record<string, string>) {
   const field = (name: string): string => {

@@ -93,15 +93,10 @@ export async function prepareServe(ws: Workspace, options: ServeOptions): Promis
 /**
  * A selector trained on another index's (or another kind's) embeddings is refused: its training
  * recorded the sha256 of the index embedding it read (`dataHashes.indexEmbedding`), which must be this
- * index's embedding of the kind it reads; an explicit --selector-embedding must be the one it noted.
+ * index's embedding of the kind it reads. (An explicit --selector-embedding or --pool-sampler other than
+ * the one it was trained with is refused when it is opened: src/icl/trained-with.ts.)
  */
 function checkTrainedFor(ws: Workspace, selector: OpenedSelector, options: ServeOptions, file: string): void {
-  const noted = selector.checkpoint.provenance.notes.embedding;
-  if (noted !== undefined && noted !== selector.embedding)
-    throw new LeverError(
-      `the selector was trained on "${noted}" embeddings, not "${selector.embedding}" (drop --selector-embedding)`,
-      { file },
-    );
   const trained = selector.checkpoint.provenance.dataHashes.indexEmbedding;
   const record = ws.getEmbedding(options.index, selector.embedding);
   if (trained !== undefined && record !== undefined && trained !== record.sha256)

@@ -332,6 +332,14 @@ export function logMetrics(db: Database, rows: readonly MetricRow[]): void {
   }).immediate();
 }
 
+/**
+ * Deletes a stage's metric rows of `epoch` and later (a resumed run logs those epochs again, so no
+ * step is stored twice); returns how many rows it deleted.
+ */
+export function dropMetricsFrom(db: Database, runId: string, stage: string, epoch: number): number {
+  return db.prepare("DELETE FROM metrics WHERE run = ? AND stage = ? AND epoch >= ?").run(runId, stage, epoch).changes;
+}
+
 /** Metrics of a run in logging order, optionally of one stage and/or name. */
 export function getMetrics(
   db: Database,

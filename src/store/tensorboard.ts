@@ -3,14 +3,15 @@
  * live in TensorBoard, or in W&B and others that read these files, next to the workspace's own
  * `metrics` table (which stays the source of `lever report`). Every run writes into
  * `<workspace>/tensorboard/<run id>/`, so `tensorboard --logdir <workspace>/tensorboard` shows every run
- * as its own series; a resumed run adds a new file to its directory, which TensorBoard reads as one run.
+ * as its own series. A resumed training run starts its directory over (`restart`): one file with the
+ * metrics it keeps (up to the epoch it resumes at), then what it logs, so no step is shown twice.
  *
  * A metric row becomes the tag `<stage>/<name>` (e.g. `sft/loss`, `grpo/epoch.valAccuracy`) at its step,
  * else its epoch (0-based, as stored), else 0. The file is opened on the first write and appended to with
  * each call, so TensorBoard sees each step as it is logged; a write that fails is a LeverError naming the
  * file.
  */
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { encodeFileVersionEvent, encodeScalarEvent, eventFileName, tfRecord } from "../data/tfevents.js";
@@ -30,11 +31,14 @@ export interface Scalar {
   tag: string;
   step: number;
   value: number;
+  /** Seconds since the Unix epoch it was logged at (default: the time of writing). */
+  wallTime?: number;
 }
 
-/** A metric row as a scalar: tag `<stage>/<name>` at its step, else its epoch, else 0. */
-export function metricScalar(row: MetricRow): Scalar {
-  return { tag: `${row.stage}/${row.name}`, step: row.step ?? row.epoch ?? 0, value: row.value };
+/** A metric row as a scalar: tag `<stage>/<name>` at its step, else its epoch, else 0 (at its time, if stored). */
+export function metricScalar(row: MetricRow & { createdAt?: string }): Scalar {
+  const scalar = { tag: `${row.stage}/${row.name}`, step: row.step ?? row.epoch ?? 0, value: row.value };
+  return row.createdAt === undefined ? scalar : { ...scalar, wallTime: Date.parse(row.createdAt) / 1000 };
 }
 
 let filesOpened = 0;
@@ -60,13 +64,25 @@ export class EventFileWriter {
   write(scalars: readonly Scalar[]): void {
     if (scalars.length === 0) return;
     const wallTime = this.clock();
-    const records = scalars.map((s) => tfRecord(encodeScalarEvent({ ...s, wallTime })));
+    const records = scalars.map((s) => tfRecord(encodeScalarEvent({ ...s, wallTime: s.wallTime ?? wallTime })));
     this.append(records, wallTime);
   }
 
   /** Metric rows as the workspace logs them (`metricScalar`). */
   logMetrics(rows: readonly MetricRow[]): void {
     this.write(rows.map(metricScalar));
+  }
+
+  /**
+   * Starts the directory over before anything was written: every event file in it is removed, and a new
+   * one begins with `kept` (e.g. the metrics a resumed run keeps, `metricScalar` of the stored rows).
+   */
+  restart(kept: readonly Scalar[]): void {
+    if (this.fd !== null) throw new Error("EventFileWriter.restart after a write");
+    if (existsSync(this.dir))
+      for (const name of readdirSync(this.dir))
+        if (name.includes("tfevents")) rmSync(join(this.dir, name), { force: true });
+    this.write(kept);
   }
 
   close(): void {

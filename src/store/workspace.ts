@@ -463,6 +463,11 @@ export class Workspace {
     runs.logMetrics(this.db, rows);
   }
 
+  /** Deletes a stage's metric rows of `epoch` and later (a resumed run logs them again); returns the count. */
+  dropMetricsFrom(runId: string, stage: string, epoch: number): number {
+    return runs.dropMetricsFrom(this.db, runId, stage, epoch);
+  }
+
   getMetrics(runId: string, filter: { stage?: string; name?: string } = {}): MetricRecord[] {
     return runs.getMetrics(this.db, runId, filter);
   }

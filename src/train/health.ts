@@ -1,6 +1,8 @@
 /**
- * Health checks of an RL epoch, and of SFT (`sftHealthWarnings`: validation that has not moved from the
- * first epoch — a selector that learns nothing from the beams): the failure modes that made the Lever-Plus GRPO "not learn" without
+ * Health checks of an RL epoch (and `belowStartWarnings`: every epoch so far answers validation less
+ * accurately than the starting checkpoint — training that makes the selector worse), and of SFT
+ * (`sftHealthWarnings`: validation that has not moved from the first epoch — a selector that learns
+ * nothing from the beams): the failure modes that made the Lever-Plus GRPO "not learn" without
  * anyone noticing (advantage std ≈ 0.006, KL penalty dominating the loss, 100 % identical selections
  * across β values, KL of 10-17 from a stale reference), turned into warnings that name the likely
  * cause and what to change. Input: the epoch's metrics (means of the step diagnostics plus
@@ -19,6 +21,7 @@ export interface HealthWarning {
     | "clip-always"
     | "no-selection-change"
     | "kl-explodes"
+    | "below-start"
     | "sft-no-progress";
   message: string;
 }
@@ -71,6 +74,34 @@ export function healthWarnings(epoch: number, m: Record<string, number>, opts: H
       `KL to the reference is ${m.kl.toFixed(1)} nats per step: the policy is far from its reference — likely causes: a learning rate too high, a reference that is not the starting checkpoint, or dropout on one side only`,
     );
   return out;
+}
+
+/**
+ * RL that makes the selector worse: every epoch so far has a negative `valAccuracyGain` (its greedy
+ * choices answer the validation queries less accurately than the starting checkpoint's; measured only
+ * with VLM validation answers). Checked from the second epoch, or at the first when it is the last
+ * (`epochs`), so one noisy first epoch of a longer run is not a warning. `history` holds every epoch's
+ * metrics so far, this one last.
+ */
+export function belowStartWarnings(
+  epoch: number,
+  history: readonly Record<string, number>[],
+  epochs: number,
+): HealthWarning[] {
+  const gains = history.map((m) => m.valAccuracyGain);
+  if (gains.length === 0 || (gains.length < 2 && epoch + 1 < epochs)) return [];
+  if (!gains.every((g) => g !== undefined && Number.isFinite(g) && g < 0)) return [];
+  const points = (g: number) => `${(100 * g).toFixed(1)}`;
+  const best = Math.max(...gains);
+  return [
+    {
+      epoch,
+      code: "below-start",
+      message:
+        `every epoch so far validates below the starting checkpoint (valAccuracyGain ${gains.map(points).join(", ")} points; best ${points(best)}): ` +
+        "this run makes the selector worse — keep the starting checkpoint, or lower --lr, train fewer epochs, or check the rewards and rollouts",
+    },
+  ];
 }
 
 /** Epochs SFT gets before validation that has not moved from the first epoch is a warning. */

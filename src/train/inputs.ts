@@ -10,6 +10,10 @@
  * (docs/selector.md, "Candidate features, identity, pool attention"), the sources also carry the
  * index dataset's candidate data (src/icl/candidates.ts), and a hash of the index's annotations joins
  * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
+ *
+ * The embedding kind read is the one given, else the one the starting checkpoint was trained on (its
+ * provenance notes), else joint; every checkpoint read (init, reference) must have been trained on that
+ * kind and on pools of the run's pool set's sampler (src/icl/trained-with.ts), else one line refuses it.
  */
 
 import { resolve } from "node:path";
@@ -18,9 +22,10 @@ import { EMBEDDING_KINDS, type EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import type { PoolSet } from "../data/pool-set.js";
 import { candidateData, voteWeightingOf } from "../icl/candidates.js";
+import { checkTrainedWith, trainedWith } from "../icl/trained-with.js";
 import { voteCalibration } from "../icl/vote-calibration.js";
 import { DEFAULT_POOL, type MixRatios, SAMPLERS, type SamplerName } from "../pools/samplers.js";
-import { checkpointConfig } from "../selector/checkpoint.js";
+import { checkpointConfig, checkpointProvenance } from "../selector/checkpoint.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
 import { type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
@@ -32,10 +37,18 @@ import { loadQueryEmbedding } from "../task/query-embedding.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 
+/** The embedding kind a run reads when neither --embedding nor its starting checkpoint says. */
+export const TRAINING_EMBEDDING_DEFAULT: EmbeddingKind = "joint";
+
 /** The inputs every training stage names the same way, declared once; each stage places them in its schema. */
 export const TrainingInputFields = {
   dataset: z.string().min(1).describe("index dataset (the candidates)"),
-  embedding: z.enum(EMBEDDING_KINDS).default("joint").describe("embedding kind the selector reads"),
+  embedding: z
+    .enum(EMBEDDING_KINDS)
+    .optional()
+    .describe(
+      `embedding kind the selector reads (default: the one the --init checkpoint was trained on, else ${TRAINING_EMBEDDING_DEFAULT})`,
+    ),
 };
 
 export interface TrainingInputRefs {
@@ -49,8 +62,8 @@ export interface TrainingInputRefs {
   pools: ResolvedSet<PoolSet> | null;
   queryDataset: string;
   indexDataset: string;
-  /** Embedding kind the selector reads. */
-  embedding: EmbeddingKind;
+  /** Embedding kind the selector reads, if given (else the init checkpoint's, else the default). */
+  embedding?: EmbeddingKind;
   /** Checkpoints read by name (init, reference), recorded after the embeddings. */
   checkpoints: Record<string, string | undefined>;
   /** The architecture a fresh init would have (used when no `init` checkpoint is given). */
@@ -58,14 +71,18 @@ export interface TrainingInputRefs {
 }
 
 export interface TrainingInputs {
+  /** The embedding kind read, resolved (what the run stores and its checkpoints record). */
+  embedding: EmbeddingKind;
   sources: SelectorSources;
   dataHashes: Record<string, string>;
   /** Every file the run reads, recorded with the run. */
   files: ArtifactRef[];
 }
 
-export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): TrainingInputs {
-  const { pools, indexDataset, queryDataset, embedding } = refs;
+export function trainingInputs(ws: Workspace, given: TrainingInputRefs): TrainingInputs {
+  const embedding = trainingEmbedding(given);
+  const refs = { ...given, embedding };
+  const { pools, indexDataset, queryDataset } = refs;
   if (pools !== null && pools.set.indexDataset !== indexDataset)
     throw new LeverError(`pools draw candidates from "${pools.set.indexDataset}", not --dataset "${indexDataset}"`, {
       file: pools.file,
@@ -100,6 +117,7 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   const dataHashes = Object.fromEntries(Object.entries(files).map(([name, f]) => [name, f.sha256]));
   if (!readsCandidates(refs))
     return {
+      embedding,
       sources: selectorSources(query, index, undefined, readOptions(refs)),
       dataHashes,
       files: Object.values(files),
@@ -116,10 +134,30 @@ export function trainingInputs(ws: Workspace, refs: TrainingInputRefs): Training
   // The vote feature's scale (calibrated from those answers): a resumed run must read the same features.
   if (voteScale > 0) dataHashes.voteScale = String(voteScale);
   return {
+    embedding,
     sources: selectorSources(query, index, candidates, readOptions(refs)),
     dataHashes,
     files: Object.values(files),
   };
+}
+
+/**
+ * The embedding kind the run reads (given, else the init checkpoint's, else the default); every
+ * checkpoint read must have been trained on it, and on pools of the run's pool set's sampler.
+ */
+function trainingEmbedding(refs: TrainingInputRefs): EmbeddingKind {
+  const trained = readCheckpoints(refs).map(([name, path]) => {
+    return { name, path, with: trainedWith(checkpointProvenance(path), path) };
+  });
+  const init = trained.find((c) => c.name === "init");
+  const embedding = (refs.embedding as EmbeddingKind | undefined) ?? init?.with.embedding ?? TRAINING_EMBEDDING_DEFAULT;
+  const pools = refs.pools;
+  for (const c of trained)
+    checkTrainedWith(c.with, c.path, {
+      embedding: { value: embedding, from: refs.embedding !== undefined ? "--embedding" : "the --init checkpoint's" },
+      poolSampler: { value: pools?.set.sampler, from: `--pools ${pools?.file}` },
+    });
+  return embedding;
 }
 
 /** What the run's models read of the embeddings (centred or not): the starting checkpoint's, else the model's. */

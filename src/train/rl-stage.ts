@@ -26,7 +26,7 @@ import { hashValue } from "../util/hash.js";
 import { parseOrThrow } from "../util/validate.js";
 import { type VlmSettings, VlmSettingsSchema } from "../vlm/settings.js";
 import { grpoObjective } from "./grpo.js";
-import { type HealthWarning, healthWarnings } from "./health.js";
+import { belowStartWarnings, type HealthWarning, healthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { Objective } from "./loop.js";
 import type { OnlineConfig, OnlineSampler } from "./online.js";
@@ -227,7 +227,8 @@ export async function runRlStage<S extends RlStage>(ws: Workspace, given: RlStag
   const settings = resolveSettings<S>(opts);
   const { config } = settings;
   const inputs = resolveInputs(ws, opts.inputs, settings);
-  const stored = storedConfig(settings, opts.inputs, inputs.dataHashes, opts.vlm);
+  // The embedding kind as resolved (given, else the --init checkpoint's): what the run's identity holds.
+  const stored = storedConfig(settings, { ...opts.inputs, embedding: inputs.embedding }, inputs.dataHashes, opts.vlm);
   const opened = openStageRun(ws, {
     kind: opts.stage,
     config: stored,
@@ -313,6 +314,7 @@ async function execute<S extends RlStage>(
     validation: config.validation.answers,
     online,
     sampling: { sources: inputs.sources, shots: stats.shots, reward: config.reward },
+    ...(run.note !== undefined ? { note: run.note } : {}),
   });
   const trainGroups = wiring.trainGroups(config, groups, inputs.data.rollouts?.file ?? null);
   const dropped = { count: groups.length - trainGroups.length, why: "with all-equal rewards (--drop-zero-variance)" };
@@ -327,7 +329,11 @@ async function execute<S extends RlStage>(
       progress: run.progress,
       note: run.note,
       display: wiring.display,
-      health: wiring.health(online !== null),
+      // The stage's own checks, and (every RL stage) an epoch history below the starting checkpoint.
+      health: (epoch, metrics, history) => [
+        ...wiring.health(online !== null)(epoch, metrics),
+        ...belowStartWarnings(epoch, history, config.optim.epochs),
+      ],
       signal: run.signal,
     },
     (dir, hooks) =>
@@ -463,7 +469,7 @@ function provenance(runId: string, config: RlStageConfig, refs: RlInputs, inputs
       configHash: hashValue(config),
       parent: refs.init !== undefined ? resolve(refs.init) : "seeded init",
       ...(pools !== null ? { poolSampler: pools.set.sampler } : {}),
-      embedding: refs.embedding,
+      embedding: inputs.embedding,
     },
   };
 }

@@ -29,6 +29,8 @@ export interface RlVlmRequest {
   online: OnlineConfig | null;
   /** What online sampling needs besides the VLM and the items. */
   sampling: Omit<OnlineContext, "queryById" | "indexById" | "answer">;
+  /** Told which VLM backend answers (a run that validates with the simulator by default must say so). */
+  note?: (text: string) => void;
 }
 
 /** What a run asked the VLM for: the validation answerer and the online sampler. */
@@ -48,6 +50,10 @@ export async function rlVlmServices(ws: Workspace, request: RlVlmRequest): Promi
   const index = ws.loadItems(request.indexDataset);
   const queries = request.queryDataset === request.indexDataset ? index : ws.loadItems(request.queryDataset);
   const { vlm } = createVlm(ws, request.vlm, ws.requireDataset(request.queryDataset), { seed: request.seed });
+  const uses = [request.validation ? "validation answers" : null, online !== null ? "online samples" : null];
+  request.note?.(
+    `${uses.filter((u) => u !== null).join(" and ")} come from the ${request.vlm.vlm} VLM (${vlm.id}; --vlm to change)`,
+  );
   const items = {
     queryById: new Map(queries.map((item) => [item.questionId, item])),
     indexById: new Map(index.map((item) => [item.questionId, item])),

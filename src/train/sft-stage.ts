@@ -65,7 +65,7 @@ function resolveInputs(
     beams: string;
     pools: string;
     dataset: string;
-    embedding: EmbeddingKind;
+    embedding?: EmbeddingKind;
     init?: string;
     model: SftConfig["model"];
   },
@@ -118,7 +118,8 @@ export async function runSftStage(ws: Workspace, given: SftStageOptions): Promis
     beams: existsSync(opts.beams) ? resolve(opts.beams) : opts.beams,
     pools: existsSync(opts.pools) ? resolve(opts.pools) : opts.pools,
     dataset: opts.dataset,
-    embedding: opts.embedding,
+    // As resolved (given, else the --init checkpoint's): what the run's identity holds.
+    embedding: inputs.embedding,
     ...(opts.init !== undefined ? { init: resolve(opts.init) } : {}),
     dataHashes: inputs.dataHashes,
     sft: opts.config,
@@ -206,7 +207,12 @@ async function execute(
         checkpointDir,
         init: extra.init,
         resume: extra.resume,
-        provenance: { runId, dataHashes: inputs.dataHashes },
+        // What every reader of its checkpoints must repeat (src/icl/trained-with.ts).
+        provenance: {
+          runId,
+          dataHashes: inputs.dataHashes,
+          notes: { poolSampler: inputs.pools.set.sampler, embedding: inputs.embedding },
+        },
         signal: hooks.signal,
         onSplit: (split) => hooks.note?.(splitNote("sft", split, config.seed)),
         onStep: hooks.onStep,

@@ -7,7 +7,9 @@
  * artefacts when it completes. A throw marks the stage and the run failed. A run whose stage is done
  * is not trained again: its result is handed back. The training itself is the caller's `train`
  * function (src/train/run.ts). Every metric row is also written to the run's TensorBoard event file
- * (src/store/tensorboard.ts, `<workspace>/tensorboard/<run id>/`).
+ * (src/store/tensorboard.ts, `<workspace>/tensorboard/<run id>/`). A resumed run first drops what an
+ * earlier process logged of the epoch it resumes at and later (rows and event files), so every step is
+ * stored and shown once.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -15,7 +17,7 @@ import { describeHealthWarning, HEALTH_FILE, healthFileContent, readHealthFile }
 import { checkpointDirOf } from "../icl/checkpoint-ref.js";
 import { hashFileSync } from "../store/files.js";
 import { holdStageRun } from "../store/stage-run.js";
-import { EventFileWriter, tensorboardDirOf } from "../store/tensorboard.js";
+import { EventFileWriter, metricScalar, tensorboardDirOf } from "../store/tensorboard.js";
 import type { MetricRow } from "../store/types.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { writeFileAtomic } from "../util/atomic.js";
@@ -98,7 +100,16 @@ export async function executeStage<R extends TrainingRunResult>(
   const { runId, stage } = opts;
   const run = holdStageRun(ws, runId, stage, "epochs", opts.note);
   const tensorboard = new EventFileWriter(tensorboardDirOf(ws.dir, runId)); // opens its file on the first write
+  let first = true;
   const logMetrics = (rows: MetricRow[]) => {
+    // The first rows of this process: a resumed run logs their epoch (and later ones) again, so what an
+    // earlier process logged of them goes, here and in TensorBoard (whose files start over with what is kept).
+    const epoch = rows[0]?.epoch;
+    if (first && typeof epoch === "number") {
+      first = false;
+      if (ws.dropMetricsFrom(runId, stage, epoch) > 0 || existsSync(tensorboardDirOf(ws.dir, runId)))
+        tensorboard.restart(ws.getMetrics(runId).map(metricScalar));
+    }
     ws.logMetrics(rows);
     tensorboard.logMetrics(rows);
   };

@@ -480,6 +480,7 @@ export class OpenAiVlm implements Vlm {
       const what = text === null || text === undefined ? "a null" : text === "" ? "an empty" : "a blank";
       return vlmFailure("empty-answer", `the server generated ${what} completion`);
     }
+    if (text.length > MAX_COMPLETION_CHARS) this.stats.completionsCut++; // said in the run's summary
     return { text: keptCompletion(text), tokens: reply.response.usage.completion_tokens };
   }
 

@@ -32,6 +32,8 @@ export interface VlmRunStats {
   latencyMs: LatencySummary;
   promptTokens: number;
   completionTokens: number;
+  /** Completions longer than the kept maximum, stored cut to it (the OpenAI client: MAX_COMPLETION_CHARS). */
+  completionsCut: number;
 }
 
 /** Something that can report a run summary (the OpenAI client, the cache wrapper). */
@@ -95,6 +97,7 @@ export function emptyStats(): VlmRunStats {
     latencyMs: summarizeLatencies([]),
     promptTokens: 0,
     completionTokens: 0,
+    completionsCut: 0,
   };
 }
 
@@ -105,6 +108,7 @@ export class StatsRecorder {
   retries = 0;
   promptTokens = 0;
   completionTokens = 0;
+  completionsCut = 0;
   /** Requests that failed at least once and are not finished (waiting for or sending a retry). */
   retrying = 0;
   private readonly failures = new Map<VlmFailureReason, number>();
@@ -126,6 +130,7 @@ export class StatsRecorder {
       latencyMs: summarizeLatencies(this.latencies),
       promptTokens: this.promptTokens,
       completionTokens: this.completionTokens,
+      completionsCut: this.completionsCut,
     };
   }
 }

@@ -113,7 +113,7 @@ describe("lever eval", () => {
 });
 
 describe("lever eval selector:CKPT", () => {
-  it("uses the checkpoint's pool sampler, K and embedding when no flag is given, and flags when they are", async () => {
+  it("uses the checkpoint's pool sampler, K and embedding when no flag is given, and flags when they agree with it", async () => {
     const config = SelectorConfigSchema.parse({ d: 64, hidden: 16, shots: 2, dropout: 0, attnDropout: 0 });
     const ckpt = join(sim.dir, "cli-sel.safetensors");
     saveCheckpoint(ckpt, {
@@ -129,7 +129,20 @@ describe("lever eval selector:CKPT", () => {
       /note: selector:.*cli-sel\.safetensors@[0-9a-f]{12}: pool text-sim \(checkpoint\), K=10 \(checkpoint\), embedding joint \(default\)/,
     );
     expect(own.stdout).toMatch(/\nselector:cli-sel\s+1\s+20\s+0\s+[+-]?\d/);
-    const flagged = await lever(...base(), "--retriever", `selector:${ckpt}`, "--k", "16", "--pool-sampler", "random");
-    expect(flagged.stderr).toMatch(/pool random \(flag\), K=16 \(flag\), embedding joint \(default\)/);
+    const flagged = await lever(
+      ...base(),
+      "--retriever",
+      `selector:${ckpt}`,
+      "--k",
+      "16",
+      "--pool-sampler",
+      "text-sim",
+    );
+    expect(flagged.stderr).toMatch(/pool text-sim \(flag\), K=16 \(flag\), embedding joint \(default\)/);
+    // Pools of another sampler than the selector was trained on: refused in one line, before any prediction.
+    expectUserError(
+      await lever(...base(), "--retriever", `selector:${ckpt}`, "--pool-sampler", "random"),
+      'cli-sel.safetensors, field "provenance.notes.poolSampler": the selector was trained on "text-sim" pools, not "random" (--pool-sampler)',
+    );
   });
 });

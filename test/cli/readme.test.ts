@@ -45,6 +45,9 @@ describe("README", () => {
     const training = commands.filter((c) => /^lever train (rce|grpo) --/.test(c));
     expect(training.length).toBeGreaterThan(0);
     for (const c of training) expect(c).toMatch(/ --init \S+/);
+    // Validation answers come from a VLM: a real-data line names one (without it, the simulator answers).
+    for (const c of training.filter((t) => t.includes("okvqa")))
+      expect(c).toMatch(/ --vlm openai\b| --no-validation-answers\b/);
     const named = new Set<string>();
     const used: string[] = [];
     for (const c of commands) {

@@ -44,6 +44,8 @@ describe("a command that fails during setup", () => {
   it("marks its run failed (not running or interrupted) and leaves its --name usable", async () => {
     const failed = await runCli([...rce, "--vlm", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]);
     expect(failed.code).toBe(2);
+    // A stage that validates with a VLM says which backend answers (the simulator by default).
+    expect(failed.stderr).toMatch(/^note: validation answers come from the openai VLM \(.*--vlm to change\)$/m);
     const ws = Workspace.open(wsDir, { create: false });
     try {
       const [run] = ws.listRuns({ kind: "rce" });

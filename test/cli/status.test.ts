@@ -50,6 +50,23 @@ describe("lever status", () => {
     ];
     expect(rows[0].durationSeconds).toBe(125);
     expect(rows[1].durationSeconds).toBe(600); // still going: so far
+    // A dead run's time stops at its process's last heartbeat, however late status is asked; unknown without one.
+    const holder = {
+      pid: 1,
+      host: "h",
+      startedAt: "2026-11-28T03:00:00.000Z",
+      heartbeatAt: "2026-11-28T03:01:30.000Z",
+    };
+    const dead = run({ status: "interrupted", finishedAt: null, holder });
+    const deadStages = [stage({ status: "running", finishedAt: null })];
+    for (const later of [now, new Date("2026-12-01T00:00:00.000Z")]) {
+      const row = statusRow(dead, deadStages, later);
+      expect(row.durationSeconds).toBe(90);
+      expect(row.stages[0].durationSeconds).toBe(89);
+    }
+    const released = statusRow(run({ status: "interrupted", finishedAt: null }), deadStages, now);
+    expect([released.durationSeconds, released.stages[0].durationSeconds]).toEqual([null, null]);
+    expect(formatStatus([released])).toMatch(/interrupted\s+2026-11-28 03:00\s+\?\s+train running 3\/3/);
     const lines = formatStatus(rows).trimEnd().split("\n");
     expect(lines[0]).toMatch(/^RUN\s+NAME\s+KIND\s+STATUS\s+STARTED \(UTC\)\s+TIME\s+STAGES$/);
     expect(lines[1]).toMatch(/^sft-0001\s+-\s+sft\s+done\s+2026-11-28 03:00\s+2m05s\s+train done 3\/3$/);

@@ -420,6 +420,11 @@ describe("checkpoints named by run", () => {
     const ws = Workspace.open(wsDir, { create: false });
     expect(ws.getRun(next.runId)?.config).toMatchObject({ init: first.bestCheckpoint });
     ws.close();
+    // The starting checkpoint read joint embeddings: a run reading another kind is one line, exit 2.
+    expectUserError(
+      await runTrainCli([...base.map((a) => (a === "joint" ? "text" : a)), "--init", "named", "--quiet"]),
+      /^error: .*best\.safetensors, field "provenance\.notes\.embedding": the selector was trained on "joint" embeddings, not "text" \(--embedding\)/,
+    );
     expectUserError(
       await runTrainCli(["rce", "--rollouts", join(dir, "beams.json"), "--dataset", "synth"]),
       'field "--init": RCE starts from a checkpoint: give --init RUN (e.g. the SFT run: --init sft-0001) or a file, or --init random',

@@ -6,6 +6,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { loadCheckpoint } from "../../src/selector/checkpoint.js";
 import { readBeamSet, readRolloutSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
@@ -188,6 +189,27 @@ describe("lever rollouts (CLI)", () => {
     const file = join("artifacts", "rollouts", "r.json");
     expect(readFileSync(join(copy, file)).equals(readFileSync(join(w.ws.dir, file)))).toBe(true);
     expect(readFileSync(join(copy, file), "utf8")).not.toContain(w.ws.dir);
+  });
+
+  it("refuses, before any VLM work, an embedding kind or a pool set the checkpoint was not trained with", async () => {
+    // The SFT checkpoint records what it was trained with: joint embeddings (the default) on pool set p (mix).
+    expect(loadCheckpoint(checkpoint).provenance.notes).toMatchObject({ embedding: "joint", poolSampler: "mix" });
+    expectUserError(
+      await runCli(w.args(...rolloutsCommand(), "--embedding", "text", "--out", "r-text")),
+      /^error: .*best\.safetensors, field "provenance\.notes\.embedding": the selector was trained on "joint" embeddings, not "text" \(--embedding\)/,
+    );
+    await runCliOk(
+      w.args(...["pools", "--queries", "train", "--index", "train", "--sampler", "random"], "--out", "p-random"),
+    );
+    const other = rolloutsCommand().map((arg) => (arg === "p" ? "p-random" : arg === "r" ? "r-random" : arg));
+    const refused = await runCli(w.args(...other));
+    expectUserError(
+      refused,
+      /^error: .*best\.safetensors, field "provenance\.notes\.poolSampler": the selector was trained on "mix" pools, not "random" \(--pools p-random\)/,
+    );
+    expect(w.ws.listRuns({ kind: "rollouts" }).filter((r) => JSON.stringify(r.config).includes("r-random"))).toEqual(
+      [],
+    );
   });
 
   it("without a checkpoint proposes retrieval and random only, and says so", async () => {

@@ -106,6 +106,8 @@ describe("evaluate against an OpenAI-compatible server", () => {
       { progress: null },
     );
     expect(result.stats).toMatchObject({ planned: 2, evaluated: 2, failures: 0 });
+    // … and says so: the run's VLM summary counts the completions it cut (lever eval prints them).
+    expect(result.vlm?.completionsCut).toBe(2);
     const rows = sim.ws.getPredictions(result.runId);
     expect(rows.map((r) => [r.rawAnswer?.length, r.answer])).toEqual([
       [MAX_COMPLETION_CHARS, "yes"],

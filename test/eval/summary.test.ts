@@ -191,9 +191,9 @@ describe("summarizeEvaluation (the comparison engine on one run's rows)", () => 
     const summary = summarize(data, { seed: 11 });
     const methods = retrieverMethods(RUN, data).map((f) => f.method);
     const settings = { baseline: `${RUN}/random`, seed: 11, resamples: 500, test: "mcnemar" as const };
-    // `lever compare`'s default subsets include 100, 200, …: a run of exactly N questions gets "first N".
+    // `lever compare`'s default subsets include 100, 200, …: a run of exactly N questions gets "all", not "first N".
     const compared = compareMethods(methods, { ...settings, subsets: [10, 20] });
-    expect(compared.tables.map((t) => t.label)).toEqual(["first 10"]);
+    expect(compared.tables.map((t) => t.label)).toEqual(["all"]);
     expect(compared.tables[0].rows).toEqual(summary?.tables[0].rows);
     expect(compareMethods(methods, { ...settings, subsets: ["all"] }).tables).toEqual(summary?.tables);
   });

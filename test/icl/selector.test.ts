@@ -41,14 +41,21 @@ const embeddings = () => ({
 });
 
 describe("selector retriever", () => {
-  it("takes pool sampler, K and embedding from the checkpoint unless flags override them", () => {
+  it("takes pool sampler, K and embedding from the checkpoint unless flags give them; K may differ, the others not", () => {
     const fromCkpt = loadSelector(ckpt, {}, embeddings());
     expect(fromCkpt).toMatchObject({ sampler: "random", k: 12, embedding: "text" });
     expect(fromCkpt.sources).toEqual({ poolSampler: "checkpoint", k: "checkpoint", embedding: "checkpoint" });
     expect(fromCkpt.label).toMatch(/^selector:.*sel\.safetensors@[0-9a-f]{12}$/);
-    const flagged = loadSelector(ckpt, { poolSampler: "image-sim", k: 20, embedding: "joint" }, embeddings());
-    expect(flagged).toMatchObject({ sampler: "image-sim", k: 20, embedding: "joint" });
+    const flagged = loadSelector(ckpt, { poolSampler: "random", k: 20, embedding: "text" }, embeddings());
+    expect(flagged).toMatchObject({ sampler: "random", k: 20, embedding: "text" });
     expect(flagged.sources).toEqual({ poolSampler: "flag", k: "flag", embedding: "flag" });
+    // A flag naming another embedding kind or pool sampler than the checkpoint was trained with: one line.
+    expect(leverErrorOf(() => loadSelector(ckpt, { embedding: "joint" }, embeddings())).message).toMatch(
+      /^.*sel\.safetensors, field "provenance\.notes\.embedding": the selector was trained on "text" embeddings, not "joint" \(--selector-embedding\)[^\n]*$/,
+    );
+    expect(leverErrorOf(() => loadSelector(ckpt, { poolSampler: "image-sim" }, embeddings())).message).toMatch(
+      /^.*sel\.safetensors, field "provenance\.notes\.poolSampler": the selector was trained on "random" pools, not "image-sim" \(--pool-sampler\)[^\n]*$/,
+    );
   });
 
   it("decodes each query from its OWN pool: the stored demonstrations are the greedy picks in that pool", async () => {

@@ -121,9 +121,11 @@ describe("compareMethods", () => {
     expect(c.difference).toBeCloseTo(40, 12);
     expect(c.mcnemar).toEqual({ onlyRow: 2, onlyBaseline: 0 });
     expect(c.pValue).toBeCloseTo(0.5, 15);
-    // "all" equal to a first-N subset is not repeated; ids sort numerically ("10" after "9").
+    // A first-N of every evaluated question is "all", not "first 10", and not repeated; ids sort numerically ("10" after "9").
     const same = compareMethods([method("b", rows(1, B)), method("a", rows(1, A))], settings({ subsets: [10, "all"] }));
-    expect(same.tables.map((t) => t.label)).toEqual(["first 10"]);
+    expect(same.tables.map((t) => t.label)).toEqual(["all"]);
+    const only = compareMethods([method("b", rows(1, B)), method("a", rows(1, A))], settings({ subsets: [10] }));
+    expect(only.tables.map((t) => [t.label, t.subset])).toEqual([["all", "all"]]);
     // … and a table of every question draws as "all" whatever it is called: the same intervals as "all" alone.
     const all = compareMethods([method("b", rows(1, B)), method("a", rows(1, A))], settings({ subsets: ["all"] }));
     expect(same.tables[0].rows).toEqual(all.tables[0].rows);

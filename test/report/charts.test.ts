@@ -61,6 +61,21 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
     expect(count(rules, /<line /g)).toBe(3);
   });
 
+  it("gives eighteen series eighteen colours no two of which look alike (CIELAB ΔE ≥ 25: no second orange)", async () => {
+    const bars = Array.from({ length: 18 }, (_, i) => ({ series: `m${i}`, group: "1", value: 50 }));
+    const svg = await barChart({ title: "accuracy", xTitle: "shots", yTitle: "accuracy %", bars });
+    const rects = svg.match(/<g class="mark-rect role-mark[^"]*"[^>]*>(.*?)<\/g>/s)?.[1] ?? "";
+    const fills = [...new Set(rects.match(/fill="#[0-9a-f]{6}"/g))].map((f) => f.slice(6, 13));
+    expect(fills).toHaveLength(18);
+    let closest = { distance: Number.POSITIVE_INFINITY, pair: "" };
+    for (const [i, a] of fills.entries())
+      for (const b of fills.slice(i + 1)) {
+        const distance = deltaE(a, b);
+        if (distance < closest.distance) closest = { distance, pair: `${a} ${b}` };
+      }
+    expect(closest.distance, closest.pair).toBeGreaterThanOrEqual(25);
+  });
+
   it("keeps many bars within the report's column (the bars get narrower, not the page wider)", async () => {
     const bars = Array.from({ length: 5 * 12 }, (_, i) => ({ series: `m${i % 12}`, group: String(i % 5), value: 50 }));
     const svg = await barChart({ title: "accuracy", xTitle: "shots", yTitle: "accuracy %", bars });
@@ -94,3 +109,20 @@ describe("charts (Vega-Lite → SVG in Node)", () => {
     );
   });
 });
+
+/** CIE76 colour difference of two sRGB hex colours (D65). */
+function deltaE(a: string, b: string): number {
+  const lab = (hex: string) => {
+    const [r, g, bl] = [1, 3, 5].map((i) => {
+      const c = Number.parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c > 0.04045 ? ((c + 0.055) / 1.055) ** 2.4 : c / 12.92;
+    });
+    const f = (v: number) => (v > 0.008856 ? Math.cbrt(v) : 7.787 * v + 16 / 116);
+    const x = f((0.4124 * r + 0.3576 * g + 0.1805 * bl) / 0.95047);
+    const y = f(0.2126 * r + 0.7152 * g + 0.0722 * bl);
+    const z = f((0.0193 * r + 0.1192 * g + 0.9505 * bl) / 1.08883);
+    return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
+  };
+  const [p, q] = [lab(a), lab(b)];
+  return Math.hypot(p[0] - q[0], p[1] - q[1], p[2] - q[2]);
+}

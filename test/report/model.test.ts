@@ -84,7 +84,8 @@ describe("buildReportModel", () => {
       {
         // At one shot both retrievers pick index question (i mod 10) + 1 for query i.
         source: "comparison",
-        message: `${fixture.evalRun}/random and ${fixture.evalRun}/topk-image showed identical demonstrations on all 8 questions at 1 shot(s): any accuracy difference between them is VLM noise, not selection`,
+        message:
+          "random and topk-image showed identical demonstrations on all 8 questions at 1 shot(s): any accuracy difference between them is VLM noise, not selection",
       },
     ]);
     const overlap = model.comparison!.overlap;
@@ -92,6 +93,29 @@ describe("buildReportModel", () => {
       [1, 8, 8],
       [2, 0, 8], // second pick differs: (i + 1) vs (i + 2) mod 10
     ]);
+  });
+
+  it("names a selector by its short label, never its checkpoint's absolute path (evaluations, warnings)", () => {
+    const other = reportWorkspace();
+    const ws = Workspace.open(other.dir, { create: false });
+    try {
+      const selector = "selector:/somewhere/ckpts/grpo_epoch2.safetensors@0123456789ab";
+      ws.putPredictions(
+        ws.getPredictions(other.evalRun, { retriever: "random" }).map((r) => ({ ...r, retriever: selector })),
+      );
+      const built = buildReportModel(
+        ws,
+        { ...ReportSettingsSchema.parse({ examples: 0, resamples: 100 }), runs: [other.evalRun] },
+        () => "2025-01-01T00:00:00.000Z",
+      );
+      expect([...built.evaluations[0].retrievers].sort()).toEqual(["random", "selector:grpo_epoch2", "topk-image"]);
+      expect(built.warnings.map((w) => w.message)).toContain(
+        "random and selector:grpo_epoch2 showed identical demonstrations on all 8 questions at 1 shot(s): any accuracy difference between them is VLM noise, not selection",
+      );
+      expect(JSON.stringify({ e: built.evaluations, w: built.warnings })).not.toContain("/somewhere/");
+    } finally {
+      ws.close();
+    }
   });
 
   it("compares the eval run's methods against random on the questions both scored", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { healthWarnings, sftHealthWarnings } from "../../src/train/health.js";
+import { belowStartWarnings, healthWarnings, sftHealthWarnings } from "../../src/train/health.js";
 
 /** An epoch that trains as it should: no warning. */
 const HEALTHY = {
@@ -38,6 +38,25 @@ describe("RL health warnings", () => {
 
   it("metrics a stage does not log raise nothing (RCE logs no clip fractions)", () => {
     expect(codes({ selectionChange: 0.2 })).toEqual([]);
+  });
+});
+
+describe("RL below its starting checkpoint", () => {
+  const gain = (...g: number[]) => g.map((valAccuracyGain) => ({ valAccuracyGain }));
+  it("warns when every epoch so far validates below the start, from the second epoch (or the first when it is the last)", () => {
+    expect(belowStartWarnings(0, gain(-0.02), 4)).toEqual([]);
+    const [w] = belowStartWarnings(1, gain(-0.02, -0.011), 4);
+    expect(w).toMatchObject({ epoch: 1, code: "below-start" });
+    expect(w.message).toMatch(
+      /^every epoch so far validates below the starting checkpoint \(valAccuracyGain -2\.0, -1\.1 points; best -1\.1\): this run makes the selector worse/,
+    );
+    expect(belowStartWarnings(0, gain(-0.02), 1).map((x) => x.code)).toEqual(["below-start"]);
+  });
+  it("says nothing once an epoch reached the start, or without VLM validation answers", () => {
+    expect(belowStartWarnings(2, gain(-0.02, 0, -0.03), 4)).toEqual([]);
+    expect(belowStartWarnings(2, gain(-0.02, 0.01, -0.03), 4)).toEqual([]);
+    expect(belowStartWarnings(2, [{ valRce: 1 }, { valRce: 1 }, { valRce: 1 }], 4)).toEqual([]);
+    expect(belowStartWarnings(1, gain(Number.NaN, -0.1), 4)).toEqual([]);
   });
 });
 

@@ -128,6 +128,44 @@ describe("executeStage's TensorBoard events", () => {
   });
 });
 
+describe("a resumed run's metrics", () => {
+  it("are stored and shown in TensorBoard once per step: what a crashed process logged of the epoch it resumes at goes", async () => {
+    const ws = Workspace.open(mkdtempSync(join(tmpdir(), "lever-stage-")));
+    try {
+      const runId = ws.createRun({ kind: "sft", config: {}, seed: 1 });
+      /** Epochs of two steps each (global steps 2e, 2e+1), an epoch metric at each epoch's end; crashes mid-epoch `crashAt`. */
+      const training =
+        (epochs: number[], crashAt?: number) =>
+        async (_dir: string, hooks: StageHooks): Promise<TrainingRunResult> => {
+          for (const epoch of epochs) {
+            for (const batch of [0, 1]) {
+              const step = 2 * epoch + batch;
+              hooks.onStep({ epoch, step, totalSteps: 6, batch, batches: 2, metrics: { loss: 10 * epoch + batch } });
+              if (epoch === crashAt) throw new Error("simulated crash");
+            }
+            const metrics = { valLoss: epoch };
+            hooks.onEpoch({ epoch, metrics, improved: true, bestEpoch: epoch, checkpoint: null, history: [metrics] });
+          }
+          return { checkpoints: [], bestCheckpoint: null, epochsRun: epochs.length } as unknown as TrainingRunResult;
+        };
+      const opts = { stage: "sft", runId, epochs: 3, inputs: [], progress: null };
+      await expect(executeStage(ws, opts, training([0, 1], 1))).rejects.toThrow("simulated crash");
+      await executeStage(ws, opts, training([1, 2])); // resumes at epoch 1 (the state saved after epoch 0)
+      const expected = [0, 1, 2].flatMap((e) => [
+        ["sft/loss", 2 * e, 10 * e],
+        ["sft/loss", 2 * e + 1, 10 * e + 1],
+        ["sft/epoch.valLoss", e, e],
+      ]);
+      expect(ws.getMetrics(runId).map((m) => [`${m.stage}/${m.name}`, m.step ?? m.epoch, m.value])).toEqual(expected);
+      const dir = tensorboardDirOf(ws.dir, runId);
+      const events = readdirSync(dir).flatMap((file) => readEvents(readFileSync(join(dir, file))));
+      expect(events.flatMap((e) => e.scalars.map((s) => [s.tag, e.step, s.value]))).toEqual(expected);
+    } finally {
+      ws.close();
+    }
+  });
+});
+
 describe("the validation split note", () => {
   it("says how many queries validate, and when some were left out before the split, that it differs", () => {
     expect(splitNote("rce", { train: 90, val: 10 }, 42)).toBe(
