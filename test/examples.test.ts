@@ -21,7 +21,24 @@ describe("examples/", () => {
   const files = readdirSync(dir).filter((f) => /\.(ya?ml|json)$/.test(f));
 
   it("holds the documented experiment files", () => {
-    expect(files.sort()).toEqual(["beta-seed-sweep.yaml", "demo.yaml", "okvqa-vllm.yaml", "worlds.yaml"]);
+    expect(files.sort()).toEqual([
+      "beta-seed-sweep.yaml",
+      "caption-demo.yaml",
+      "demo.yaml",
+      "okvqa-vllm.yaml",
+      "worlds.yaml",
+    ]);
+  });
+
+  it("caption-demo.yaml: a caption world, every stage, image embeddings, CIDEr rewards, the consensus baseline", () => {
+    const p = load("caption-demo.yaml");
+    const e = p.variants[0].variant.experiment;
+    expect(e.data.captionSynth).toMatchObject({ trainItems: 3000, valItems: 1000 });
+    expect(e.embedding).toBe("image");
+    expect(p.variants[0].stages.map((s) => s.stage)).toEqual(load("demo.yaml").variants[0].stages.map((s) => s.stage));
+    for (const stage of ["rce", "grpo", "online"] as const) expect(e[stage]?.reward.mode).toBe("cider");
+    expect(e.sft?.model.features).toEqual(["consensus"]);
+    expect(e.eval?.baselines).toContain("consensus");
   });
 
   it("worlds.yaml: no training, the demo's pools, top-k, vote and informed on 2,000 questions; --set picks the world", () => {

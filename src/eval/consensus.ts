@@ -14,32 +14,18 @@
  * (never the query's), each candidate's vector is built once.
  */
 import type { VqaItem } from "../data/item.js";
-import { type CiderVector, ciderPair, ciderVector, documentFrequency } from "../metrics/caption/cider.js";
-import { tokenizeCaption } from "../metrics/caption/ptb-tokenize.js";
+import { captionVectors, consensusScores } from "../metrics/caption/consensus.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
-
-/** Each candidate's consensus score within `pool` (pool order). */
-export function consensusScores(vectors: readonly CiderVector[]): number[] {
-  const n = vectors.length;
-  const sums = new Float64Array(n);
-  for (let a = 0; a < n; a++) for (let b = 0; b < n; b++) if (a !== b) sums[a] += ciderPair(vectors[a], vectors[b]);
-  return Array.from(sums, (s) => (n > 1 ? s / (n - 1) : 0));
-}
 
 /** The consensus retriever's choice within a query's pool (selection order). */
 export function consensusChooser(index: readonly VqaItem[]): PoolChooser {
   const byId = new Map(index.map((item) => [item.questionId, item]));
-  const df = documentFrequency(index.map((item) => item.answers.map((a) => tokenizeCaption(a.answer))));
-  const vectors = new Map<string, CiderVector>();
-  const vectorOf = (id: string): CiderVector => {
-    let v = vectors.get(id);
-    if (v === undefined) {
-      const item = byId.get(id);
-      if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
-      vectors.set(id, (v = ciderVector(tokenizeCaption(item.answer), df)));
-    }
-    return v;
+  const vectors = captionVectors(index.map((item) => item.answers.map((a) => a.answer)));
+  const vectorOf = (id: string) => {
+    const item = byId.get(id);
+    if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
+    return vectors(id, item.answer);
   };
   // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
   const ranked = new WeakMap<readonly string[], { queryId: string; order: string[] }>();

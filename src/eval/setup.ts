@@ -16,7 +16,7 @@ import { openStageRun, type StageRun } from "../store/stage-run.js";
 import type { Workspace } from "../store/workspace.js";
 import { stageTask } from "../task/guard.js";
 import { queryKindOf } from "../task/query-embedding.js";
-import type { AnswerScoring } from "../task/types.js";
+import type { AnswerScoring, Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
@@ -196,6 +196,17 @@ export interface PreparedEvaluation {
   vote: VoteScale | null;
 }
 
+/** Refuses, before any work, a no-training retriever the datasets' task does not have (the vote on captions). */
+function checkTaskRetrievers(task: Task<unknown>, specs: RetrieverSpec[]): RetrieverSpec[] {
+  for (const spec of specs)
+    if (spec.kind !== "selector" && ![...task.baselines, ...task.references].includes(spec.kind))
+      throw new LeverError(
+        `the ${spec.kind} retriever does not run on ${task.name} data (its retrievers: ${[...task.baselines, ...task.references, "selector:CKPT"].join(", ")})`,
+        { field: "--retriever" },
+      );
+  return specs;
+}
+
 /** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
 export async function prepareEvaluation(
   ws: Workspace,
@@ -209,13 +220,7 @@ export async function prepareEvaluation(
   const candidates = ws.loadItems(options.dataset).filter((item) => !exclude?.has(item.questionId));
   const queries = selectSubset(candidates, options.queries, options.seed);
   const index = ws.loadItems(options.index);
-  const specs = parseRetrieverList(options.retrievers);
-  for (const spec of specs)
-    if (spec.kind !== "selector" && ![...task.baselines, ...task.references].includes(spec.kind))
-      throw new LeverError(
-        `the ${spec.kind} retriever does not run on ${task.name} data (its retrievers: ${[...task.baselines, ...task.references, "selector:CKPT"].join(", ")})`,
-        { field: "--retriever" },
-      );
+  const specs = checkTaskRetrievers(task, parseRetrieverList(options.retrievers));
   const maxShots = Math.max(0, ...options.shots);
   const warnings = deprecationWarnings(options.retrievers);
   const vlm = createVlm(ws, options, dataset, { seed: options.seed, wrapBackend: hooks.wrapBackend });

@@ -2,8 +2,8 @@
  * The one answering path, shared by `lever eval` and the rollout scorer so that a training reward
  * means what the evaluation measures: demonstrations (selection order) placed by the recorded prompt
  * order → the VLM's `generate` → the task's post-processor and per-item score (`Task.answering`: for
- * VQA the Lever-Plus post-processor and the official accuracy against the ten annotators, for captions
- * CIDEr-D against the image's references). A failed VLM call is a failure with
+ * VQA the Lever-Plus post-processor (docs/provenance.md#postprocess) and the official accuracy against
+ * the ten annotators, for captions CIDEr-D against the image's references). A failed VLM call is a failure with
  * no accuracy — never a 0. Answers are handed over as they arrive (`onAnswer`), so callers can store
  * them right away.
  */

@@ -8,6 +8,10 @@
  *                selector's own input embeddings at the checkpoint's `voteScale` ρ (0: the linear
  *                max(0, cos) of older checkpoints) — src/metrics/vote.ts, the `vote` retriever's formula;
  *   agreement_k  the share of candidate k's own annotators who give the answer it shows;
+ *   consensus_k  (captions) 1 − r_k/(K − 1), r_k the candidate's rank (0 the best, ties averaged) in its
+ *                pool by caption consensus — the CIDEr-D of its shown caption against the other
+ *                candidates' shown captions, document frequencies from the index's references
+ *                (src/metrics/caption/consensus.ts, the `consensus` retriever's order). A rank: no scale.
  *   identity     the candidate's row in the index's identity table: its position among the index
  *                dataset's items in question-id order. The table is named by the dataset, its item
  *                count and a sha256 of its ids, recorded in a checkpoint that learned identities.
@@ -17,8 +21,10 @@
  */
 import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
+import { captionVectors, consensusScores } from "../metrics/caption/consensus.js";
+import { averageRanks } from "../metrics/stats.js";
 import { type AnswerSupport, poolVote, supportsOf, type VoteWeighting, voteWeights } from "../metrics/vote.js";
-import { CANDIDATE_FEATURES } from "../selector/config.js";
+import { CANDIDATE_FEATURES, type CandidateFeature } from "../selector/config.js";
 import { type CandidateSource, FEATURE_COUNT, type IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
@@ -39,6 +45,8 @@ export function candidateData(
   index: EmbeddingMatrix,
   items: readonly VqaItem[],
   weighting: VoteWeighting,
+  /** The features computed (the others stay 0): what the selector reads. */
+  reads: readonly CandidateFeature[] = ["vote", "agreement"],
 ): CandidateSource {
   const position = new Map(items.map((item, i) => [item.questionId, i]));
   const identity = Int32Array.from(index.ids, (id) => position.get(id) ?? -1);
@@ -54,6 +62,12 @@ export function candidateData(
   const F = FEATURE_COUNT;
   const VOTE = CANDIDATE_FEATURES.indexOf("vote");
   const AGREEMENT = CANDIDATE_FEATURES.indexOf("agreement");
+  const CONSENSUS = CANDIDATE_FEATURES.indexOf("consensus");
+  const readsVote = reads.includes("vote") || reads.includes("agreement");
+  const vectors = reads.includes("consensus")
+    ? captionVectors(items.map((item) => item.answers.map((a) => a.answer)))
+    : undefined;
+  const shown = new Map(items.map((item) => [item.questionId, item.answer]));
   return {
     identity,
     index: indexIdentity(dataset, items),
@@ -65,14 +79,28 @@ export function candidateData(
           throw new LeverError("the query is in its own pool: its own answers would leak into the features", {
             record: at.queryId,
           });
-      const { vote, agreement } = poolVote(
-        Array.from(candRows, (row) => support(row, at.queryId)),
-        voteWeights(cosines, weighting),
-      );
       const out = new Float32Array(K * F);
-      for (let k = 0; k < K; k++) {
-        out[k * F + VOTE] = vote[k];
-        out[k * F + AGREEMENT] = agreement[k];
+      if (readsVote) {
+        const { vote, agreement } = poolVote(
+          Array.from(candRows, (row) => support(row, at.queryId)),
+          voteWeights(cosines, weighting),
+        );
+        for (let k = 0; k < K; k++) {
+          out[k * F + VOTE] = vote[k];
+          out[k * F + AGREEMENT] = agreement[k];
+        }
+      }
+      if (vectors !== undefined) {
+        const scores = consensusScores(
+          Array.from(candRows, (row) => {
+            support(row, at.queryId); // an item of the index, or a one-line error
+            const id = index.ids[row];
+            return vectors(id, shown.get(id) as string);
+          }),
+        );
+        // averageRanks: 1 the lowest; rank from the top r = K − rank, so the most typical caption gets 1.
+        const ranks = averageRanks(scores);
+        for (let k = 0; k < K; k++) out[k * F + CONSENSUS] = K > 1 ? (ranks[k] - 1) / (K - 1) : 1;
       }
       return out;
     },

@@ -161,7 +161,13 @@ function candidatesFor(
       { file: path, field: "config" },
     );
   const { dataset, items } = embeddings.indexItems();
-  const data = candidateData(dataset, indexMatrix, items, voteWeightingOf(checkpoint.config));
+  const data = candidateData(
+    dataset,
+    indexMatrix,
+    items,
+    voteWeightingOf(checkpoint.config),
+    checkpoint.config.features,
+  );
   checkIndexFits(checkpoint, data.index, path);
   return data;
 }

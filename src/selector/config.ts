@@ -3,9 +3,10 @@ import { z } from "zod";
 /**
  * The per-candidate answer features the data side can compute, in the column order of
  * `SelectorInput.features`: "vote" = similarity-weighted share of the query's pool whose answer
- * matches the candidate's; "agreement" = how strongly the candidate's own annotators agree.
+ * matches the candidate's; "agreement" = how strongly the candidate's own annotators agree;
+ * "consensus" (captions) = the candidate's rank in its pool by caption consensus, 1 the most typical.
  */
-export const CANDIDATE_FEATURES = ["vote", "agreement"] as const;
+export const CANDIDATE_FEATURES = ["vote", "agreement", "consensus"] as const;
 export type CandidateFeature = (typeof CANDIDATE_FEATURES)[number];
 
 /**
@@ -81,7 +82,7 @@ export const SelectorFieldsSchema = z
       .refine((f) => new Set(f).size === f.length, "features must be distinct (name each feature once)")
       .default([])
       .describe(
-        "per-candidate answer features the selector reads (vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
+        "per-candidate answer features the selector reads (VQA — vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree; captions — consensus: 1 − rank/(K−1) of the candidate's caption by its CIDEr-D against the pool's other captions); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
       ),
     voteScale: z
       .number()

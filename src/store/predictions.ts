@@ -1,6 +1,6 @@
 import type { Database } from "better-sqlite3";
-import { MAX_ITEM_SCORE } from "../data/trajectories.js";
 import { compareQuestionIds } from "../data/item.js";
+import { MAX_ITEM_SCORE } from "../data/trajectories.js";
 import { check } from "../util/errors.js";
 import type { PredictionFilter, PredictionRow } from "./types.js";
 

@@ -46,7 +46,7 @@ export const CAPTION_TASK: Task<CaptionItem> = {
   queryEmbedding: () => "image",
   textTower: "the shown reference caption",
   rewardModes: ["cider", "ref_logprob", "cider_plus_logprob"],
-  candidateFeatures: [],
+  candidateFeatures: ["consensus"],
   baselines: ["zero", "random", "topk", "consensus"],
   references: [],
   guardBaselines: ["consensus"],

@@ -19,9 +19,11 @@
  * made before tasks existed keep their identities), and every stage reads the task from its
  * datasets and refuses a mix (src/task/guard.ts).
  */
+
 import type { VqaItem } from "../data/item.js";
 import type { CompareTest } from "../metrics/compare.js";
 import type { VqaVariant } from "../metrics/vqa.js";
+import type { CandidateFeature } from "../selector/config.js";
 import type { PromptText } from "../vlm/layouts.js";
 
 /** The stages of the chain that read a task's items (`lever data import` and `inspect` work for every task). */
@@ -135,8 +137,8 @@ export interface Task<Item = unknown> {
   textTower: string | null;
   /** Reward modes (`reward.mode`, src/icl/rewards.ts) that mean something for this task. */
   rewardModes: readonly string[];
-  /** What the selector and the no-training baselines read of a candidate besides its embeddings. */
-  candidateFeatures: readonly string[];
+  /** Candidate features (`model.features`, src/icl/candidates.ts) that mean something for this task's items. */
+  candidateFeatures: readonly CandidateFeature[];
   /** Retriever kinds (src/icl/retriever-catalog.ts) that need no training. */
   baselines: readonly string[];
   /** Reference retriever kinds it has (the simulator's oracle and informed ceiling; none for captions yet). */

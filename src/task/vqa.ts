@@ -73,7 +73,7 @@ export const VQA_TASK: Task<VqaItem> = {
     "legacy",
     "hybrid",
   ],
-  candidateFeatures: ["vote: the pool's weighted agreement on the candidate's answer (src/icl/candidates.ts)"],
+  candidateFeatures: ["vote", "agreement"],
   baselines: ["zero", "random", "topk", "vote"],
   references: ["informed", "oracle"],
   guardBaselines: ["vote"],

@@ -26,6 +26,7 @@ import { checkTrainedWith, trainedWith } from "../icl/trained-with.js";
 import { voteCalibration } from "../icl/vote-calibration.js";
 import { DEFAULT_POOL, type MixRatios, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { checkpointConfig, checkpointProvenance } from "../selector/checkpoint.js";
+import type { CandidateFeature } from "../selector/config.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
 import { type SelectorSources, selectorSources } from "../selector/inputs.js";
 import { hashFileSync } from "../store/files.js";
@@ -122,14 +123,16 @@ export function trainingInputs(ws: Workspace, given: TrainingInputRefs): Trainin
       dataHashes,
       files: Object.values(files),
     };
-  if (task.candidateFeatures.length === 0)
+  const features = readFeatures(refs);
+  const foreign = features.filter((f) => !(task.candidateFeatures as readonly string[]).includes(f));
+  if (foreign.length > 0)
     throw new LeverError(
-      `the selector reads answer features (vote, agreement) that the ${task.name} task does not have: set model.features to []`,
+      `the selector reads candidate features (${foreign.join(", ")}) that ${task.name} items do not have: the ${task.name} task's are ${task.candidateFeatures.join(", ") || "none"}`,
       { field: "model.features" },
     );
   const items = ws.loadItems(indexDataset);
   const voteScale = trainingVoteScale(ws, refs, items);
-  const candidates = candidateData(indexDataset, index, items, voteWeightingOf({ voteScale }));
+  const candidates = candidateData(indexDataset, index, items, voteWeightingOf({ voteScale }), features);
   dataHashes.indexAnswers = hashValue(items.map((i) => [i.questionId, i.answer, i.answers.map((a) => a.answer)]));
   // The vote feature's scale (calibrated from those answers): a resumed run must read the same features.
   if (voteScale > 0) dataHashes.voteScale = String(voteScale);
@@ -219,6 +222,16 @@ function ownVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly Vq
  * Whether the model trained, or any checkpoint the run reads, sees candidate answers or identities
  * (a checkpoint's config read from its header: the stage loads its weights once, later).
  */
+/** The candidate features the model trained, or any checkpoint the run reads, sees (their union). */
+function readFeatures(refs: TrainingInputRefs): CandidateFeature[] {
+  const { init, ...others } = refs.checkpoints;
+  const configs = [init !== undefined ? checkpointConfig(init) : refs.model, ...Object.values(others)];
+  const out = new Set<CandidateFeature>();
+  for (const c of configs)
+    if (c !== undefined) for (const f of (typeof c === "string" ? checkpointConfig(c) : c).features) out.add(f);
+  return [...out];
+}
+
 function readsCandidates(refs: TrainingInputRefs): boolean {
   const { init, ...others } = refs.checkpoints;
   const configs = [init !== undefined ? checkpointConfig(init) : refs.model, ...Object.values(others)];

@@ -66,9 +66,10 @@ describe("stages refuse mixing tasks", () => {
       await lever("eval", "--dataset", "cv", "--index", "vq", "--retriever", "random", "--shots", "1", "--vlm", "sim"),
       'task mismatch: evaluation dataset "cv" is caption but index dataset "vq" is vqa',
     );
+    // A VQA baseline on caption data is refused before any work, naming the task's retrievers.
     expectUserError(
-      await lever("eval", "--dataset", "cv", "--index", "cv", "--retriever", "random", "--shots", "1", "--vlm", "sim"),
-      'evaluation dataset "cv" is a caption dataset, and the eval stage does not run caption yet',
+      await lever("eval", "--dataset", "cv", "--index", "cv", "--retriever", "vote", "--shots", "1", "--vlm", "sim"),
+      "the vote retriever does not run on caption data (its retrievers: zero, random, topk, consensus, selector:CKPT)",
     );
   });
 });

@@ -153,7 +153,9 @@ describe("experiment files", () => {
       /unknown\.yaml, field "grpoo": Unrecognized key.*\(line 9\)/,
     );
     const both = write("both.yaml", `name: t\ndata: {}\n`);
-    expect(leverErrorOf(() => loadExperiment(both)).message).toMatch(/exactly one of data\.synth and data\.import/);
+    expect(leverErrorOf(() => loadExperiment(both)).message).toMatch(
+      /exactly one of data\.synth, data\.captionSynth and data\.import/,
+    );
   });
 
   it("prefix credit is refused when the file is read (offline grpo, sequence ratios), accepted in the online section", () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { answerPrompts, promptHash, vqaAnswering } from "../../src/icl/answer.js";
+import { answerPrompts, promptHash } from "../../src/icl/answer.js";
+import { vqaAnswering } from "../../src/task/vqa.js";
 import type { Vlm, VlmPrompt } from "../../src/vlm/types.js";
 
 const prompt = (folder: string, file = "COCO_val2014_000000000042.jpg", question = "what colour?"): VlmPrompt => ({

@@ -44,6 +44,7 @@ describe("the retriever catalog", () => {
       "topk-text",
       "topk-joint",
       "vote",
+      "consensus",
       "informed",
       "oracle",
       "selector:CKPT",
