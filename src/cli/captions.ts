@@ -4,6 +4,7 @@
  */
 import type { Command } from "commander";
 import { CaptionImportSettingsSchema, importCaptions } from "../store/ingest/captions.js";
+import { demonstrationReferences } from "../task/caption-reference.js";
 import { group, printJson, workspaceDir } from "./common.js";
 import { bindSettings, resolve } from "./options.js";
 
@@ -16,7 +17,7 @@ export function register(program: Command): void {
   const settings = bindSettings(command, CaptionImportSettingsSchema, { fileOption: "config" });
   command.action((flags: { json?: boolean }, cmd: Command) => {
     const s = resolve(cmd, settings);
-    const result = importCaptions(workspaceDir(cmd), s);
+    const result = importCaptions(workspaceDir(cmd), s, demonstrationReferences);
     if (flags.json) {
       printJson(result);
       return;

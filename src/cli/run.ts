@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { execute } from "../experiment/execute.js";
 import { loadExperiment } from "../experiment/load.js";
 import { describePlan, plan } from "../experiment/plan.js";
+import { DEFAULT_TASK, getTask, TASK_NAMES } from "../task/registry.js";
 import { LeverError } from "../util/errors.js";
 import { printJson, withWorkspace } from "./common.js";
 import { withSigint } from "./interrupt.js";
@@ -18,14 +19,15 @@ interface RunFlags {
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
-/** The experiment file `lever demo` runs (shipped in the package's examples/). */
-export function demoExperimentFile(): string {
+/** The experiment file `lever demo` runs for a task (shipped in the package's examples/; `Task.demo`). */
+export function demoExperimentFile(taskName: string = DEFAULT_TASK): string {
+  const name = getTask(taskName, "--task").demo;
   const here = dirname(fileURLToPath(import.meta.url));
   for (const up of ["../../..", "../.."]) {
-    const file = join(here, up, "examples", "demo.yaml");
+    const file = join(here, up, "examples", name);
     if (existsSync(file)) return file;
   }
-  throw new LeverError("examples/demo.yaml is missing from this installation");
+  throw new LeverError(`examples/${name} is missing from this installation`);
 }
 
 /** Registers `lever run` and `lever demo` (`lever status`: src/cli/status.ts). */
@@ -55,9 +57,12 @@ export function register(program: Command): void {
     program
       .command("demo")
       .description(
-        "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random, top-k, the answer vote, the informed ceiling and the oracle with intervals, the HTML report",
-      ),
-  ).action(async (flags: RunFlags, command: Command) => runExperiment(command, demoExperimentFile(), flags));
+        "the whole chain on the simulated VLM (examples/demo.yaml): synthetic world, pools, beams, SFT, rollouts, RCE, GRPO offline and online, evaluation against zero-shot, random, top-k, the answer vote, the informed ceiling and the oracle with intervals, the HTML report; --task caption runs the caption chain (examples/caption-demo.yaml, CIDEr)",
+      )
+      .option("--task <task>", `the task whose chain runs: ${TASK_NAMES.join(", ")}`, DEFAULT_TASK),
+  ).action(async (flags: RunFlags & { task: string }, command: Command) =>
+    runExperiment(command, demoExperimentFile(flags.task), flags),
+  );
 }
 
 async function runExperiment(command: Command, file: string, flags: RunFlags): Promise<void> {

@@ -96,6 +96,16 @@ export function buildCaptionItems(
   return items.sort((a, b) => compareQuestionIds(a.itemId, b.itemId));
 }
 
+export const DEMO_REFERENCES = ["first", "random", "consensus"] as const;
+export type DemoReference = (typeof DEMO_REFERENCES)[number];
+
+export const DemoReferenceSchema = z
+  .enum(DEMO_REFERENCES)
+  .default("first")
+  .describe(
+    "which reference caption a demonstration shows: first (file order, as Lever-LM), random (seeded per item), consensus (highest CIDEr-D against the item's other references)",
+  );
+
 /** The `answer_type` column of a stored caption item. */
 export const CAPTION_ANSWER_TYPE = "caption";
 

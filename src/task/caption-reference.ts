@@ -1,7 +1,8 @@
 /**
- * Which of a caption item's references a demonstration shows (issue 24): a setting, recorded with the
- * run that uses it (its schema field joins the settings of the caption stages, so it is part of their
- * config and identity):
+ * Which of a caption item's references a demonstration shows (issue 24): `lever data import-captions
+ * --demo-reference` (the schema is in src/data/caption-item.ts). The choice is the item's `answer`
+ * column — what every stage shows and what beams score — so it is part of the items hash and of every
+ * stage identity downstream, and the dataset records it (`details.demoReference`):
  *
  *   - `first`: the first reference in file order (Lever-LM's `captions[0]`, OpenFlamingo's
  *     `sentences[0].raw`);
@@ -13,21 +14,12 @@
  *     with one reference shows it.
  * What we read of Lever-Plus and Lever-LM, and where: docs/provenance.md.
  */
-import { z } from "zod";
-import type { CaptionItem } from "../data/caption-item.js";
+import { type CaptionItem, DEMO_REFERENCES, type DemoReference, DemoReferenceSchema } from "../data/caption-item.js";
 import { ciderScores, type DocumentFrequency, documentFrequency } from "../metrics/caption/cider.js";
 import { tokenizeCaption } from "../metrics/caption/ptb-tokenize.js";
 import { Rng } from "../util/rng.js";
 
-export const DEMO_REFERENCES = ["first", "random", "consensus"] as const;
-export type DemoReference = (typeof DEMO_REFERENCES)[number];
-
-export const DemoReferenceSchema = z
-  .enum(DEMO_REFERENCES)
-  .default("first")
-  .describe(
-    "which reference caption a demonstration shows: first (file order, as Lever-LM), random (seeded per item), consensus (highest CIDEr-D against the item's other references)",
-  );
+export { DEMO_REFERENCES, type DemoReference, DemoReferenceSchema };
 
 /** Chooses each item's demonstration reference; `seed` is the run's (used by `random`). */
 export function demonstrationReferences(

@@ -15,7 +15,13 @@
  *
  * Values are pycocoevalcap's per-image numbers (×10 inside, in [0, 10]).
  */
-import { ciderScores, type DocumentFrequency, documentFrequency } from "../metrics/caption/cider.js";
+import {
+  type CiderVector,
+  ciderOfVectors,
+  ciderVector,
+  type DocumentFrequency,
+  documentFrequency,
+} from "../metrics/caption/cider.js";
 import { tokenizeCaption } from "../metrics/caption/ptb-tokenize.js";
 import { LeverError } from "../util/errors.js";
 import type { AnswerScoring, ScoringScope, StoredItem } from "./types.js";
@@ -44,10 +50,16 @@ export function captionAnswering(scope: Pick<ScoringScope, "references">): Answe
     return refs;
   };
   const df: DocumentFrequency = documentFrequency(scope.references.map(refsOf));
+  // Each query's reference vectors once (rollouts and evaluation score many captions per query).
+  const vectors = new Map<string, CiderVector[]>();
+  const vectorsOf = (item: StoredItem) => {
+    let v = vectors.get(item.questionId);
+    if (v === undefined) vectors.set(item.questionId, (v = refsOf(item).map((r) => ciderVector(r, df))));
+    return v;
+  };
   return {
     postprocess: postprocessCaption,
     gtAnswerSet: (setting) => (setting === "none" ? "none" : "majority"),
-    score: (answer, query) =>
-      ciderScores([{ hypothesis: tokenizeCaption(answer), references: refsOf(query) }], df).perImage[0],
+    score: (answer, query) => ciderOfVectors(ciderVector(tokenizeCaption(answer), df), vectorsOf(query)),
   };
 }

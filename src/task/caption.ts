@@ -51,6 +51,7 @@ export const CAPTION_TASK: Task<CaptionItem> = {
   references: [],
   guardBaselines: ["consensus"],
   simulator: "the caption world (src/sim/caption/)",
+  demo: "caption-demo.yaml",
   wording: {
     metric: "CIDEr",
     unit: "image",

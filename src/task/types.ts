@@ -147,6 +147,8 @@ export interface Task<Item = unknown> {
   guardBaselines: readonly string[];
   /** The simulator world that synthesises this task's data (null: none yet). */
   simulator: string | null;
+  /** The experiment file in examples/ that `lever demo --task NAME` runs (the chain on the simulator). */
+  demo: string;
   wording: TaskWording;
   /** Chain stages implemented for this task. */
   stages: readonly TaskStage[];

@@ -78,6 +78,7 @@ export const VQA_TASK: Task<VqaItem> = {
   references: ["informed", "oracle"],
   guardBaselines: ["vote"],
   simulator: "the VQA world (src/sim/world.ts)",
+  demo: "demo.yaml",
   // The comparison engine's default wording is VQA's (a comparison without a task).
   wording: { metric: VQA_COMPARED_METRIC.name, unit: VQA_COMPARED_METRIC.unit, legend: VQA_COMPARED_METRIC.legend },
   stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],

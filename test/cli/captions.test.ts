@@ -2,6 +2,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Workspace } from "../../src/store/workspace.js";
+import { demonstrationReferences } from "../../src/task/caption-reference.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 
 const OFFICIAL = resolve("test/fixtures/caption-import/captions_val2014.json");
@@ -18,6 +20,35 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 const lever = (...args: string[]) => runCli(["--workspace", wsDir, ...args]);
 
 describe("lever data import-captions", () => {
+  it("shows the reference --demo-reference chooses, and records the rule with the dataset", async () => {
+    const imported = async (name: string, rule: string) => {
+      const r = await lever(
+        ...["data", "import-captions", "--captions", OFFICIAL, "--name", name, "--demo-reference", rule, "--json"],
+      );
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout).record;
+    };
+    const first = await imported("f", "first");
+    const consensus = await imported("c", "consensus");
+    expect(first.details.demoReference).toBeUndefined();
+    expect(consensus.details.demoReference).toBe("consensus");
+    // Another shown reference is other items: every stage identity downstream differs.
+    expect(consensus.itemsHash).not.toBe(first.itemsHash);
+    const ws = Workspace.open(wsDir);
+    try {
+      const items = ws.loadItems("c");
+      const chosen = demonstrationReferences(
+        items.map((i) => ({ itemId: i.questionId, references: i.answers.map((a) => a.answer) })),
+        "consensus",
+        0,
+      );
+      for (const item of items) expect(item.answer).toBe(chosen.get(item.questionId));
+      expect(items.some((item, k) => item.answer !== ws.loadItems("f")[k].answer)).toBe(true);
+    } finally {
+      ws.close();
+    }
+  });
+
   it("imports the official file and Karpathy's splits", async () => {
     const out = await runCliOk([
       "--workspace",

@@ -76,7 +76,7 @@ class ArrivingVlm implements Vlm {
 }
 
 function deps(vlm: Vlm, store: MemoryPredictionStore, extra: Partial<RunnerDeps> = {}): RunnerDeps {
-  return { vlm, store, postprocess, score, batchSize: 7, concurrency: 2, ...extra };
+  return { vlm, store, postprocess, score, gtAnswerSet: (s) => s, batchSize: 7, concurrency: 2, ...extra };
 }
 
 describe("runEvaluation", () => {

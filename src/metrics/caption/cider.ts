@@ -105,13 +105,24 @@ function similarity(hyp: Vector, ref: Vector): number[] {
 
 /** One image's CIDEr-D (`compute_cider`'s loop body). */
 function imageScore(image: CaptionImage, df: DocumentFrequency, refLen: number): number {
-  const hyp = toVector(ngramCounts(pythonSplit(image.hypothesis), N), df, refLen);
+  return ciderOfVectors(
+    toVector(ngramCounts(pythonSplit(image.hypothesis), N), df, refLen),
+    image.references.map((reference) => toVector(ngramCounts(pythonSplit(reference), N), df, refLen)),
+  );
+}
+
+/**
+ * One image's CIDEr-D from its vectors, in pycocoevalcap's order of operations (per-n sums over the
+ * references, their mean, / #references, × 10): callers that score many hypotheses against the same
+ * references build the reference vectors once (src/task/caption-scoring.ts) and get the same bits.
+ */
+export function ciderOfVectors(hyp: CiderVector, references: readonly CiderVector[]): number {
   const sums = new Array<number>(N).fill(0);
-  for (const reference of image.references) {
-    const sim = similarity(hyp, toVector(ngramCounts(pythonSplit(reference), N), df, refLen));
+  for (const ref of references) {
+    const sim = similarity(hyp, ref);
     for (let n = 0; n < N; n++) sums[n] += sim[n];
   }
-  return (numpyMean(sums) / image.references.length) * 10;
+  return (numpyMean(sums) / references.length) * 10;
 }
 
 export interface CiderScores {

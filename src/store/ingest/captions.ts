@@ -5,9 +5,16 @@
  * transaction, so a bad file (one LeverError naming file, record and field; exit 2) leaves the
  * workspace as it was. The dataset records `details.task = "caption"` (src/task/dataset-task.ts).
  */
+
 import { resolve } from "node:path";
 import { z } from "zod";
-import { CAPTION_TASK_NAME, type CaptionItem, captionToStored } from "../../data/caption-item.js";
+import {
+  CAPTION_TASK_NAME,
+  type CaptionItem,
+  captionToStored,
+  type DemoReference,
+  DemoReferenceSchema,
+} from "../../data/caption-item.js";
 import { cocoFolderOf, readCocoCaptions } from "../../data/coco-captions.js";
 import { cocoCaptionTemplate, compileImageTemplate, findMissingImages, imageTemplate } from "../../data/images.js";
 import { KARPATHY_SPLITS, readKarpathy } from "../../data/karpathy.js";
@@ -59,7 +66,8 @@ export const CaptionImportSettingsSchema = z
         "image path template with {image_id} (and {split}: the item's COCO folder), e.g. /data/{split}/{image_id:012}.jpg",
       ),
     subset: z.string().min(1).default("all").describe("keep all, first:N (lowest image ids) or random:N (seeded)"),
-    seed: z.number().int().default(0).describe("seed for --subset random:N"),
+    seed: z.number().int().default(0).describe("seed for --subset random:N and --demo-reference random"),
+    demoReference: DemoReferenceSchema,
     replace: z.boolean().default(false).describe("overwrite an existing dataset of the same name"),
   })
   .strict();
@@ -133,13 +141,40 @@ function checkName(workspaceDir: string, s: CaptionImportSettings): void {
   }
 }
 
+/**
+ * Chooses each item's shown reference by the `demoReference` rule (src/task/caption-reference.ts; the
+ * task layer sits above the store, so the importer's callers hand it in).
+ */
+export type ShownReferences = (
+  items: readonly { itemId: string; references: string[] }[],
+  rule: DemoReference,
+  seed: number,
+) => Map<string, string>;
+
+/** The `first` rule, the only one the store can apply itself. */
+const firstReferences: ShownReferences = (items, rule) => {
+  if (rule !== "first") throw new Error(`importCaptions: demoReference "${rule}" needs the task layer's chooser`);
+  return new Map(items.map((item) => [item.itemId, item.references[0]]));
+};
+
 /** Imports a caption file into the workspace in `workspaceDir` (see the header). */
-export function importCaptions(workspaceDir: string, s: CaptionImportSettings): CaptionImportResult {
+export function importCaptions(
+  workspaceDir: string,
+  s: CaptionImportSettings,
+  shownReferences: ShownReferences = firstReferences,
+): CaptionImportResult {
   checkName(workspaceDir, s);
   const spec = parseSubsetSpec(s.subset);
   const read = readFile(s);
   const template = placeImages(s, read.items);
-  const stored = selectSubset(read.items.map(captionToStored), spec, s.seed);
+  const subset = selectSubset(read.items.map(captionToStored), spec, s.seed);
+  // The shown reference is the `answer` column: what demonstrations show and beams score.
+  const shown = shownReferences(
+    subset.map((item) => ({ itemId: item.questionId, references: item.answers.map((a) => a.answer) })),
+    s.demoReference,
+    s.seed,
+  );
+  const stored = subset.map((item) => ({ ...item, answer: shown.get(item.questionId) ?? item.answer }));
   const missing = template === null ? null : findMissingImages(stored.map((i) => i.imagePath));
   const counts = stored.map((item) => item.answers.length);
   const references = { min: Math.min(...counts), max: Math.max(...counts), total: counts.reduce((a, b) => a + b, 0) };
@@ -157,6 +192,8 @@ export function importCaptions(workspaceDir: string, s: CaptionImportSettings): 
           task: CAPTION_TASK_NAME,
           ...read.details,
           references,
+          // Absent for `first` (the stored answer of imports before the setting existed).
+          ...(s.demoReference !== "first" ? { demoReference: s.demoReference } : {}),
           missingImages: missing?.count ?? null,
         },
       },
