@@ -14,32 +14,21 @@
  * (never the query's), each candidate's vector is built once.
  */
 import type { VqaItem } from "../data/item.js";
-import { captionVectors, consensusScores } from "../metrics/caption/consensus.js";
+import { poolConsensus } from "../metrics/caption/consensus.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
 
 /** The consensus retriever's choice within a query's pool (selection order). */
 export function consensusChooser(index: readonly VqaItem[]): PoolChooser {
-  const byId = new Map(index.map((item) => [item.questionId, item]));
-  const vectors = captionVectors(index.map((item) => item.answers.map((a) => a.answer)));
-  const vectorOf = (id: string) => {
-    const item = byId.get(id);
-    if (item === undefined) throw new LeverError("pool candidate is not in the index dataset", { record: id });
-    return vectors(id, item.answer);
-  };
-  // A query's pool is one array for every shot count (memoizePools), so each pool is ranked once.
-  const ranked = new WeakMap<readonly string[], { queryId: string; order: string[] }>();
+  const consensus = poolConsensus(index);
   return (query, pool, shots) => {
-    const seen = ranked.get(pool);
-    let order = seen?.queryId === query.questionId ? seen.order : undefined;
-    if (order === undefined) {
-      const scores = consensusScores(pool.map(vectorOf));
-      order = pool
-        .map((id, p) => ({ id, p, s: scores[p] }))
-        .sort((a, b) => b.s - a.s || a.p - b.p)
-        .map((c) => c.id);
-      ranked.set(pool, { queryId: query.questionId, order });
-    }
-    return order.slice(0, shots);
+    const scores = consensus.scores(pool);
+    if (scores === undefined)
+      throw new LeverError("a pool candidate is not in the index dataset", { record: query.questionId, field: "pool" });
+    return pool
+      .map((id, p) => ({ id, p, s: scores[p] }))
+      .sort((a, b) => b.s - a.s || a.p - b.p)
+      .slice(0, shots)
+      .map((c) => c.id);
   };
 }

@@ -21,7 +21,7 @@
  */
 import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { captionVectors, consensusScores } from "../metrics/caption/consensus.js";
+import { poolConsensus } from "../metrics/caption/consensus.js";
 import { averageRanks } from "../metrics/stats.js";
 import { type AnswerSupport, poolVote, supportsOf, type VoteWeighting, voteWeights } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES, type CandidateFeature } from "../selector/config.js";
@@ -64,10 +64,7 @@ export function candidateData(
   const AGREEMENT = CANDIDATE_FEATURES.indexOf("agreement");
   const CONSENSUS = CANDIDATE_FEATURES.indexOf("consensus");
   const readsVote = reads.includes("vote") || reads.includes("agreement");
-  const vectors = reads.includes("consensus")
-    ? captionVectors(items.map((item) => item.answers.map((a) => a.answer)))
-    : undefined;
-  const shown = new Map(items.map((item) => [item.questionId, item.answer]));
+  const consensus = reads.includes("consensus") ? poolConsensus(items) : undefined;
   return {
     identity,
     index: indexIdentity(dataset, items),
@@ -90,14 +87,12 @@ export function candidateData(
           out[k * F + AGREEMENT] = agreement[k];
         }
       }
-      if (vectors !== undefined) {
-        const scores = consensusScores(
-          Array.from(candRows, (row) => {
-            support(row, at.queryId); // an item of the index, or a one-line error
-            const id = index.ids[row];
-            return vectors(id, shown.get(id) as string);
-          }),
-        );
+      if (consensus !== undefined) {
+        const scores = consensus.scores(Array.from(candRows, (row) => index.ids[row]));
+        if (scores === undefined) {
+          for (const row of candRows) support(row, at.queryId); // names the candidate not in the index
+          throw new Error("candidateData: a pool candidate has no consensus");
+        }
         // averageRanks: 1 the lowest; rank from the top r = K − rank, so the most typical caption gets 1.
         const ranks = averageRanks(scores);
         for (let k = 0; k < K; k++) out[k * F + CONSENSUS] = K > 1 ? (ranks[k] - 1) / (K - 1) : 1;
