@@ -102,7 +102,7 @@ describe("candidate data (vote, agreement, identity)", () => {
     const features = input.features as Float64Array;
     expect(features.length).toBe(2 * 3 * FEATURE_COUNT);
     expect([...features.subarray(0, 2 * FEATURE_COUNT)]).toEqual([...(pools[0].features as Float32Array)]);
-    expect([...features.subarray(2 * FEATURE_COUNT, 3 * FEATURE_COUNT)]).toEqual([0, 0]);
+    expect([...features.subarray(2 * FEATURE_COUNT, 3 * FEATURE_COUNT)]).toEqual(new Array(FEATURE_COUNT).fill(0));
     expect([...features.subarray(3 * FEATURE_COUNT)]).toEqual([...(pools[1].features as Float32Array)]);
     // Without candidate data nothing is packed.
     const plain = selectorInput(

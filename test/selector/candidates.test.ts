@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { type SelectorConfig, SelectorConfigSchema, variantName } from "../../src/selector/config.js";
+import { CANDIDATE_FEATURES, type SelectorConfig, SelectorConfigSchema, variantName } from "../../src/selector/config.js";
 import { greedyDecode } from "../../src/selector/decode.js";
 import { candHatOf, type Encoded, PointerSelector, type SelectorInput } from "../../src/selector/model.js";
 import { initParams, type ParamValues } from "../../src/selector/params.js";
@@ -19,7 +19,7 @@ function world(seed: number, B: number, K: number, d: number): SelectorInput {
     table: Float64Array.from({ length: B * K * d }, () => rng.normal()),
     slots,
     K,
-    features: Float64Array.from({ length: B * K * 2 }, () => rng.normal()),
+    features: Float64Array.from({ length: B * K * CANDIDATE_FEATURES.length }, () => rng.normal()),
     items: Int32Array.from({ length: B * K }, (_, i) => (slots[i] < 0 ? -1 : rng.int(7) - 1)),
   };
 }
@@ -71,7 +71,8 @@ describe("candidate features and identity: the score formula by hand", () => {
     slots: Int32Array.of(0, 1, 2),
     K: 3,
     // columns (vote, agreement); vote is not selected, so its values must not matter
-    features: Float64Array.of(100, 0.5, -100, 2, 7, 1),
+    // per slot: vote, agreement, consensus (only agreement is read)
+    features: Float64Array.of(100, 0.5, 9, -100, 2, 9, 7, 1, 9),
     items: Int32Array.of(1, -1, 0),
   };
 
@@ -99,9 +100,9 @@ describe("candidate features and identity: the score formula by hand", () => {
     );
     expect(() => model.encode(noItems)).toThrow(/identity "embedding" but the input has no items/);
     expect(() => model.encode({ ...input, features: Float64Array.of(1, 2, 3) })).toThrow(
-      /candidate features hold 3 values, expected 3 slots × 2/,
+      /candidate features hold 3 values, expected 3 slots × 3/,
     );
-    expect(() => model.encode({ ...input, features: Float64Array.of(0, Number.NaN, 0, 0, 0, 0) })).toThrow(
+    expect(() => model.encode({ ...input, features: Float64Array.of(0, Number.NaN, 0, 0, 0, 0, 0, 0, 0) })).toThrow(
       /feature agreement of slot 0 is not finite/,
     );
     expect(() => model.encode({ ...input, items: Int32Array.of(0) })).toThrow(/items hold 1 entries, expected 3/);

@@ -29,7 +29,7 @@ describe("selector config: candidate options", () => {
     expect(readsCandidateData(cfg({ features: ["vote"] }))).toBe(true);
     expect(readsCandidateData(cfg({ identity: "embedding", indexItems: 3 }))).toBe(true);
     expect(mixesCandidates(cfg({ poolAttention: 1 }))).toBe(true);
-    expect(CANDIDATE_FEATURES).toEqual(["vote", "agreement"]);
+    expect(CANDIDATE_FEATURES).toEqual(["vote", "agreement", "consensus"]);
   });
 
   it("refuse repeated features, unknown features, identity without index items and too many pool layers", () => {
