@@ -38,11 +38,12 @@ export interface SynthOptions {
   images?: boolean;
 }
 
-export interface SynthSummary {
+/** What `lever data synth` wrote: per split the counts of its world's kind (VQA: questions and images). */
+export interface SynthSummary<Counts = { questions: number; images: number }> {
   out: string;
   worldFile: string;
   fingerprint: string;
-  counts: Record<Split, { questions: number; images: number }>;
+  counts: Record<Split, Counts>;
   embeddingDim: number;
   files: string[];
 }
@@ -74,15 +75,20 @@ export function writeSynthDataset(options: SynthOptions): SynthSummary {
     if (options.images !== false)
       for (const image of images) write(join(IMAGES_DIR, imageFileName(split, image.imageId)), PLACEHOLDER_JPEG);
   }
-  write(WORLD_FILE, `${JSON.stringify(worldFileContent(world), null, 2)}\n`);
-  return {
-    out: options.out,
-    worldFile: join(options.out, WORLD_FILE),
-    fingerprint: world.fingerprint,
-    counts,
-    embeddingDim: world.params.embedding.dim,
-    files,
-  };
+  return finishSynth(options.out, write, worldFileContent(world), world.params.embedding.dim, counts, files);
+}
+
+/** Writes `world.json` last (its presence means the dataset is complete) and returns the summary. */
+export function finishSynth<Counts>(
+  out: string,
+  write: (relative: string, data: string) => void,
+  worldFile: { fingerprint: string },
+  embeddingDim: number,
+  counts: Record<Split, Counts>,
+  files: string[],
+): SynthSummary<Counts> {
+  write(WORLD_FILE, `${JSON.stringify(worldFile, null, 2)}\n`);
+  return { out, worldFile: join(out, WORLD_FILE), fingerprint: worldFile.fingerprint, counts, embeddingDim, files };
 }
 
 /** A split's three embedding matrices (`.npy`) and their row ids (`.ids.json`), written atomically; names added to `files`. */

@@ -6,7 +6,7 @@
  * the same distribution (sim-model.ts has the formula).
  */
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import type { z } from "zod";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import {
@@ -21,25 +21,16 @@ import {
 import { AnswerModel, pairHash } from "./model.js";
 import { type WorldParamsInput, WorldParamsSchema } from "./params.js";
 import { World } from "./world.js";
+import { worldFileRecord, worldFileSchema } from "./world-file.js";
 
 export const WORLD_FILE_FORMAT = "lever.synth-world/1";
 
-/** `world.json`: the parameters and seed (not the latents) plus a fingerprint of the generated world. */
-export const WorldFileSchema = z.object({
-  format: z.literal(WORLD_FILE_FORMAT),
-  params: WorldParamsSchema,
-  fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
-  counts: z.object({ train: z.number().int(), val: z.number().int() }),
-});
+/** `world.json` of a VQA world (src/sim/world-file.ts). */
+export const WorldFileSchema = worldFileSchema(WORLD_FILE_FORMAT, WorldParamsSchema);
 export type WorldFile = z.infer<typeof WorldFileSchema>;
 
 export function worldFileContent(world: World): WorldFile {
-  return {
-    format: WORLD_FILE_FORMAT,
-    params: world.params,
-    fingerprint: world.fingerprint,
-    counts: { train: world.itemsOf("train").length, val: world.itemsOf("val").length },
-  };
+  return worldFileRecord(WORLD_FILE_FORMAT, world);
 }
 
 /**

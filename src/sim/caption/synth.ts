@@ -13,7 +13,14 @@
  */
 import { basename, join } from "node:path";
 import { writeFileAtomic } from "../../util/atomic.js";
-import { IMAGES_DIR, imageFileName, PLACEHOLDER_JPEG, WORLD_FILE, writeSplitEmbeddings } from "../synth.js";
+import {
+  finishSynth,
+  IMAGES_DIR,
+  imageFileName,
+  PLACEHOLDER_JPEG,
+  type SynthSummary,
+  writeSplitEmbeddings,
+} from "../synth.js";
 import { SPLITS, type Split } from "../world.js";
 import { captionSplitEmbeddings } from "./embed.js";
 import { Lexicon } from "./lexicon.js";
@@ -30,14 +37,7 @@ export interface CaptionSynthOptions {
   images?: boolean;
 }
 
-export interface CaptionSynthSummary {
-  out: string;
-  worldFile: string;
-  fingerprint: string;
-  counts: Record<Split, { images: number; captions: number }>;
-  embeddingDim: number;
-  files: string[];
-}
+export type CaptionSynthSummary = SynthSummary<{ images: number; captions: number }>;
 
 const INFO = {
   description:
@@ -69,15 +69,7 @@ export function writeCaptionSynthDataset(options: CaptionSynthOptions): CaptionS
     if (options.images !== false)
       for (const i of items) write(join(IMAGES_DIR, imageFileName(split, Number(world.itemIds[i]))), PLACEHOLDER_JPEG);
   }
-  write(WORLD_FILE, `${JSON.stringify(captionWorldFileContent(world), null, 2)}\n`);
-  return {
-    out: options.out,
-    worldFile: join(options.out, WORLD_FILE),
-    fingerprint: world.fingerprint,
-    counts,
-    embeddingDim: world.params.embedding.dim,
-    files,
-  };
+  return finishSynth(options.out, write, captionWorldFileContent(world), world.params.embedding.dim, counts, files);
 }
 
 /** The official caption file of a split: images with id and file_name, annotations in reference order. */

@@ -10,7 +10,7 @@
  * model parameters and the world's fingerprint.
  */
 import { readFileSync } from "node:fs";
-import { z } from "zod";
+import type { z } from "zod";
 import { LeverError } from "../../util/errors.js";
 import { hashValue } from "../../util/hash.js";
 import {
@@ -22,6 +22,7 @@ import {
   type VlmPrompt,
   vlmFailure,
 } from "../../vlm/types.js";
+import { worldFileRecord, worldFileSchema } from "../world-file.js";
 import { contentVectors } from "./embed.js";
 import { Lexicon, type ParsedCaption, parseCaption } from "./lexicon.js";
 import { CaptionModel, type ModelDemo } from "./model.js";
@@ -30,22 +31,12 @@ import { CaptionWorld } from "./world.js";
 
 export const CAPTION_WORLD_FILE_FORMAT = "lever.synth-caption-world/1";
 
-/** `world.json` of a caption world: parameters, fingerprint, item counts. */
-export const CaptionWorldFileSchema = z.object({
-  format: z.literal(CAPTION_WORLD_FILE_FORMAT),
-  params: CaptionWorldParamsSchema,
-  fingerprint: z.string().regex(/^[0-9a-f]{64}$/),
-  counts: z.object({ train: z.number().int(), val: z.number().int() }),
-});
+/** `world.json` of a caption world (src/sim/world-file.ts). */
+export const CaptionWorldFileSchema = worldFileSchema(CAPTION_WORLD_FILE_FORMAT, CaptionWorldParamsSchema);
 export type CaptionWorldFile = z.infer<typeof CaptionWorldFileSchema>;
 
 export function captionWorldFileContent(world: CaptionWorld): CaptionWorldFile {
-  return {
-    format: CAPTION_WORLD_FILE_FORMAT,
-    params: world.params,
-    fingerprint: world.fingerprint,
-    counts: { train: world.itemsOf("train").length, val: world.itemsOf("val").length },
-  };
+  return worldFileRecord(CAPTION_WORLD_FILE_FORMAT, world);
 }
 
 /** Bound on the parsed-caption cache (prompts repeat a limited set of captions; callers may send anything). */
