@@ -16,13 +16,7 @@ import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { SubsetSpecSchema } from "../data/splits.js";
-import {
-  type PoolRef,
-  PROMPT_ORDERS,
-  type PromptOrder,
-  type RolloutQuery,
-  type RolloutSet,
-} from "../data/trajectories.js";
+import { PROMPT_ORDERS, type PromptOrder, type RolloutQuery, type RolloutSet } from "../data/trajectories.js";
 import type { AnswerDeps } from "../icl/answer.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { GT_ANSWER_SETS } from "../icl/score.js";

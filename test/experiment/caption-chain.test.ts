@@ -71,7 +71,7 @@ describe("lever run examples/caption-demo.yaml (a tiny caption world, every stag
         references: items.get(r.questionId)!.answers.map((a) => tokenizeCaption(a.answer)),
       }));
       const { perImage } = ciderScores(images);
-      rows.forEach((r, k) => expect(r.accuracy).toBe(perImage[k]));
+      for (const [k, r] of rows.entries()) expect(r.accuracy).toBe(perImage[k]);
 
       const html = readFileSync(report.reportPath as string, "utf8");
       expect(html).toContain("CIDEr ×100");

@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { CANDIDATE_FEATURES, type SelectorConfig, SelectorConfigSchema, variantName } from "../../src/selector/config.js";
+import {
+  CANDIDATE_FEATURES,
+  type SelectorConfig,
+  SelectorConfigSchema,
+  variantName,
+} from "../../src/selector/config.js";
 import { greedyDecode } from "../../src/selector/decode.js";
 import { candHatOf, type Encoded, PointerSelector, type SelectorInput } from "../../src/selector/model.js";
 import { initParams, type ParamValues } from "../../src/selector/params.js";

@@ -136,6 +136,6 @@ describe("the caption chain through the OpenAI-compatible client", () => {
         references: item.answers.map((a) => tokenizeCaption(a.answer)),
       })),
     );
-    val.forEach((item, k) => expect(byId.get(item.questionId)?.accuracy).toBe(perImage[k]));
+    for (const [k, item] of val.entries()) expect(byId.get(item.questionId)?.accuracy).toBe(perImage[k]);
   });
 });

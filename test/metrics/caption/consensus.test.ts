@@ -39,7 +39,7 @@ describe("caption consensus", () => {
         ).perImage[0],
     );
     const scores = poolConsensus(items).scores(pool) as number[];
-    scores.forEach((s, k) => expect(s).toBeCloseTo(expected[k], 12));
+    for (const [k, s] of scores.entries()) expect(s).toBeCloseTo(expected[k], 12);
     // The chatty caption agrees with nobody; a set of one caption has consensus 0.
     expect(scores[2]).toBe(Math.min(...scores));
     expect(poolConsensus(items).scores(["a"])).toEqual([0]);
