@@ -27,8 +27,6 @@ export interface VlmSetup {
   /** The backend itself (for ids and stats); `vlm` may be the cache wrapper around it. */
   backend: Vlm;
   sim?: SimVlm;
-  /** The simulated captioning VLM when the world file is a caption world (`backend` is it). */
-  captionSim?: SimCaptionVlm;
 }
 
 /**
@@ -48,18 +46,14 @@ export function resolveWorldFile(settings: Pick<VlmSettings, "world">, dataset: 
 }
 
 /** Builds one backend from the settings (`sim`: the simulator, which is also the evaluation's oracle). */
-type BackendFactory = (
-  settings: VlmSettings,
-  dataset: DatasetRecord,
-  seed: number,
-) => { backend: Vlm; sim?: SimVlm; captionSim?: SimCaptionVlm };
+type BackendFactory = (settings: VlmSettings, dataset: DatasetRecord, seed: number) => { backend: Vlm; sim?: SimVlm };
 
 /**
  * The simulator a world file describes, by its `format`: a VQA world (lever.synth-world/1) or a caption
  * world (lever.synth-caption-world/1); another format is refused with one line. A file that cannot be
  * read, or has no format, gets the VQA simulator's own error, as before caption worlds existed.
  */
-export function simFromWorldFile(path: string): { backend: Vlm; sim?: SimVlm; captionSim?: SimCaptionVlm } {
+export function simFromWorldFile(path: string): { backend: Vlm; sim?: SimVlm } {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
@@ -68,8 +62,7 @@ export function simFromWorldFile(path: string): { backend: Vlm; sim?: SimVlm; ca
   }
   const format = typeof raw === "object" && raw !== null ? (raw as { format?: unknown }).format : undefined;
   if (format === CAPTION_WORLD_FILE_FORMAT) {
-    const captionSim = SimCaptionVlm.fromWorldFile(path, raw);
-    return { backend: captionSim, captionSim };
+    return { backend: SimCaptionVlm.fromWorldFile(path, raw) };
   }
   if (typeof format === "string" && format !== WORLD_FILE_FORMAT)
     throw new LeverError(
@@ -126,10 +119,10 @@ export function createVlm(
   dataset: DatasetRecord,
   options: { seed?: number; wrapBackend?: (backend: Vlm) => Vlm } = {},
 ): VlmSetup {
-  const { backend, sim, captionSim } = FACTORIES[settings.vlm](settings, dataset, options.seed ?? 0);
+  const { backend, sim } = FACTORIES[settings.vlm](settings, dataset, options.seed ?? 0);
   const sent = options.wrapBackend ? options.wrapBackend(backend) : backend;
   const { cache } = settings;
   const useCache = cache === "on" || (cache === "auto" && cachedByDefault(settings.vlm));
   const vlm = useCache ? cachedVlm(sent, new SqliteResponseCache(ws.db), ws.dir) : sent;
-  return { vlm, backend, sim, ...(captionSim !== undefined ? { captionSim } : {}) };
+  return { vlm, backend, sim };
 }

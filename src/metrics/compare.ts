@@ -203,6 +203,10 @@ export interface ComparedMetric {
   unit: string;
   /** One line for legends: what the value is and its scale. */
   legend: string;
+  /** A chart's value axis. */
+  axis: string;
+  /** Per-item values are shares of right (1 = fully right, shown as %); false: a continuous score (shown ×100). */
+  share: boolean;
 }
 
 /** VQA's, the metric of a comparison that names none. */
@@ -210,6 +214,8 @@ export const VQA_COMPARED_METRIC: ComparedMetric = {
   name: "accuracy",
   unit: "question",
   legend: "official VQA accuracy (%)",
+  axis: "VQA accuracy %",
+  share: true,
 };
 
 /** Per row and shot: question id → outcome (null = failed / not scored by every seed). */

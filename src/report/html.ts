@@ -319,7 +319,7 @@ async function comparisonSection(result: ComparisonResult | null, answerTypes: A
       const svg = await barChart({
         title: `${metricOf(result).name} by shot (${widest.label} ${metricOf(result).unit}s)`,
         xTitle: "shots",
-        yTitle: metricOf(result).name === VQA_COMPARED_METRIC.name ? "VQA accuracy %" : `${metricOf(result).name} ×100`,
+        yTitle: metricOf(result).axis,
         bars,
       });
       parts.push(
@@ -409,7 +409,7 @@ function exampleHtml(x: Example, metric: ComparedMetric): string {
     const outcome =
       p.failure !== null || p.accuracy === null
         ? `<span class="wrong">call failed: ${e(p.failure ?? "no answer")}</span>`
-        : metric.name === VQA_COMPARED_METRIC.name
+        : metric.share
           ? `answer <b>${e(p.answer ?? "")}</b> — accuracy <span class="${p.accuracy >= 1 ? "right" : "wrong"}">${e(formatNumber(100 * p.accuracy, 0))}%</span>`
           : `<b>${e(p.answer ?? "")}</b> — ${e(metric.name)} ${e(formatNumber(100 * p.accuracy, 1))}`;
     return `<div><b>${e(p.label)}</b>: ${outcome}${demos.length > 0 ? `<ol>${demos.join("")}</ol>` : ""}</div>`;

@@ -193,7 +193,8 @@ export function compareEvalRuns(
     clusters,
   });
   if (baseline.note !== null) result.notes.unshift(baseline.note);
-  result.metric = { name: task.wording.metric, unit: task.wording.unit, legend: task.wording.legend };
+  const { metric: name, ...wording } = task.wording;
+  result.metric = { name, ...wording };
   if (test !== options.test)
     result.notes.unshift(
       `${task.wording.metric} per ${task.wording.unit} is continuous: p-values from the paired ${test} test (McNemar needs a right/wrong outcome)`,

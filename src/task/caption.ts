@@ -57,6 +57,8 @@ export const CAPTION_TASK: Task<CaptionItem> = {
     unit: "image",
     legend:
       "CIDEr-D ×100 against each image's references (pycocoevalcap; document frequencies over the evaluated images)",
+    axis: "CIDEr ×100",
+    share: false,
   },
   stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],
 };

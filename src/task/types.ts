@@ -93,6 +93,10 @@ export interface TaskWording {
   unit: string;
   /** One line for legends: what the value is and its scale (as a comparison prints it, ×100). */
   legend: string;
+  /** A chart's value axis. */
+  axis: string;
+  /** Per-item values are shares of right (shown as %), not a continuous score (shown ×100). */
+  share: boolean;
 }
 
 export interface Task<Item = unknown> {

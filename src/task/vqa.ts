@@ -8,12 +8,17 @@
  */
 
 import type { VqaItem } from "../data/item.js";
-import { VQA_COMPARED_METRIC } from "../metrics/compare.js";
+import { type ComparedMetric, VQA_COMPARED_METRIC } from "../metrics/compare.js";
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, VQA_PROMPT_TEXT } from "../vlm/layouts.js";
 import { VQA_MAX_TOKENS } from "../vlm/openai.js";
 import type { AnswerScoring, Task } from "./types.js";
+
+/** The task's wording from the comparison engine's default (the same words, one place). */
+function vqaWording({ name, ...rest }: ComparedMetric): Task["wording"] {
+  return { metric: name, ...rest };
+}
 
 const postprocess = (text: string) => postprocessVqaAnswer(text, "lever-plus");
 
@@ -80,6 +85,6 @@ export const VQA_TASK: Task<VqaItem> = {
   simulator: "the VQA world (src/sim/world.ts)",
   demo: "demo.yaml",
   // The comparison engine's default wording is VQA's (a comparison without a task).
-  wording: { metric: VQA_COMPARED_METRIC.name, unit: VQA_COMPARED_METRIC.unit, legend: VQA_COMPARED_METRIC.legend },
+  wording: vqaWording(VQA_COMPARED_METRIC),
   stages: ["embed", "pools", "beams", "sft", "rollouts", "rl", "eval", "report"],
 };

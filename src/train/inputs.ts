@@ -153,7 +153,7 @@ function trainingEmbedding(refs: TrainingInputRefs): EmbeddingKind {
     return { name, path, with: trainedWith(checkpointProvenance(path), path) };
   });
   const init = trained.find((c) => c.name === "init");
-  const embedding = (refs.embedding as EmbeddingKind | undefined) ?? init?.with.embedding ?? TRAINING_EMBEDDING_DEFAULT;
+  const embedding = refs.embedding ?? init?.with.embedding ?? TRAINING_EMBEDDING_DEFAULT;
   const pools = refs.pools;
   for (const c of trained)
     checkTrainedWith(c.with, c.path, {

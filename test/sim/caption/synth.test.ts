@@ -69,7 +69,6 @@ describe("lever data synth --task caption", () => {
       const settings = { vlm: "sim", cache: "off" } as unknown as VlmSettings;
       const setup = createVlm(open, settings, dataset);
       expect(setup.backend).toBeInstanceOf(SimCaptionVlm);
-      expect(setup.captionSim).toBe(setup.backend);
       expect(setup.sim).toBeUndefined();
       const query = world.itemIds[world.itemsOf("val")[0]];
       const [generated] = await setup.vlm.generate([
