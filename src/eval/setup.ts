@@ -8,6 +8,8 @@ import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
 import type { VoteCalibration } from "../metrics/vote.js";
 import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
+import { CaptionOracle } from "../sim/caption/oracle.js";
+import { SimCaptionVlm } from "../sim/caption/vlm.js";
 import { InformedSelector } from "../sim/informed.js";
 import { SimOracle } from "../sim/oracle.js";
 import type { SimVlm } from "../sim/vlm.js";
@@ -62,6 +64,18 @@ export function simRetrievers(sim: SimVlm, order: PromptOrder): { oracle: PoolCh
   return {
     oracle: inSelectionOrder((q, pool, shots) => oracle.bestTrajectory(q, pool, shots), order),
     informed: inSelectionOrder((q, pool, shots) => informed.trajectory(q, pool, shots), order),
+  };
+}
+
+/** The caption simulator's oracle (greedy search; no informed ceiling is defined for captions). */
+export function captionSimRetrievers(
+  sim: SimCaptionVlm,
+  index: readonly VqaItem[],
+  order: PromptOrder,
+): { oracle: PoolChooser } {
+  const oracle = new CaptionOracle(sim, index);
+  return {
+    oracle: (query, pool, shots) => fromPromptOrder(oracle.trajectory(query, pool, shots), order),
   };
 }
 
@@ -259,6 +273,7 @@ export async function prepareEvaluation(
         }),
         ...(specs.some((s) => s.kind === "consensus") ? { consensus: consensusChooser(index) } : {}),
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
+        ...(vlm.backend instanceof SimCaptionVlm ? captionSimRetrievers(vlm.backend, index, order) : {}),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(
             resolveCheckpoint(ws, checkpoint, "--retriever"),

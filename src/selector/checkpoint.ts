@@ -62,7 +62,15 @@ export interface Checkpoint {
 }
 
 /** The candidate options, left out of the saved config at their defaults (see the header). */
-const CANDIDATE_OPTIONS = ["center", "features", "voteScale", "identity", "indexItems", "poolAttention"] as const;
+const CANDIDATE_OPTIONS = [
+  "center",
+  "features",
+  "featureInit",
+  "voteScale",
+  "identity",
+  "indexItems",
+  "poolAttention",
+] as const;
 
 function configJson(config: SelectorConfig): string {
   const defaults = SelectorFieldsSchema.parse({ d: config.d });

@@ -84,6 +84,14 @@ export const SelectorFieldsSchema = z
       .describe(
         "per-candidate answer features the selector reads (VQA — vote: similarity-weighted share of the pool agreeing with the candidate's answer; agreement: how strongly the candidate's annotators agree; captions — consensus: 1 − rank/(K−1) of the candidate's caption by its CIDEr-D against the pool's other captions); each enters the candidate representation and, with a per-step weight, the score (starts at 0; docs/selector.md)",
       ),
+    featureInit: z
+      .number()
+      .min(-10)
+      .max(10)
+      .default(0)
+      .describe(
+        "initial per-step score weight u of every feature (0: each feature starts with no effect, so the selector starts as the model without it; 1 with a rank feature such as consensus: the untrained selector ranks mostly by that feature — it starts as that no-training rule, with the cosine prior as tie-break; docs/selector.md)",
+      ),
     voteScale: z
       .number()
       .min(0)
@@ -171,6 +179,7 @@ export const ModelOptionsSchema = SelectorFieldsSchema.omit({ d: true, shots: tr
       .describe(
         "scale ρ of the vote feature's similarity weights exp(−rank/ρ) (default: calibrated on the index's annotations when training starts — the `vote` retriever's rule — and recorded in the checkpoint; 0: the linear max(0, cos) weight of earlier builds)",
       ),
+    featureInit: absentByDefault(SelectorFieldsSchema.shape.featureInit),
     identity: absentByDefault(SelectorFieldsSchema.shape.identity),
     poolAttention: absentByDefault(SelectorFieldsSchema.shape.poolAttention),
   })

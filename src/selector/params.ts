@@ -121,7 +121,7 @@ export type ParamValues = Map<string, Float64Array>;
  * - GRUCell: every tensor U(±1/√H); step_emb N(0, 0.02²); div_lambda 0.1 (V4-3 `torch.full(…, 0.1)`);
  * - prior_weight 1 (the cosine, or the rank score, counts as much as a perfectly aligned learned similarity);
  * - ours (issue 17), so that every candidate option starts exactly as the model without it:
- *   feature_weight, feature_proj, item_emb, item_bias 0; pool attention in_proj Xavier-uniform,
+ *   feature_weight config.featureInit (0 by default), feature_proj, item_emb, item_bias 0; pool attention in_proj Xavier-uniform,
  *   biases 0, out_proj.weight 0 (the residual block starts as the identity); pool_norms 1 / 0.
  */
 export function initParams(config: SelectorConfig, seed: number): ParamValues {
@@ -157,6 +157,8 @@ export function initParams(config: SelectorConfig, seed: number): ParamValues {
       out.fill(0.1);
     } else if (name === "prior_weight") {
       out.fill(1);
+    } else if (name === "feature_weight") {
+      out.fill(config.featureInit);
     }
     // Everything else (biases of attention, LayerNorm and gate; the feature and identity tensors) stays zero.
     values.set(name, out);

@@ -36,6 +36,7 @@ const TINY = [
   "online.online.queries=first:16",
   "online.online.samples=2",
   "eval.shots=[1, 2]",
+  "eval.baselines=[zero, random, topk-image, topk-text, topk-joint, consensus, oracle]",
   "eval.resamples=200",
   "compare.resamples=200",
   "guard.queries=first:20",
@@ -57,6 +58,8 @@ describe("lever run examples/caption-demo.yaml (a tiny caption world, every stag
       expect(report.comparison).toContain("(flip)");
       expect(report.comparison).toContain("paired sign-flip test");
       expect(report.comparison).not.toContain("McNemar:");
+      // The caption simulator's oracle is a reference (outside the Holm family), far above top-k at one shot.
+      expect(report.comparison).toMatch(/^oracle +1 .* ref/m);
 
       // The stored per-image scores are pycocoevalcap's corpus-mode CIDEr-D of the stored captions.
       const [evalRun] = report.evalRuns;
@@ -72,6 +75,11 @@ describe("lever run examples/caption-demo.yaml (a tiny caption world, every stag
       }));
       const { perImage } = ciderScores(images);
       for (const [k, r] of rows.entries()) expect(r.accuracy).toBe(perImage[k]);
+      const mean = (retriever: string) => {
+        const scored = ws.getPredictions(evalRun, { retriever, shot: 1 }).map((r) => r.accuracy ?? 0);
+        return scored.reduce((a, b) => a + b, 0) / scored.length;
+      };
+      expect(mean("oracle")).toBeGreaterThan(mean("topk-image") + 0.3);
 
       const html = readFileSync(report.reportPath as string, "utf8");
       expect(html).toContain("CIDEr ×100");

@@ -172,6 +172,35 @@ describe("every candidate option starts as the model without it", () => {
   });
 });
 
+describe("featureInit starts the selector as its feature's rule", () => {
+  const over = { ...base, heads: 2, temperature: 0.5, features: ["consensus"] } as const;
+  const input = world(4, 2, 5, 8);
+  const at = (u: number) => {
+    const config = SelectorConfigSchema.parse({ ...over, featureInit: u });
+    return { config, values: initParams(config, 7) };
+  };
+  it("fills every step's weight with u and draws every other tensor as without it", () => {
+    const [zero, one] = [at(0), at(1.5)];
+    expect([...(one.values.get("feature_weight") as Float64Array)]).toEqual([1.5, 1.5, 1.5]);
+    for (const [name, v] of zero.values) if (name !== "feature_weight") expect(one.values.get(name)).toEqual(v);
+  });
+  it("moves each score by exactly u·f/τ (f = the candidate's consensus column)", () => {
+    const [zero, one] = [at(0), at(1.5)];
+    const first = Int32Array.of(0, 2);
+    const s0 = scores(new PointerSelector(zero.config, zero.values, "float64"), input, first, 1)[0];
+    const s1 = scores(new PointerSelector(one.config, one.values, "float64"), input, first, 1)[0];
+    const F = CANDIDATE_FEATURES.length;
+    const column = CANDIDATE_FEATURES.indexOf("consensus");
+    s0.forEach((v, i) => {
+      if (!Number.isFinite(v)) return;
+      expect(s1[i] - v).toBeCloseTo((1.5 * (input.features as Float64Array)[i * F + column]) / 0.5, 10);
+    });
+  });
+  it("defaults to 0: the model without it", () => {
+    expect(SelectorConfigSchema.parse(over).featureInit).toBe(0);
+  });
+});
+
 describe("evaluation through a TableEncoding with candidate options", () => {
   it.each([
     [

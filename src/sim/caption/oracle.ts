@@ -1,0 +1,93 @@
+/**
+ * The oracle of the simulated captioning VLM (docs/captioning.md, "Measured: the caption demo"): the
+ * demonstrations from a query's pool whose prompt makes the simulator's greedy caption score the
+ * highest CIDEr-D against the query's references — what no real selector can know (it reads the
+ * query's references and runs the VLM on every candidate), shown as a ceiling, never as a method.
+ *
+ * Search: greedy, from the query outward. Slot 1 (next to the query) gets the candidate whose
+ * one-demonstration prompt scores best; slot 2 (farther out) the candidate that, added in front of the
+ * slot-1 demonstration, scores best; and so on. Exact at one shot; at more shots a lower bound on the
+ * best prompt (an exact search over 32 candidates and 4 slots is 863,040 prompts per query). The
+ * prompt of s shots is the search's first s slots, so one search serves every shot count: K + (K−1) +
+ * … generations per query, memoised per (query, pool).
+ *
+ * Score: per-image CIDEr-D with document frequencies from the index's references (the rewards'
+ * `fixed` mode: a query's oracle does not depend on which other queries are evaluated); each
+ * demonstration shows the caption the dataset shows (`answer`, the import's demo reference).
+ * Ties keep the earlier pool position.
+ */
+import type { VqaItem } from "../../data/item.js";
+import { type CiderVector, ciderOfVectors, ciderVector, documentFrequency } from "../../metrics/caption/cider.js";
+import { tokenizeCaption } from "../../metrics/caption/ptb-tokenize.js";
+import { LeverError } from "../../util/errors.js";
+import type { VlmPrompt } from "../../vlm/types.js";
+import type { SimCaptionVlm } from "./vlm.js";
+
+export class CaptionOracle {
+  private readonly byId: Map<string, VqaItem>;
+  private readonly df;
+  /** Prompt-order searches so far, nearest slot LAST, keyed by query and pool. */
+  private readonly searches = new Map<string, string[]>();
+
+  constructor(
+    readonly sim: SimCaptionVlm,
+    index: readonly VqaItem[],
+  ) {
+    this.byId = new Map(index.map((item) => [item.questionId, item]));
+    this.df = documentFrequency(index.map((item) => item.answers.map((a) => tokenizeCaption(a.answer))));
+  }
+
+  /** CIDEr-D (fixed frequencies, ×10 as pycocoevalcap's per image) of the greedy caption for demonstrations in prompt order. */
+  score(query: VqaItem, demoIds: readonly string[], references = this.referencesOf(query)): number {
+    const caption = this.sim.caption(this.prompt(query, demoIds));
+    return ciderOfVectors(ciderVector(tokenizeCaption(caption), this.df), references);
+  }
+
+  /** The greedy search's `shots` demonstrations, in PROMPT order (the last one next to the query). */
+  trajectory(query: VqaItem, pool: readonly string[], shots: number): string[] {
+    const key = `${query.questionId}\u0000${pool.join("\u0000")}`;
+    let found = this.searches.get(key) ?? [];
+    if (found.length < Math.min(shots, pool.length)) {
+      found = this.extend(query, pool, found, Math.min(shots, pool.length));
+      this.searches.set(key, found);
+    }
+    return found.slice(found.length - Math.min(shots, found.length));
+  }
+
+  /** Adds slots farther from the query to a prompt-order search until it has `shots`. */
+  private extend(query: VqaItem, pool: readonly string[], start: readonly string[], shots: number): string[] {
+    for (const id of pool)
+      if (!this.byId.has(id))
+        throw new LeverError("a pool candidate is not in the index dataset", {
+          record: query.questionId,
+          field: "pool",
+        });
+    const references = this.referencesOf(query);
+    const chosen = [...start];
+    while (chosen.length < shots) {
+      let best: string | null = null;
+      let bestScore = Number.NEGATIVE_INFINITY;
+      for (const id of pool) {
+        if (chosen.includes(id)) continue;
+        const value = this.score(query, [id, ...chosen], references);
+        if (value > bestScore) [best, bestScore] = [id, value];
+      }
+      chosen.unshift(best as string);
+    }
+    return chosen;
+  }
+
+  private referencesOf(query: VqaItem): CiderVector[] {
+    return query.answers.map((a) => ciderVector(tokenizeCaption(a.answer), this.df));
+  }
+
+  private prompt(query: VqaItem, demoIds: readonly string[]): VlmPrompt {
+    return {
+      query: { questionId: query.questionId, imagePath: null, question: query.question },
+      demonstrations: demoIds.map((id) => {
+        const item = this.byId.get(id) as VqaItem;
+        return { questionId: id, imagePath: null, question: item.question, answer: item.answer };
+      }),
+    };
+  }
+}
