@@ -224,9 +224,11 @@ export interface DecideOptions {
 export function decide(rows: readonly PredictionRow[], options: DecideOptions): GuardDecision[] {
   const { selector, prior, margin, seed } = options;
   const candidates = [selector, ...options.baselines.filter((b) => b !== prior && b !== selector)];
+  // The selector's retriever name holds its checkpoint's path; its label (which keys the bootstrap's
+  // random streams) must not, or the same answers in another workspace would get other intervals.
   const methods = [prior, ...candidates].map((retriever) => ({
     id: retriever,
-    label: retriever,
+    label: retriever === selector ? "selector" : retriever,
     rows: rows.filter((r) => r.retriever === retriever),
   }));
   const result = compareMethods(methods, {

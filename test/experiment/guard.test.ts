@@ -140,6 +140,13 @@ describe("the guard's decision", () => {
       "topk-joint",
       "topk-joint",
     ]);
+    // The selector's name holds its checkpoint's path: another workspace's path gives the same intervals.
+    const renamed = (name: string) => rows.map((r) => (r.retriever === "sel" ? { ...r, retriever: name } : r));
+    const intervals = (name: string) =>
+      decide(renamed(name), { ...options, selector: name }).map((x) => x.candidates.map((c) => [c.lower, c.upper]));
+    expect(intervals("selector:/a/ws/online/best.safetensors")).toEqual(
+      intervals("selector:/elsewhere/online/best.safetensors"),
+    );
   });
 });
 
