@@ -24,6 +24,7 @@ describe("examples/", () => {
     expect(files.sort()).toEqual([
       "beta-seed-sweep.yaml",
       "caption-demo.yaml",
+      "coco-caption-vllm.yaml",
       "demo.yaml",
       "okvqa-vllm.yaml",
       "worlds.yaml",
@@ -61,6 +62,21 @@ describe("examples/", () => {
     expect(p.variants).toHaveLength(1);
     expect(shape(p)).toEqual(Object.fromEntries(STAGES.map((s) => [s, [1]])));
     expect(p.variants[0].variant.experiment.vlm.vlm).toBe("sim");
+  });
+
+  it("coco-caption-vllm.yaml: Karpathy's caption splits and a vLLM server; the selector starts from consensus", () => {
+    const p = load("coco-caption-vllm.yaml");
+    expect(p.variants).toHaveLength(1);
+    const e = p.variants[0].variant.experiment;
+    expect(e.data.importCaptions?.train).toMatchObject({
+      format: "karpathy",
+      split: "train",
+      demoReference: "consensus",
+    });
+    expect(e.data.importCaptions?.val).toMatchObject({ format: "karpathy", split: "test" });
+    expect(e.vlm).toMatchObject({ vlm: "openai", model: "Qwen/Qwen2.5-VL-3B-Instruct" });
+    expect(e.sft?.model).toMatchObject({ features: ["consensus"], featureInit: 1 });
+    for (const stage of ["rce", "grpo"] as const) expect(e[stage]?.reward.mode).toBe("cider");
   });
 
   it("okvqa-vllm.yaml: real files and a vLLM server; one variant through offline GRPO", () => {

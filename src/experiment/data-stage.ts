@@ -1,9 +1,10 @@
 /**
  * The data stage of `lever run`: the experiment's two splits and their embeddings in the workspace,
  * as datasets `x<id>-train` and `x<id>-val`. A synthetic world is written once under
- * `experiments/data/x<id>/` (a caption world from `data.captionSynth` likewise) and imported (its world file answers for the simulated VLM); official VQA
- * files and embedding files are imported unless the workspace already holds them, so a rerun after a
- * crash finishes the import.
+ * `experiments/data/x<id>/` (a caption world from `data.captionSynth` likewise) and imported (its world file
+ * answers for the simulated VLM); official VQA files (`data.import`), COCO caption files
+ * (`data.importCaptions`) and embedding files are imported unless the workspace already holds them, so a
+ * rerun after a crash finishes the import.
  */
 
 import { existsSync } from "node:fs";
@@ -13,9 +14,11 @@ import { importCaptionSynthSplit } from "../sim/caption/ingest.js";
 import { writeCaptionSynthDataset } from "../sim/caption/synth.js";
 import { importSynthSplit } from "../sim/ingest.js";
 import { WORLD_FILE, writeSynthDataset } from "../sim/synth.js";
+import { importCaptions } from "../store/ingest/captions.js";
 import { importEmbedding } from "../store/ingest/embeddings.js";
 import { importVqa } from "../store/ingest/vqa.js";
 import type { Workspace } from "../store/workspace.js";
+import { demonstrationReferences } from "../task/caption-reference.js";
 import type { Experiment } from "./schema.js";
 
 /** The datasets' names; a synthetic world's file as `world` and again as `worldFile` (a file the record needs). */
@@ -44,21 +47,29 @@ export function runData(ws: Workspace, e: Experiment, tag: string): DataOutputs 
     const world = join(dir, WORLD_FILE);
     return { ...names, world, worldFile: world };
   }
-  const imp = e.data.import as NonNullable<Experiment["data"]["import"]>;
+  const real = (e.data.importCaptions ?? e.data.import) as NonNullable<Experiment["data"]["import"]>;
   for (const split of ["train", "val"] as const) {
-    const files = imp[split];
-    if (ws.getDataset(names[split]) === undefined)
-      importVqa(ws.dir, {
-        name: names[split],
-        split,
-        questionsFile: files.questions,
-        annotationsFile: files.annotations,
-        ...(files.images !== undefined ? { images: { root: files.images } } : {}),
-        ...(files.subset !== undefined ? { subset: files.subset } : {}),
-      });
-    for (const [kind, file] of Object.entries(imp.embeddings[split]))
+    if (ws.getDataset(names[split]) === undefined) importSplit(ws, e.data, split, names[split]);
+    for (const [kind, file] of Object.entries(real.embeddings[split]))
       if (ws.getEmbedding(names[split], kind) === undefined)
         importEmbedding(ws, { file, dataset: names[split], kind: kind as (typeof EMBEDDING_KINDS)[number] });
   }
   return names;
+}
+
+/** Imports one split of real data: COCO caption files (`data.importCaptions`) or official VQA files (`data.import`). */
+function importSplit(ws: Workspace, data: Experiment["data"], split: "train" | "val", name: string): void {
+  if (data.importCaptions !== undefined) {
+    importCaptions(ws.dir, { ...data.importCaptions[split], name, replace: false }, demonstrationReferences);
+    return;
+  }
+  const files = (data.import as NonNullable<Experiment["data"]["import"]>)[split];
+  importVqa(ws.dir, {
+    name,
+    split,
+    questionsFile: files.questions,
+    annotationsFile: files.annotations,
+    ...(files.images !== undefined ? { images: { root: files.images } } : {}),
+    ...(files.subset !== undefined ? { subset: files.subset } : {}),
+  });
 }

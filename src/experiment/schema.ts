@@ -25,6 +25,7 @@ import { checkPoolsSettings, PoolsFieldsSchema } from "../pools/stage.js";
 import { CompareSettingsSchema } from "../report/options.js";
 import { CaptionWorldParamsSchema } from "../sim/caption/params.js";
 import { WorldParamsSchema } from "../sim/params.js";
+import { CaptionImportSettingsSchema } from "../store/ingest/captions.js";
 import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-settings.js";
 import { SftConfigSchema } from "../train/sft-run.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
@@ -43,6 +44,9 @@ const SplitFilesSchema = z
     subset: z.string().optional().describe("items kept: first:N, random:N or all (default all)"),
   })
   .strict();
+
+/** One caption split: `lever data import-captions`' settings but the dataset name (the chain names it) and replace. */
+const CaptionSplitSchema = CaptionImportSettingsSchema.omit({ name: true, replace: true });
 
 const EmbeddingFilesSchema = z
   .partialRecord(z.enum(EMBEDDING_KINDS), z.string().min(1))
@@ -63,14 +67,25 @@ const DataSchema = z
       .strict()
       .optional()
       .describe("official VQA files and their embeddings (real data)"),
+    importCaptions: z
+      .object({
+        train: CaptionSplitSchema.describe("the index (demonstrations and training queries)"),
+        val: CaptionSplitSchema.describe("the evaluation images"),
+        embeddings: z.object({ train: EmbeddingFilesSchema, val: EmbeddingFilesSchema }).strict(),
+      })
+      .strict()
+      .optional()
+      .describe(
+        "COCO caption files (official or Karpathy's) and their embeddings (real data): the experiment's task is then caption (docs/captioning.md)",
+      ),
   })
   .strict()
   .superRefine((d, ctx) => {
-    if ([d.synth, d.captionSynth, d.import].filter((x) => x !== undefined).length !== 1)
+    if ([d.synth, d.captionSynth, d.import, d.importCaptions].filter((x) => x !== undefined).length !== 1)
       ctx.addIssue({
         code: "custom",
         path: [],
-        message: "give exactly one of data.synth, data.captionSynth and data.import",
+        message: "give exactly one of data.synth, data.captionSynth, data.import and data.importCaptions",
       });
   });
 
