@@ -67,16 +67,26 @@ export function simRetrievers(sim: SimVlm, order: PromptOrder): { oracle: PoolCh
   };
 }
 
-/** The caption simulator's oracle (greedy search; no informed ceiling is defined for captions). */
+/** The caption simulator's oracle and informed ceiling (greedy searches, src/sim/caption/oracle.ts). */
 export function captionSimRetrievers(
   sim: SimCaptionVlm,
   index: readonly VqaItem[],
   order: PromptOrder,
-): { oracle: PoolChooser } {
-  const oracle = new CaptionOracle(sim, index);
-  return {
-    oracle: (query, pool, shots) => fromPromptOrder(oracle.trajectory(query, pool, shots), order),
+  seed: number,
+): { oracle: PoolChooser; informed: PoolChooser } {
+  const chooser = (search: CaptionOracle): PoolChooser => {
+    return (query, pool, shots) => fromPromptOrder(search.trajectory(query, pool, shots), order);
   };
+  return {
+    oracle: chooser(new CaptionOracle(sim, index, { knows: "references", seed })),
+    informed: chooser(new CaptionOracle(sim, index, { knows: "world", seed })),
+  };
+}
+
+/** The references of the evaluation's backend when it is a simulator (VQA or caption), else none. */
+function simulatorRetrievers(vlm: VlmSetup, index: readonly VqaItem[], order: PromptOrder, seed: number) {
+  if (vlm.sim) return simRetrievers(vlm.sim, order);
+  return vlm.backend instanceof SimCaptionVlm ? captionSimRetrievers(vlm.backend, index, order, seed) : {};
 }
 
 /** Lazily loaded embeddings of the query and index datasets, by kind. */
@@ -272,8 +282,7 @@ export async function prepareEvaluation(
           },
         }),
         ...(specs.some((s) => s.kind === "consensus") ? { consensus: consensusChooser(index) } : {}),
-        ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
-        ...(vlm.backend instanceof SimCaptionVlm ? captionSimRetrievers(vlm.backend, index, order) : {}),
+        ...simulatorRetrievers(vlm, index, order, options.seed),
         loadSelector: async (checkpoint) => {
           const selector = loadSelector(
             resolveCheckpoint(ws, checkpoint, "--retriever"),

@@ -48,7 +48,7 @@ export const CAPTION_TASK: Task<CaptionItem> = {
   rewardModes: ["cider", "ref_logprob", "cider_plus_logprob"],
   candidateFeatures: ["consensus"],
   baselines: ["zero", "random", "topk", "consensus"],
-  references: ["oracle"],
+  references: ["informed", "oracle"],
   guardBaselines: ["consensus"],
   simulator: "the caption world (src/sim/caption/)",
   demo: "caption-demo.yaml",

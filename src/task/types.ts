@@ -145,7 +145,7 @@ export interface Task<Item = unknown> {
   candidateFeatures: readonly CandidateFeature[];
   /** Retriever kinds (src/icl/retriever-catalog.ts) that need no training. */
   baselines: readonly string[];
-  /** Reference retriever kinds it has (the simulator's oracle and informed ceiling; captions: the oracle). */
+  /** Reference retriever kinds it has (the simulator's informed ceiling and oracle). */
   references: readonly string[];
   /** `guard.baselines` when the experiment leaves it unset: what a deployment may run in the selector's place. */
   guardBaselines: readonly string[];

@@ -100,7 +100,7 @@ describe("stages refuse mixing tasks", () => {
     // A VQA baseline on caption data is refused before any work, naming the task's retrievers.
     expectUserError(
       await lever("eval", "--dataset", "cv", "--index", "cv", "--retriever", "vote", "--shots", "1", "--vlm", "sim"),
-      "the vote retriever does not run on caption data (its retrievers: zero, random, topk, consensus, selector:CKPT)",
+      "the vote retriever does not run on caption data (its retrievers: zero, random, topk, consensus, informed, oracle, selector:CKPT)",
     );
   });
 });

@@ -36,7 +36,7 @@ const TINY = [
   "online.online.queries=first:16",
   "online.online.samples=2",
   "eval.shots=[1, 2]",
-  "eval.baselines=[zero, random, topk-image, topk-text, topk-joint, consensus, oracle]",
+  "eval.baselines=[zero, random, topk-image, topk-text, topk-joint, consensus, informed, oracle]",
   "eval.resamples=200",
   "compare.resamples=200",
   "guard.queries=first:20",
@@ -58,8 +58,9 @@ describe("lever run examples/caption-demo.yaml (a tiny caption world, every stag
       expect(report.comparison).toContain("(flip)");
       expect(report.comparison).toContain("paired sign-flip test");
       expect(report.comparison).not.toContain("McNemar:");
-      // The caption simulator's oracle is a reference (outside the Holm family), far above top-k at one shot.
+      // The caption simulator's informed ceiling and oracle are references (outside the Holm family).
       expect(report.comparison).toMatch(/^oracle +1 .* ref/m);
+      expect(report.comparison).toMatch(/^informed +1 .* ref/m);
 
       // The stored per-image scores are pycocoevalcap's corpus-mode CIDEr-D of the stored captions.
       const [evalRun] = report.evalRuns;

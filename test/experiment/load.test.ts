@@ -154,7 +154,7 @@ describe("experiment files", () => {
     );
     const both = write("both.yaml", `name: t\ndata: {}\n`);
     expect(leverErrorOf(() => loadExperiment(both)).message).toMatch(
-      /exactly one of data\.synth, data\.captionSynth and data\.import/,
+      /exactly one of data\.synth, data\.captionSynth, data\.import and data\.importCaptions/,
     );
   });
 

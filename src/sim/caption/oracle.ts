@@ -15,13 +15,31 @@
  * `fixed` mode: a query's oracle does not depend on which other queries are evaluated); each
  * demonstration shows the caption the dataset shows (`answer`, the import's demo reference).
  * Ties keep the earlier pool position.
+ *
+ * The informed ceiling (`knows: "world"`) runs the same search against references the world writes
+ * afresh for the query (INFORMED_REFERENCES of them, by annotators drawn from a stream of the run's seed
+ * named after the query): it knows everything the world knows — what the image shows, every candidate's
+ * teacher quality, the VLM itself — but not the query's actual references. The gap between it and the
+ * oracle is what knowing the references adds; the gap between a selector and it, what the selector
+ * could still learn from the world (an upper bound for selectors, as the VQA informed ceiling).
  */
 import type { VqaItem } from "../../data/item.js";
 import { type CiderVector, ciderOfVectors, ciderVector, documentFrequency } from "../../metrics/caption/cider.js";
 import { tokenizeCaption } from "../../metrics/caption/ptb-tokenize.js";
 import { LeverError } from "../../util/errors.js";
+import { Rng } from "../../util/rng.js";
 import type { VlmPrompt } from "../../vlm/types.js";
 import type { SimCaptionVlm } from "./vlm.js";
+
+/** References the informed ceiling draws per query (two annotator panels' worth). */
+export const INFORMED_REFERENCES = 10;
+
+export interface CaptionOracleOptions {
+  /** "references": the query's own references (the oracle); "world": fresh ones from the world (informed). */
+  knows: "references" | "world";
+  /** Seed of the informed ceiling's reference draws (the evaluation's). */
+  seed: number;
+}
 
 export class CaptionOracle {
   private readonly byId: Map<string, VqaItem>;
@@ -32,6 +50,7 @@ export class CaptionOracle {
   constructor(
     readonly sim: SimCaptionVlm,
     index: readonly VqaItem[],
+    readonly options: CaptionOracleOptions = { knows: "references", seed: 0 },
   ) {
     this.byId = new Map(index.map((item) => [item.questionId, item]));
     this.df = documentFrequency(index.map((item) => item.answers.map((a) => tokenizeCaption(a.answer))));
@@ -77,8 +96,17 @@ export class CaptionOracle {
     return chosen;
   }
 
-  private referencesOf(query: VqaItem): CiderVector[] {
-    return query.answers.map((a) => ciderVector(tokenizeCaption(a.answer), this.df));
+  /** What the search scores against: the query's references, or the informed ceiling's fresh ones. */
+  referencesOf(query: VqaItem): CiderVector[] {
+    const texts =
+      this.options.knows === "references"
+        ? query.answers.map((a) => a.answer)
+        : this.sim.world.drawReferences(
+            this.sim.itemIndex(query.questionId, "query.questionId"),
+            new Rng(this.options.seed).child(`informed|${query.questionId}`),
+            INFORMED_REFERENCES,
+          );
+    return texts.map((text) => ciderVector(tokenizeCaption(text), this.df));
   }
 
   private prompt(query: VqaItem, demoIds: readonly string[]): VlmPrompt {

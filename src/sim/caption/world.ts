@@ -191,6 +191,19 @@ export class CaptionWorld {
     }
   }
 
+  /**
+   * Fresh references of item i, as the world would write them again: `count` distinct annotators of the
+   * pool drawn from `rng`, the first shaped by the item's teacher quality, as `writeReferences` does.
+   * What a retriever that knows the world but not the image's actual references can score against (the
+   * informed ceiling, src/sim/caption/oracle.ts); the world itself never calls it.
+   */
+  drawReferences(i: number, rng: Rng, count: number): string[] {
+    const pool = this.params.annotators.pool;
+    const writers = rng.sampleWithoutReplacement(pool, Math.min(count, pool));
+    while (writers.length < count) writers.push(rng.int(pool));
+    return writers.map((w, k) => this.writeCaption(rng, i, this.annotators[w], k === 0));
+  }
+
   /** One annotator's caption of item i (the first reference shifted by the item's teacher quality). */
   private writeCaption(rng: Rng, i: number, who: Annotator, first: boolean): string {
     const a = this.params.annotators;

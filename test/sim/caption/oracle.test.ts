@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../../src/data/item.js";
 import { ciderScores, documentFrequency } from "../../../src/metrics/caption/cider.js";
 import { tokenizeCaption } from "../../../src/metrics/caption/ptb-tokenize.js";
-import { CaptionOracle } from "../../../src/sim/caption/oracle.js";
+import { CaptionOracle, INFORMED_REFERENCES } from "../../../src/sim/caption/oracle.js";
 import { SimCaptionVlm } from "../../../src/sim/caption/vlm.js";
+import { Rng } from "../../../src/util/rng.js";
 
 const sim = SimCaptionVlm.fromParams({ seed: 5, trainItems: 300, valItems: 20 });
 const world = sim.world;
@@ -22,7 +23,7 @@ const queries = world.itemsOf("val").map((i) => item(i));
 const df = documentFrequency(index.map((it) => it.answers.map((a) => tokenizeCaption(a.answer))));
 
 /** CIDEr-D of the simulator's greedy caption, computed independently of the oracle (ciderScores, fixed df). */
-function scoreOf(query: VqaItem, demoIds: string[]): number {
+function scoreOf(query: VqaItem, demoIds: string[], references = query.answers.map((a) => a.answer)): number {
   const byId = new Map(index.map((it) => [it.questionId, it]));
   const caption = sim.caption({
     query: { questionId: query.questionId, imagePath: null, question: "" },
@@ -33,9 +34,7 @@ function scoreOf(query: VqaItem, demoIds: string[]): number {
       answer: (byId.get(id) as VqaItem).answer,
     })),
   });
-  const images = [
-    { hypothesis: tokenizeCaption(caption), references: query.answers.map((a) => tokenizeCaption(a.answer)) },
-  ];
+  const images = [{ hypothesis: tokenizeCaption(caption), references: references.map(tokenizeCaption) }];
   return ciderScores(images, df).corpus;
 }
 
@@ -73,5 +72,24 @@ describe("CaptionOracle", () => {
   it("refuses a pool candidate outside the index", () => {
     const oracle = new CaptionOracle(sim, index);
     expect(() => oracle.trajectory(queries[0], ["nope", ...pools[0]], 1)).toThrow(/not in the index dataset/);
+  });
+
+  it("informed: the same search against references the world writes afresh for the query (seeded, not the real ones)", () => {
+    const informed = new CaptionOracle(sim, index, { knows: "world", seed: 3 });
+    for (const [r, query] of queries.slice(0, 6).entries()) {
+      const q = world.indexOf(query.questionId);
+      const drawn = world.drawReferences(q, new Rng(3).child(`informed|${query.questionId}`), INFORMED_REFERENCES);
+      expect(drawn).toHaveLength(INFORMED_REFERENCES);
+      expect(drawn).not.toEqual(world.references[q].slice(0, drawn.length));
+      const scores = pools[r].map((id) => scoreOf(query, [id], drawn));
+      expect(informed.trajectory(query, pools[r], 1)).toEqual([pools[r][scores.indexOf(Math.max(...scores))]]);
+    }
+    // another seed draws other references; the world itself is unchanged by drawing
+    const q = world.indexOf(queries[0].questionId);
+    const before = world.fingerprint;
+    expect(world.drawReferences(q, new Rng(4).child("x"), 5)).not.toEqual(
+      world.drawReferences(q, new Rng(5).child("x"), 5),
+    );
+    expect(world.fingerprint).toBe(before);
   });
 });
