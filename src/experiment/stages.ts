@@ -17,7 +17,7 @@ import { makePools } from "../pools/stage.js";
 import { beamArtifactPath, poolArtifactPath, rolloutArtifactPath } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { queryKindOf } from "../task/query-embedding.js";
-import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
+import { RANDOM_INIT, type RlStageSettings, resolveModeDefaults } from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
@@ -142,7 +142,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     reads: ["vlm", "embedding"],
     trains: true,
     asksVlm: (s) => s.validation.answers,
-    filled: (s) => withModeDefaults(s),
+    filled: (s) => resolveModeDefaults(s),
     run: (c) => runRl(c, "grpo", { stage: "grpo", config: c.settings }),
   },
   online: {
@@ -150,7 +150,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     startsFrom: START,
     reads: ["vlm", "embedding"],
     trains: true,
-    filled: (s) => withModeDefaults(s, "online"),
+    filled: (s) => resolveModeDefaults(s, "online"),
     run: (c) => runRl(c, "online", { stage: "grpo", config: onlineGrpoConfig(c.settings) }),
   },
 };

@@ -42,7 +42,7 @@ describe("RL stage settings", () => {
     expect(() =>
       parseRlSettings("rce", { online: { enabled: true } }, { record: "rce-0001", fieldPrefix: "config" }),
     ).toThrow(/record "rce-0001", field "config": unexpected field\(s\): online/);
-    expect(onlineOf(parseRlSettings("grpo", {}, {}))).toBeNull();
-    expect(onlineOf(parseRlSettings("grpo", { online: { enabled: true } }, {}))?.samples).toBe(8);
+    expect(onlineOf(resolveSettings(parseRlSettings("grpo", {}, {})))).toBeNull();
+    expect(onlineOf(resolveSettings(parseRlSettings("grpo", { online: { enabled: true } }, {})))?.samples).toBe(8);
   });
 });
