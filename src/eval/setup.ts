@@ -6,7 +6,7 @@ import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
 import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
 import type { VoteCalibration } from "../metrics/vote.js";
-import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
+import { type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { CaptionOracle } from "../sim/caption/oracle.js";
 import { SimCaptionVlm } from "../sim/caption/vlm.js";
@@ -22,7 +22,7 @@ import type { AnswerScoring, Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
-import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
+import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalPool, evalRunConfig } from "./config.js";
 import { consensusChooser } from "./consensus.js";
 import {
   createRetriever,
@@ -166,8 +166,7 @@ function voteScaleOf(
     items: index,
     embedding: (kind) => embeddings.get(options.index, kind),
     kind: VOTE_EMBEDDING,
-    sampler: options.poolSampler ?? DEFAULT_POOL.sampler,
-    k: options.k ?? DEFAULT_POOL.k,
+    ...evalPool(options),
     // Evaluating on the index's own split: its questions never calibrate the vote that answers them.
     ...(options.dataset === options.index ? { avoid: new Set(queries.map((q) => q.questionId)) } : {}),
   });
@@ -259,8 +258,9 @@ export async function prepareEvaluation(
     retrievers.push(
       await createRetriever(spec, {
         pools,
-        poolSampler: options.poolSampler ?? DEFAULT_POOL.sampler,
-        k: options.k ?? DEFAULT_POOL.k,
+        // The pool the run's identity holds (`evalPool`): pool retrievers read what was hashed.
+        poolSampler: config.pool.sampler,
+        k: config.pool.k,
         maxShots,
         vote: voteChooser({
           query: (kind) => embeddings.query(options.dataset, kind),
