@@ -220,6 +220,36 @@ function checkTaskRetrievers(task: Task<unknown>, specs: RetrieverSpec[]): Retri
   return specs;
 }
 
+/**
+ * Loads a `selector:CKPT` retriever: its pool and embedding are the ones given, else its checkpoint's
+ * (noted, with where each came from).
+ */
+function selectorLoader(
+  ws: Workspace,
+  options: EvalOptions,
+  embeddings: EmbeddingCache,
+  index: VqaItem[],
+  notes: string[],
+): (checkpoint: string) => Promise<ReturnType<typeof loadSelector>> {
+  return async (checkpoint) => {
+    const selector = loadSelector(
+      resolveCheckpoint(ws, checkpoint, "--retriever"),
+      { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
+      {
+        query: (kind) => embeddings.query(options.dataset, kind),
+        index: (kind) => embeddings.get(options.index, kind),
+        indexItems: () => ({ dataset: options.index, items: index }),
+      },
+    );
+    const { sources } = selector;
+    notes.push(
+      `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
+        `embedding ${selector.embedding} (${sources.embedding})`,
+    );
+    return selector;
+  };
+}
+
 /** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
 export async function prepareEvaluation(
   ws: Workspace,
@@ -274,23 +304,7 @@ export async function prepareEvaluation(
         ...(specs.some((s) => s.kind === "consensus") ? { consensus: consensusChooser(index) } : {}),
         ...(vlm.sim ? simRetrievers(vlm.sim, order) : {}),
         ...(vlm.backend instanceof SimCaptionVlm ? captionSimRetrievers(vlm.backend, index, order) : {}),
-        loadSelector: async (checkpoint) => {
-          const selector = loadSelector(
-            resolveCheckpoint(ws, checkpoint, "--retriever"),
-            { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
-            {
-              query: (kind) => embeddings.query(options.dataset, kind),
-              index: (kind) => embeddings.get(options.index, kind),
-              indexItems: () => ({ dataset: options.index, items: index }),
-            },
-          );
-          const { sources } = selector;
-          notes.push(
-            `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
-              `embedding ${selector.embedding} (${sources.embedding})`,
-          );
-          return selector;
-        },
+        loadSelector: selectorLoader(ws, options, embeddings, index, notes),
       }),
     );
 
