@@ -38,7 +38,7 @@ import { grpoObjective } from "../src/train/grpo.js";
 import type { Objective, StepContext } from "../src/train/loop.js";
 import { OnlineSampler, OnlineSchema } from "../src/train/online.js";
 import type { RlGroup } from "../src/train/rl-data.js";
-import { GrpoStageConfigSchema, resolveSettings } from "../src/train/rl-settings.js";
+import { GrpoStageConfigSchema, resolveModeDefaults, resolveSettings } from "../src/train/rl-settings.js";
 import { RlValidator } from "../src/train/rl-validate.js";
 import { runTraining, seededStart } from "../src/train/run.js";
 import { Rng } from "../src/util/rng.js";
@@ -408,7 +408,11 @@ interface OnlineRun {
 
 async function onlineRun(sim: ReturnType<typeof simSetup>, queries: number): Promise<OnlineRun> {
   const config = stageConfig(queries);
-  const online = OnlineSchema.parse({ enabled: true, queries: `first:${queries}`, samples: ONLINE_SAMPLES });
+  // Online settings resolved for online mode (prefix credit); the objective keeps the stage config's β.
+  const { online } = resolveModeDefaults({
+    ...config,
+    online: OnlineSchema.parse({ enabled: true, queries: `first:${queries}`, samples: ONLINE_SAMPLES }),
+  });
   const initial = seededStart(SelectorConfigSchema.parse({ ...config.model, d: D, shots: SHOTS }), config.seed);
   const start = new PointerSelector(initial.config, initial.values, config.dtype);
   const phases = new Phases();

@@ -11,7 +11,7 @@ import { SubsetSpecSchema } from "../data/splits.js";
 import { POOL_RETRIEVER_NAMES, RETRIEVERS, retrieverHelp } from "../icl/retriever-catalog.js";
 import { ComparisonFields } from "../metrics/compare-settings.js";
 import { VQA_VARIANTS } from "../metrics/vqa.js";
-import { DEFAULT_POOL, SAMPLERS } from "../pools/samplers.js";
+import { DEFAULT_POOL, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { RunNameSchema } from "../store/runs.js";
 import { OPERATIONAL } from "../util/operational.js";
 import { parseFlags } from "../util/validate.js";
@@ -128,6 +128,14 @@ export interface EvalInputs {
   metric: Record<string, unknown>;
 }
 
+/**
+ * The pool of the pool retrievers and of the vote's calibration, resolved once: --pool-sampler and
+ * --k, else DEFAULT_POOL (a selector's unset ones are its checkpoint's: the identity's `selector`).
+ */
+export function evalPool(options: Pick<EvalOptions, "poolSampler" | "k">): { sampler: SamplerName; k: number } {
+  return { sampler: options.poolSampler ?? DEFAULT_POOL.sampler, k: options.k ?? DEFAULT_POOL.k };
+}
+
 /** The stored, hashed identity of an evaluation run. */
 export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
   return {
@@ -138,7 +146,7 @@ export function evalRunConfig(options: EvalOptions, inputs: EvalInputs) {
     seed: options.seed,
     vlm: inputs.vlmId,
     order: options.order,
-    pool: { sampler: options.poolSampler ?? DEFAULT_POOL.sampler, k: options.k ?? DEFAULT_POOL.k },
+    pool: evalPool(options),
     // What the stored `vote` rows mean: similarity weights by rank at a calibrated (or given) scale.
     vote: { weighting: "rank", scale: options.voteScale ?? "calibrated" },
     selector: {

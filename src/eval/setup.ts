@@ -6,7 +6,7 @@ import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
 import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
 import type { VoteCalibration } from "../metrics/vote.js";
-import { DEFAULT_POOL, type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
+import { type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { CaptionOracle } from "../sim/caption/oracle.js";
 import { SimCaptionVlm } from "../sim/caption/vlm.js";
@@ -22,7 +22,7 @@ import type { AnswerScoring, Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import type { Vlm } from "../vlm/types.js";
-import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalRunConfig } from "./config.js";
+import { EVAL_STAGE, type EvalOptions, type EvalRunConfig, evalPool, evalRunConfig } from "./config.js";
 import { consensusChooser } from "./consensus.js";
 import {
   createRetriever,
@@ -176,8 +176,7 @@ function voteScaleOf(
     items: index,
     embedding: (kind) => embeddings.get(options.index, kind),
     kind: VOTE_EMBEDDING,
-    sampler: options.poolSampler ?? DEFAULT_POOL.sampler,
-    k: options.k ?? DEFAULT_POOL.k,
+    ...evalPool(options),
     // Evaluating on the index's own split: its questions never calibrate the vote that answers them.
     ...(options.dataset === options.index ? { avoid: new Set(queries.map((q) => q.questionId)) } : {}),
   });
@@ -231,6 +230,36 @@ function checkTaskRetrievers(task: Task<unknown>, specs: RetrieverSpec[]): Retri
   return specs;
 }
 
+/**
+ * Loads a `selector:CKPT` retriever: its pool and embedding are the ones given, else its checkpoint's
+ * (noted, with where each came from).
+ */
+function selectorLoader(
+  ws: Workspace,
+  options: EvalOptions,
+  embeddings: EmbeddingCache,
+  index: VqaItem[],
+  notes: string[],
+): (checkpoint: string) => Promise<ReturnType<typeof loadSelector>> {
+  return async (checkpoint) => {
+    const selector = loadSelector(
+      resolveCheckpoint(ws, checkpoint, "--retriever"),
+      { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
+      {
+        query: (kind) => embeddings.query(options.dataset, kind),
+        index: (kind) => embeddings.get(options.index, kind),
+        indexItems: () => ({ dataset: options.index, items: index }),
+      },
+    );
+    const { sources } = selector;
+    notes.push(
+      `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
+        `embedding ${selector.embedding} (${sources.embedding})`,
+    );
+    return selector;
+  };
+}
+
 /** Resolves data, VLM, pools and retrievers, and finds (or creates) the run. */
 export async function prepareEvaluation(
   ws: Workspace,
@@ -269,8 +298,9 @@ export async function prepareEvaluation(
     retrievers.push(
       await createRetriever(spec, {
         pools,
-        poolSampler: options.poolSampler ?? DEFAULT_POOL.sampler,
-        k: options.k ?? DEFAULT_POOL.k,
+        // The pool the run's identity holds (`evalPool`): pool retrievers read what was hashed.
+        poolSampler: config.pool.sampler,
+        k: config.pool.k,
         maxShots,
         vote: voteChooser({
           query: (kind) => embeddings.query(options.dataset, kind),
@@ -283,23 +313,7 @@ export async function prepareEvaluation(
         }),
         ...(specs.some((s) => s.kind === "consensus") ? { consensus: consensusChooser(index) } : {}),
         ...simulatorRetrievers(vlm, index, order, options.seed),
-        loadSelector: async (checkpoint) => {
-          const selector = loadSelector(
-            resolveCheckpoint(ws, checkpoint, "--retriever"),
-            { poolSampler: options.poolSampler, k: options.k, embedding: options.selectorEmbedding },
-            {
-              query: (kind) => embeddings.query(options.dataset, kind),
-              index: (kind) => embeddings.get(options.index, kind),
-              indexItems: () => ({ dataset: options.index, items: index }),
-            },
-          );
-          const { sources } = selector;
-          notes.push(
-            `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
-              `embedding ${selector.embedding} (${sources.embedding})`,
-          );
-          return selector;
-        },
+        loadSelector: selectorLoader(ws, options, embeddings, index, notes),
       }),
     );
 

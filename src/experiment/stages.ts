@@ -17,7 +17,12 @@ import { makePools } from "../pools/stage.js";
 import { beamArtifactPath, poolArtifactPath, rolloutArtifactPath } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { queryKindOf } from "../task/query-embedding.js";
-import { RANDOM_INIT, type RlStageSettings, withModeDefaults } from "../train/rl-settings.js";
+import {
+  RANDOM_INIT,
+  type ResolvedGrpoStageConfig,
+  type RlStageSettings,
+  resolveModeDefaults,
+} from "../train/rl-settings.js";
 import { runRlStage } from "../train/rl-stage.js";
 import { runSftStage } from "../train/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
@@ -58,6 +63,13 @@ export type AnyStageOutputs = StageOutputs[StageName];
 /** The outputs of a plan's stages, by `<stage>-<id>`. */
 export type StageOutputMap = Map<string, AnyStageOutputs>;
 type Section<S extends StageName> = NonNullable<Experiment[S]>;
+/** The sections with settings that depend on others, resolved (GRPO's mode defaults: rl-settings.ts). */
+interface ResolvedSections {
+  grpo: ResolvedGrpoStageConfig;
+  online: ResolvedGrpoStageConfig;
+}
+/** A stage's section as its identity hashes it: resolved where it has dependent defaults, else as given. */
+export type ResolvedSection<S extends StageName> = S extends keyof ResolvedSections ? ResolvedSections[S] : Section<S>;
 
 /** What a stage's `run` gets. */
 export interface StageContext<S extends StageName> {
@@ -94,7 +106,7 @@ export interface StageEntry<S extends StageName> {
   /** For a stage that asks the VLM only with some settings: whether it does (its identity holds the VLM only then). */
   asksVlm?(settings: Section<S>): boolean;
   /** The section with the defaults that depend on its other settings filled (what enters its identity). */
-  filled?(settings: Section<S>): Section<S>;
+  filled?(settings: Section<S>): ResolvedSection<S>;
   run(ctx: StageContext<S>): Promise<StageOutputs[S]> | StageOutputs[S];
   /** The named artefacts (under artifacts/) it hands on besides its `…File` outputs: reuse needs them unchanged. */
   handsOn?(outputs: StageOutputs[S]): string[];
@@ -142,7 +154,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     reads: ["vlm", "embedding"],
     trains: true,
     asksVlm: (s) => s.validation.answers,
-    filled: (s) => withModeDefaults(s),
+    filled: (s) => resolveModeDefaults(s),
     run: (c) => runRl(c, "grpo", { stage: "grpo", config: c.settings }),
   },
   online: {
@@ -150,7 +162,7 @@ export const STAGE_TABLE: { readonly [S in StageName]: StageEntry<S> } = {
     startsFrom: START,
     reads: ["vlm", "embedding"],
     trains: true,
-    filled: (s) => withModeDefaults(s, "online"),
+    filled: (s) => resolveModeDefaults(s, "online"),
     run: (c) => runRl(c, "online", { stage: "grpo", config: onlineGrpoConfig(c.settings) }),
   },
 };

@@ -20,7 +20,8 @@
  * (the share of negative advantages left is reported); zero-variance groups (all rewards equal) carry
  * no policy gradient: counted per batch, and with `dropZeroVariance` left out of training (offline by
  * the stage, online per sampled batch — DAPO dynamic sampling). The objective's state (β, the
- * behaviour snapshot) is saved with every epoch so a resumed run continues exactly.
+ * behaviour snapshot) is saved with every epoch so a resumed run continues exactly. Both take only
+ * resolved settings (`ResolvedGrpoConfig`: β and credit filled for the mode, rl-settings.ts).
  */
 import { isDegenerate } from "../icl/rewards.js";
 import { PointerSelector, stepLogProbs, stepLogSoftmax, type TeacherForced } from "../selector/model.js";
@@ -33,7 +34,7 @@ import type { OnlineSampler, OnlineStats } from "./online.js";
 import { type PolicyDiagnostics, policyLoss, stepEntropy } from "./policy-loss.js";
 import type { RlGroup } from "./rl-data.js";
 import { type RlObjectiveData, rowTable } from "./rl-objectives.js";
-import { type GrpoConfig, withModeDefaults } from "./rl-settings.js";
+import type { ResolvedGrpoConfig } from "./rl-settings.js";
 import type { ObjectiveState } from "./train-state.js";
 
 export interface GrpoObjective extends Objective<RlGroup> {
@@ -45,18 +46,17 @@ export interface GrpoObjective extends Objective<RlGroup> {
 export function grpoObjective(
   model: PointerSelector,
   data: RlObjectiveData,
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
   reference: PointerSelector,
   online?: OnlineSampler,
 ): GrpoObjective {
-  const settings = withModeDefaults(cfg, online ? "online" : "offline"); // β unset: the mode's default
-  return online ? onlineGrpo(model, data, settings, reference, online) : offlineGrpo(model, data, settings, reference);
+  return online ? onlineGrpo(model, data, cfg, reference, online) : offlineGrpo(model, data, cfg, reference);
 }
 
 function offlineGrpo(
   model: PointerSelector,
   data: RlObjectiveData,
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
   reference: PointerSelector,
 ): GrpoObjective {
   const shared = grpoState(model, cfg);
@@ -99,7 +99,7 @@ function offlineGrpo(
 function onlineGrpo(
   model: PointerSelector,
   data: RlObjectiveData,
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
   reference: PointerSelector,
   sampler: OnlineSampler,
 ): GrpoObjective {
@@ -133,7 +133,7 @@ function onlineGrpo(
 }
 
 /** What offline and online GRPO keep across steps: β and the behaviour snapshot, saved with every epoch. */
-function grpoState(model: PointerSelector, cfg: GrpoConfig) {
+function grpoState(model: PointerSelector, cfg: ResolvedGrpoConfig) {
   const kl = new KlController(cfg.kl);
   const behaviour = new PointerSelector(model.config, model.values(), model.dtype);
   const shared = {
@@ -186,7 +186,7 @@ function policyPass(
   model: PointerSelector,
   groups: RlGroup[],
   data: RlObjectiveData,
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
   ctx: StepContext,
 ): PolicyPass {
   const steps = groups[0].trajectories[0].length;
@@ -219,7 +219,7 @@ function keptView(g: RlGroup, kept: number[]): RlGroup {
 function grpoLoss(
   pass: PolicyPass,
   logProbs: { old: Float64Array; ref: Float64Array },
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
   beta: number,
   sampled: OnlineStats | null,
 ): { loss: Tensor; metrics: Record<string, number> } {
@@ -256,7 +256,7 @@ function grpoLoss(
  */
 function batchAdvantages(
   pass: PolicyPass,
-  cfg: GrpoConfig,
+  cfg: ResolvedGrpoConfig,
 ): { table: Float64Array; first: number[]; stats: AdvantageStats } {
   const returns = pass.views.map((v) => v.returns);
   if (allDefined(returns)) {

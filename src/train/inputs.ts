@@ -67,8 +67,8 @@ export interface TrainingInputRefs {
   embedding?: EmbeddingKind;
   /** Checkpoints read by name (init, reference), recorded after the embeddings. */
   checkpoints: Record<string, string | undefined>;
-  /** The architecture a fresh init would have (used when no `init` checkpoint is given). */
-  model?: z.output<typeof ModelOptionsSchema>;
+  /** The architecture a fresh init would have (used when no `init` checkpoint is given), resolved by the stage's schema. */
+  model: z.output<typeof ModelOptionsSchema>;
 }
 
 export interface TrainingInputs {
@@ -166,7 +166,7 @@ function trainingEmbedding(refs: TrainingInputRefs): EmbeddingKind {
 /** What the run's models read of the embeddings (centred or not): the starting checkpoint's, else the model's. */
 function readOptions(refs: TrainingInputRefs): { center: boolean } {
   const init = refs.checkpoints.init;
-  const center = init !== undefined ? checkpointConfig(init).center : (refs.model?.center ?? "none");
+  const center = init !== undefined ? checkpointConfig(init).center : refs.model.center;
   for (const [name, path] of readCheckpoints(refs))
     if (checkpointConfig(path).center !== center)
       throw new LeverError(
@@ -202,8 +202,8 @@ function trainingVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readon
 
 function ownVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly VqaItem[]): number {
   if (refs.checkpoints.init !== undefined) return checkpointConfig(refs.checkpoints.init).voteScale;
-  if (refs.model?.voteScale !== undefined) return refs.model.voteScale;
-  if (!(refs.model?.features ?? []).includes("vote")) return 0;
+  if (refs.model.voteScale !== undefined) return refs.model.voteScale;
+  if (!refs.model.features.includes("vote")) return 0;
   const set = refs.pools?.set;
   const sampler = SAMPLERS.find((s) => s === set?.sampler) ?? (`${refs.embedding}-sim` as SamplerName);
   const ratios = set?.settings.ratios as MixRatios | undefined;

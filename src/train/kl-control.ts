@@ -12,6 +12,8 @@
  * Defaults: β = 0.04 offline (the DeepSeekMath GRPO paper, arXiv 2402.03300) and 0.5 online (measured;
  * rl-settings.ts MODE_DEFAULTS fills an unset β when a run's settings are resolved); targetKl 0.05 nats per step,
  * a moderate move of a pointer distribution over tens of candidates; horizon 10000 (TRL).
+ * The controller takes only resolved settings (`ResolvedKlControl`, β given): an unresolved config does
+ * not compile.
  */
 import { z } from "zod";
 
@@ -41,6 +43,8 @@ export const KlControlSchema = z
     path: ["beta"],
   });
 export type KlControlConfig = z.infer<typeof KlControlSchema>;
+/** The settings with β filled (rl-settings.ts `resolveModeDefaults`): what the controller runs on. */
+export type ResolvedKlControl = Required<KlControlConfig>;
 
 export interface KlControlState {
   beta: number;
@@ -50,12 +54,10 @@ export class KlController {
   beta: number;
 
   constructor(
-    readonly config: KlControlConfig,
+    readonly config: ResolvedKlControl,
     state?: KlControlState,
   ) {
-    const beta = state?.beta ?? config.beta;
-    if (beta === undefined) throw new Error("KlController: kl.beta was not resolved (rl-settings.ts resolveSettings)");
-    this.beta = beta;
+    this.beta = state === undefined ? config.beta : state.beta;
   }
 
   /** Records the KL measured on `n` trajectories; returns the β for the next step. */

@@ -35,10 +35,7 @@ import type { RlGroup } from "./rl-data.js";
 export const CREDITS = ["trajectory", "prefix"] as const;
 export type Credit = (typeof CREDITS)[number];
 
-/**
- * Credit when `credit` is unset (rl-settings.ts MODE_DEFAULTS fills it; a sampler, online by
- * definition, reads the online one).
- */
+/** Credit when `credit` is unset, by mode (rl-settings.ts MODE_DEFAULTS fills it when settings are resolved). */
 export const CREDIT_DEFAULT = { offline: "trajectory", online: "prefix" } as const satisfies Record<string, Credit>;
 
 export const OnlineSchema = z
@@ -80,6 +77,8 @@ export const OnlineSchema = z
   })
   .strict();
 export type OnlineConfig = z.infer<typeof OnlineSchema>;
+/** The settings with the credit filled (rl-settings.ts `resolveModeDefaults`): what a sampler runs on. */
+export type ResolvedOnlineConfig = Required<OnlineConfig>;
 
 export interface OnlineContext {
   sources: SelectorSources;
@@ -101,14 +100,10 @@ export interface OnlineStats {
 }
 
 export class OnlineSampler {
-  private readonly credit: Credit;
-
   constructor(
-    private readonly config: OnlineConfig,
+    private readonly config: ResolvedOnlineConfig,
     private readonly ctx: OnlineContext,
-  ) {
-    this.credit = config.credit ?? CREDIT_DEFAULT.online;
-  }
+  ) {}
 
   /** Samples and scores G trajectories per query; returns the groups with their rewards. */
   async sample(
@@ -123,7 +118,7 @@ export class OnlineSampler {
       return sampleDecode(model, enc, ctx.shots, { samples: config.samples, temperature: config.temperature, rng });
     });
     // Prefix credit: every trajectory's prefixes of 1..S picks, prefix-major within a query.
-    const lengths = this.credit === "prefix" ? Array.from({ length: ctx.shots }, (_, s) => s + 1) : [ctx.shots];
+    const lengths = config.credit === "prefix" ? Array.from({ length: ctx.shots }, (_, s) => s + 1) : [ctx.shots];
     const scored = await Promise.all(
       groups.map((g, b) => {
         const query = ctx.queryById.get(g.queryId);
@@ -184,7 +179,7 @@ export class OnlineSampler {
         stats.droppedQueries++;
         return;
       }
-      const returns = this.credit === "prefix" ? rewardToGo(prefixRewards) : undefined;
+      const returns = config.credit === "prefix" ? rewardToGo(prefixRewards) : undefined;
       const rewards = returns ? returns.map((r) => r[0]) : prefixRewards.map((r) => r[0]);
       const best = rewards.reduce((k, r, i) => (r > rewards[k] ? i : k), 0);
       out.push({

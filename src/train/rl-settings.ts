@@ -7,6 +7,12 @@
  * A stage's settings travel as `RlStageSettings`, tagged with the stage ("rce" | "grpo"). What differs
  * between the stages is looked up in a per-stage record by the tag (here `STAGE_SETTINGS`, in
  * rl-stage.ts the wiring's), so the stage narrows without casts or `stage === …` chains.
+ *
+ * Resolved once: `resolveSettings` turns given settings into `ResolvedRlStageSettings` — GRPO's
+ * mode-dependent β and credit filled (`resolveModeDefaults`, the type `ModeResolved` makes those
+ * sections `Required`), the "auto" metric named — and the wiring, the objectives, the KL controller and
+ * the online sampler take only the resolved types, so a default left unfilled is a compile error
+ * (test/train/resolved-settings.test.ts lists what a resolved config may still leave unset, and why).
  */
 import { z } from "zod";
 import { CHECKPOINT_REF_HELP } from "../icl/checkpoint-ref.js";
@@ -16,9 +22,9 @@ import { LeverError } from "../util/errors.js";
 import { type ParseLocation, parseOrThrow } from "../util/validate.js";
 import { AdvantageSchema } from "./advantages.js";
 import { TrainingInputFields } from "./inputs.js";
-import { KL_BETA_DEFAULT, KlControlSchema } from "./kl-control.js";
+import { KL_BETA_DEFAULT, type KlControlConfig, KlControlSchema, type ResolvedKlControl } from "./kl-control.js";
 import { FEATURE_LR, optimSchema } from "./loop.js";
-import { CREDIT_DEFAULT, type Credit, type OnlineConfig, OnlineSchema } from "./online.js";
+import { CREDIT_DEFAULT, type OnlineConfig, OnlineSchema, type ResolvedOnlineConfig } from "./online.js";
 import { PolicyLossSchema } from "./policy-loss.js";
 import { TemperatureSchema } from "./rce.js";
 import { TrainingFields } from "./run.js";
@@ -190,6 +196,23 @@ export type RlStageConfig<S extends RlStage = RlStage> = RlStageConfigs[S];
 /** A stage's config tagged with its stage; `RlStageSettings<"grpo">` is GRPO's, `RlStageSettings` either. */
 export type RlStageSettings<S extends RlStage = RlStage> = { [K in S]: { stage: K; config: RlStageConfigs[K] } }[S];
 
+/** The GRPO objective's settings resolved: β and credit filled for its mode (`resolveModeDefaults`). */
+export type ResolvedGrpoConfig = ModeResolved<GrpoConfig>;
+export type ResolvedGrpoStageConfig = ModeResolved<GrpoStageConfig>;
+
+/**
+ * Each stage's config as `resolveSettings` hands it on — the only type the stage's wiring, objectives and
+ * controllers take (RCE has no mode-dependent setting; its "auto" metric is resolved like GRPO's).
+ */
+interface ResolvedRlStageConfigs {
+  rce: RceStageConfig;
+  grpo: ResolvedGrpoStageConfig;
+}
+export type ResolvedRlStageConfig<S extends RlStage = RlStage> = ResolvedRlStageConfigs[S];
+export type ResolvedRlStageSettings<S extends RlStage = RlStage> = {
+  [K in S]: { stage: K; config: ResolvedRlStageConfigs[K] };
+}[S];
+
 /** A cross-field problem of a stage's settings: the field to fix and how. */
 export interface SettingsProblem {
   path: string[];
@@ -208,22 +231,31 @@ export const MODE_DEFAULTS = {
   online: { klBeta: KL_BETA_DEFAULT.online, credit: CREDIT_DEFAULT.online },
 } as const;
 
+/** The sections of a GRPO config with settings left unset until its mode is known (MODE_DEFAULTS fills them). */
 interface ModeFields {
-  online: { enabled: boolean; credit?: Credit };
-  kl: { beta?: number };
+  online: OnlineConfig;
+  kl: KlControlConfig;
 }
 
+/**
+ * `C` with its mode-dependent settings filled: the `kl` and `online` sections complete (`Required`), so
+ * a setting added to either without a default filled here does not compile where resolved settings are
+ * read (the KL controller, the online sampler).
+ */
+export type ModeResolved<C extends ModeFields> = Omit<C, keyof ModeFields> & {
+  kl: ResolvedKlControl;
+  online: ResolvedOnlineConfig;
+};
+
 /** `config` with its unset mode-dependent settings filled from MODE_DEFAULTS (`mode`: the config's own). */
-export function withModeDefaults<C extends ModeFields>(
+export function resolveModeDefaults<C extends ModeFields>(
   config: C,
   mode: keyof typeof MODE_DEFAULTS = config.online.enabled ? "online" : "offline",
-): C {
+): ModeResolved<C> {
   const d = MODE_DEFAULTS[mode];
-  return {
-    ...config,
-    online: { ...config.online, credit: config.online.credit ?? d.credit },
-    kl: { ...config.kl, beta: config.kl.beta ?? d.klBeta },
-  };
+  const online: ResolvedOnlineConfig = { ...config.online, credit: config.online.credit ?? d.credit };
+  const kl: ResolvedKlControl = { ...config.kl, beta: config.kl.beta ?? d.klBeta };
+  return { ...config, online, kl };
 }
 
 /**
@@ -231,7 +263,7 @@ export function withModeDefaults<C extends ModeFields>(
  * prefix credit needs the VLM's answers to every prefix (online) and one advantage per step (step ratios).
  */
 export function grpoSettingsProblem(settings: ModeFields & { loss: { ratioLevel: string } }): SettingsProblem | null {
-  const s = withModeDefaults(settings);
+  const s = resolveModeDefaults(settings);
   if (s.online.credit !== "prefix") return null;
   if (!s.online.enabled)
     return {
@@ -254,29 +286,29 @@ export function checkGrpoSettings(s: Parameters<typeof grpoSettingsProblem>[0], 
   if (problem) ctx.addIssue({ code: "custom", ...problem });
 }
 
-/** What each stage's settings have of their own. */
-interface StageSettings<C> {
+/** What each stage's settings have of their own (`C` as given, `R` resolved). */
+interface StageSettings<C, R> {
   schema: z.ZodType<C>;
   /** Online GRPO's settings, or null (RCE, offline GRPO). */
-  online(config: C): OnlineConfig | null;
+  online(config: R): ResolvedOnlineConfig | null;
   /** The cross-field problem of the config, if any. */
   problem(config: C): SettingsProblem | null;
   /** The config with its unset mode-dependent defaults filled. */
-  fill(config: C): C;
+  fill(config: C): R;
 }
 
-const STAGE_SETTINGS: { [S in RlStage]: StageSettings<RlStageConfigs[S]> } = {
+const STAGE_SETTINGS: { [S in RlStage]: StageSettings<RlStageConfigs[S], ResolvedRlStageConfigs[S]> } = {
   rce: { schema: RceStageConfigSchema, online: () => null, problem: () => null, fill: (config) => config },
   grpo: {
     schema: GrpoStageConfigSchema,
     online: (config) => (config.online.enabled ? config.online : null),
     problem: grpoSettingsProblem,
-    fill: withModeDefaults,
+    fill: (config) => resolveModeDefaults(config),
   },
 };
 
 /** Online GRPO's settings, or null (RCE, offline GRPO). */
-export function onlineOf<S extends RlStage>(settings: RlStageSettings<S>): OnlineConfig | null {
+export function onlineOf<S extends RlStage>(settings: ResolvedRlStageSettings<S>): ResolvedOnlineConfig | null {
   return STAGE_SETTINGS[settings.stage].online(settings.config);
 }
 
@@ -289,8 +321,12 @@ export function parseRlSettings<S extends RlStage>(
   return { stage, config: parseOrThrow(STAGE_SETTINGS[stage].schema, config, where) };
 }
 
-/** The stage's cross-field checks, the mode-dependent defaults filled, then the "auto" best-epoch metric resolved. */
-export function resolveSettings<S extends RlStage>(given: RlStageSettings<S>): RlStageSettings<S> {
+/**
+ * The one place a stage's settings are resolved: the stage's cross-field checks, the mode-dependent
+ * defaults filled, then the "auto" best-epoch metric resolved. Idempotent (a stored run's resolved
+ * config resolves to itself).
+ */
+export function resolveSettings<S extends RlStage>(given: RlStageSettings<S>): ResolvedRlStageSettings<S> {
   const stage = STAGE_SETTINGS[given.stage];
   const problem = stage.problem(given.config);
   if (problem) throw new LeverError(problem.message, { field: problem.path.join(".") });

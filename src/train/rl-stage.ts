@@ -29,17 +29,18 @@ import { grpoObjective } from "./grpo.js";
 import { belowStartWarnings, type HealthWarning, healthWarnings } from "./health.js";
 import { type TrainingInputs, trainingInputs } from "./inputs.js";
 import type { Objective } from "./loop.js";
-import type { OnlineConfig, OnlineSampler } from "./online.js";
+import type { OnlineSampler, ResolvedOnlineConfig } from "./online.js";
 import { buildOnlineGroups, buildRlGroups, type RlDataStats, type RlGroup } from "./rl-data.js";
 import { type RlObjectiveData, rceObjective } from "./rl-objectives.js";
 import {
   onlineOf,
   parseRlSettings,
   RANDOM_INIT,
+  type ResolvedRlStageConfig,
+  type ResolvedRlStageSettings,
   type RlInputs,
   RlInputsSchema,
   type RlStage,
-  type RlStageConfig,
   type RlStageSettings,
   resolveSettings,
 } from "./rl-settings.js";
@@ -57,7 +58,7 @@ import {
 } from "./stage.js";
 import { loadTrainState } from "./train-state.js";
 
-/** What the wiring does differently per stage. */
+/** What the wiring does differently per stage (`C`: the stage's resolved config). */
 interface StageWiring<C> {
   /** Metrics shown on the per-epoch progress line. */
   display: readonly string[];
@@ -74,7 +75,7 @@ interface StageWiring<C> {
   ): Objective<RlGroup>;
 }
 
-const STAGES: { [S in RlStage]: StageWiring<RlStageConfig<S>> } = {
+const STAGES: { [S in RlStage]: StageWiring<ResolvedRlStageConfig<S>> } = {
   rce: {
     display: ["trainLoss", "temperature", "valRce", "valTop1", "selectionChange", "valAccuracy", "valAccuracyGain"],
     health: () => (epoch, m) => healthWarnings(epoch, { selectionChange: m.selectionChange }),
@@ -120,7 +121,7 @@ function informativeGroups(groups: RlGroup[], file: string): RlGroup[] {
 /** The data a run trains on: stored rollouts (with the pool set when given), or online, a pool set. */
 type RlData =
   | { rollouts: ResolvedSet<RolloutSet>; pools: ResolvedSet<PoolSet> | null; online: null }
-  | { rollouts: null; pools: ResolvedSet<PoolSet>; online: OnlineConfig };
+  | { rollouts: null; pools: ResolvedSet<PoolSet>; online: ResolvedOnlineConfig };
 
 interface ResolvedRlInputs extends TrainingInputs {
   data: RlData;
@@ -132,7 +133,7 @@ interface ResolvedRlInputs extends TrainingInputs {
 function resolveInputs<S extends RlStage>(
   ws: Workspace,
   inputs: RlInputs,
-  settings: RlStageSettings<S>,
+  settings: ResolvedRlStageSettings<S>,
 ): ResolvedRlInputs {
   const { data, queryDataset, promptOrder } = resolveData(ws, inputs, onlineOf(settings));
   const resolved = trainingInputs(ws, {
@@ -156,7 +157,7 @@ function resolveInputs<S extends RlStage>(
 function resolveData(
   ws: Workspace,
   inputs: RlInputs,
-  online: OnlineConfig | null,
+  online: ResolvedOnlineConfig | null,
 ): { data: RlData; queryDataset: string; promptOrder: PromptOrder } {
   if (online !== null) {
     if (inputs.pools === undefined)
@@ -189,7 +190,7 @@ export interface RlStageResult extends Omit<TrainingRunResult, "model"> {
 
 /** The stored run config: inputs (as resolved paths), their hashes, the stage config and the VLM settings. */
 function storedConfig<S extends RlStage>(
-  settings: RlStageSettings<S>,
+  settings: ResolvedRlStageSettings<S>,
   inputs: RlInputs,
   hashes: Record<string, string>,
   vlm: VlmSettings,
@@ -278,7 +279,10 @@ export async function resumeRlStage(ws: Workspace, runId: string, how: StageIo =
   const stage = parsed.data.stage;
   if (ws.getStage(runId, stage)?.status === "done")
     throw new LeverError(`run ${runId} is already done`, { record: runId });
-  const settings = parseRlSettings(stage, parsed.data.config, { record: runId, fieldPrefix: "config" });
+  // Stored resolved, so resolving again changes nothing: the stage runs on the resolved type only.
+  const settings = resolveSettings(
+    parseRlSettings(stage, parsed.data.config, { record: runId, fieldPrefix: "config" }),
+  );
   const inputs = resolveInputs(ws, parsed.data.inputs, settings);
   checkInputsUnchanged(runId, parsed.data.dataHashes, inputs.dataHashes);
   const vlm = parseOrThrow(VlmSettingsSchema, parsed.data.vlm ?? {}, { record: runId, fieldPrefix: "vlm" });
@@ -294,7 +298,7 @@ interface RunHandle extends StageIo {
 async function execute<S extends RlStage>(
   ws: Workspace,
   run: RunHandle,
-  settings: RlStageSettings<S>,
+  settings: ResolvedRlStageSettings<S>,
   refs: RlInputs,
   inputs: ResolvedRlInputs,
   vlmSettings: VlmSettings,
@@ -390,7 +394,7 @@ async function execute<S extends RlStage>(
 function rlGroups(
   ws: Workspace,
   inputs: ResolvedRlInputs,
-  config: RlStageConfig,
+  config: ResolvedRlStageConfig,
   initShots: number | undefined,
 ): { groups: RlGroup[]; stats: RlDataStats } {
   const { data } = inputs;
@@ -431,7 +435,7 @@ function klReference(
 function startAndReference(
   refs: RlInputs,
   inputs: ResolvedRlInputs,
-  config: RlStageConfig,
+  config: ResolvedRlStageConfig,
   shots: number,
   init: Checkpoint | undefined,
 ) {
@@ -459,7 +463,7 @@ function savedState(ws: Workspace, run: RunHandle, stage: RlStage) {
 }
 
 /** What every checkpoint of the run records of where it came from. */
-function provenance(runId: string, config: RlStageConfig, refs: RlInputs, inputs: ResolvedRlInputs) {
+function provenance(runId: string, config: ResolvedRlStageConfig, refs: RlInputs, inputs: ResolvedRlInputs) {
   const { pools } = inputs.data;
   return {
     runId,

@@ -14,7 +14,7 @@ import { stageTask } from "../task/guard.js";
 import { LeverError } from "../util/errors.js";
 import type { VlmSettings } from "../vlm/settings.js";
 import { preflight } from "../vlm/types.js";
-import { type OnlineConfig, type OnlineContext, OnlineSampler } from "./online.js";
+import { type OnlineContext, OnlineSampler, type ResolvedOnlineConfig } from "./online.js";
 import type { Answerer } from "./rl-validate.js";
 
 export interface RlVlmRequest {
@@ -26,7 +26,7 @@ export interface RlVlmRequest {
   /** Answer the validation queries after every epoch. */
   validation: boolean;
   /** Online GRPO's settings (null: offline, no sampling). */
-  online: OnlineConfig | null;
+  online: ResolvedOnlineConfig | null;
   /** What online sampling needs besides the VLM and the items. */
   sampling: Omit<OnlineContext, "queryById" | "indexById" | "answer">;
   /** Told which VLM backend answers (a run that validates with the simulator by default must say so). */

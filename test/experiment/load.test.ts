@@ -3,7 +3,14 @@ import { describe, expect, it } from "vitest";
 import { execute } from "../../src/experiment/execute.js";
 import { loadExperiment, parseSetOption } from "../../src/experiment/load.js";
 import { plan } from "../../src/experiment/plan.js";
-import { TRAINING_STAGES } from "../../src/experiment/stages.js";
+import {
+  STAGE_TABLE,
+  STAGES,
+  type StageEntry,
+  type StageName,
+  TRAINING_STAGES,
+  trainedOutputs,
+} from "../../src/experiment/stages.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { leverErrorOf } from "../helpers/errors.js";
 import { experimentFiles } from "./helpers.js";
@@ -125,6 +132,23 @@ describe("experiment files", () => {
     expect(leverErrorOf(() => plan(loadExperiment(file, ["compare.baseline=selector:grpo"]))).message).toMatch(
       /no method "selector:grpo" will be evaluated/,
     );
+  });
+
+  it("one list of trained stages: a stage is a method (compare.baseline, evaluated checkpoint) iff the table says it trains", () => {
+    const file = write("every-stage.yaml", `${BASE}grpo: {}\nonline: { online: { queries: "first:8" } }\n`);
+    const planned = plan(loadExperiment(file)).variants[0].stages;
+    expect(planned.map((s) => s.stage)).toEqual(STAGES);
+    for (const s of planned) {
+      const trains = (STAGE_TABLE[s.stage] as StageEntry<StageName>).trains === true;
+      for (const name of [s.stage, `selector:${s.stage}`]) {
+        const plans = () => plan(loadExperiment(file, [`compare.baseline=${name}`]));
+        if (trains) expect(plans, name).not.toThrow();
+        else expect(leverErrorOf(plans).message, name).toMatch(/no method ".*" will be evaluated/);
+      }
+      // The evaluation and the guard read a stage's checkpoint through the same list.
+      const outputs = new Map([[`${s.stage}-${s.id}`, { runId: "r", bestFile: "best.safetensors" }]]);
+      expect(trainedOutputs(s.stage, outputs, s.id) !== undefined, s.stage).toBe(trains);
+    }
   });
 
   it("an optim.groupLr naming no parameter group is refused when the file is read, not when training starts", () => {

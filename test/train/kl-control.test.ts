@@ -1,19 +1,24 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { KlController, KlControlSchema } from "../../src/train/kl-control.js";
+import { GrpoSchema, resolveModeDefaults } from "../../src/train/rl-settings.js";
+
+/** KL settings as a GRPO run resolves them (offline: β 0.04 when unset). */
+const resolvedKl = (kl: object) => resolveModeDefaults(GrpoSchema.parse({ kl }), "offline").kl;
 
 describe("KL coefficient controller", () => {
   it("has the documented defaults and keeps a fixed β", () => {
     const cfg = KlControlSchema.parse({});
     // β is left unset: its default depends on online vs offline (rl-settings.test.ts)
     expect(cfg).toEqual({ kind: "fixed", targetKl: 0.05, horizon: 10000 });
-    expect(() => new KlController(cfg)).toThrow(/kl.beta was not resolved/);
-    const c = new KlController({ ...cfg, beta: 0.04 });
+    // The controller takes resolved settings only: an unset β is a compile error, not a run-time check.
+    expectTypeOf(cfg).not.toExtend<ConstructorParameters<typeof KlController>[0]>();
+    const c = new KlController(resolvedKl({}));
     expect(c.update(5, 1000)).toBe(0.04);
     expect(c.state()).toEqual({ beta: 0.04 });
   });
 
   it("adapts β proportionally: e = clip(KL/target − 1, ±0.2), β ← β·(1 + e·n/horizon)", () => {
-    const c = new KlController(KlControlSchema.parse({ kind: "adaptive", beta: 0.1, targetKl: 0.05, horizon: 100 }));
+    const c = new KlController(resolvedKl({ kind: "adaptive", beta: 0.1, targetKl: 0.05, horizon: 100 }));
     // KL 0.055: e = 0.1, n = 10 → ×1.01
     expect(c.update(0.055, 10)).toBeCloseTo(0.1 * 1.01, 12);
     // KL 1 (20× the target): e clipped to 0.2 → ×1.02
@@ -27,7 +32,7 @@ describe("KL coefficient controller", () => {
   });
 
   it("resumes from its serialised state", () => {
-    const cfg = KlControlSchema.parse({ kind: "adaptive", beta: 0.1, horizon: 100 });
+    const cfg = resolvedKl({ kind: "adaptive", beta: 0.1, horizon: 100 });
     const a = new KlController(cfg);
     a.update(0.2, 10);
     const b = new KlController(cfg, JSON.parse(JSON.stringify(a.state())));

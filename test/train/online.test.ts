@@ -10,7 +10,7 @@ import { grpoObjective } from "../../src/train/grpo.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../src/train/online.js";
 import type { RlGroup } from "../../src/train/rl-data.js";
-import { GrpoSchema } from "../../src/train/rl-settings.js";
+import { GrpoSchema, resolveModeDefaults } from "../../src/train/rl-settings.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
 import { runTraining, seededStart } from "../../src/train/run.js";
 import { Rng } from "../../src/util/rng.js";
@@ -71,7 +71,7 @@ const groups: RlGroup[] = Object.keys(world.beams.queries).map((queryId) => ({
 
 /** An online sampler over the toy world's pools, answered by `answerVlm`. */
 function toySampler(online: OnlineConfig, shots: number, reward: RewardConfig, answerVlm: Vlm): OnlineSampler {
-  return new OnlineSampler(online, {
+  return new OnlineSampler(resolveModeDefaults(GrpoSchema.parse({ online })).online, {
     sources: world.sources,
     shots,
     reward,
@@ -129,7 +129,7 @@ async function trainOnline(run: {
             run.start,
           ),
         },
-        GrpoSchema.parse({ online: run.online, kl: { beta: 0 }, ...run.grpo }),
+        resolveModeDefaults(GrpoSchema.parse({ online: run.online, kl: { beta: 0 }, ...run.grpo })),
         run.start,
         run.sampler,
       ),

@@ -7,7 +7,7 @@ import { grpoObjective } from "../../src/train/grpo.js";
 import { OptimSchema } from "../../src/train/loop.js";
 import { buildRlGroups, type RlGroup } from "../../src/train/rl-data.js";
 import { rceObjective } from "../../src/train/rl-objectives.js";
-import { GrpoSchema, RceSchema } from "../../src/train/rl-settings.js";
+import { GrpoSchema, RceSchema, resolveModeDefaults } from "../../src/train/rl-settings.js";
 import { RlValidator } from "../../src/train/rl-validate.js";
 import { runTraining, seededStart } from "../../src/train/run.js";
 import { syntheticRollouts, syntheticWorld } from "./synthetic.js";
@@ -47,7 +47,7 @@ async function trainGrpo(grpo: Record<string, unknown>, epochs = 3, data: RlGrou
         start,
       );
       const objData = { train: data.train, sources: world.sources, batchQueries: 16, validator };
-      return grpoObjective(model, objData, GrpoSchema.parse(grpo), start);
+      return grpoObjective(model, objData, resolveModeDefaults(GrpoSchema.parse(grpo), "offline"), start);
     },
     checkpointDir: null,
     checkpoint: { trainedK: 8, shots: 2, provenance: {} },

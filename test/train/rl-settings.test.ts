@@ -35,6 +35,14 @@ describe("RL stage settings", () => {
     expect(resolveSettings(grpo({ loss: { ratioLevel: "sequence" } })).config.online.credit).toBe("trajectory");
   });
 
+  it("resolving is idempotent: a run's stored resolved config, read back on resume, resolves to itself", () => {
+    for (const over of [{}, { online: { enabled: true } }, { kl: { kind: "adaptive", beta: 0.2 } }]) {
+      const stored = JSON.parse(JSON.stringify(resolveSettings(grpo(over)).config));
+      const read = parseRlSettings("grpo", stored, { record: "grpo-0001" });
+      expect(resolveSettings(read)).toEqual(read);
+    }
+  });
+
   it("a stored config is parsed by its own stage's schema, and only GRPO with online on is online", () => {
     const rce = parseRlSettings("rce", {}, { record: "rce-0001" });
     expect(rce.config.temperature).toBeDefined();
@@ -42,7 +50,7 @@ describe("RL stage settings", () => {
     expect(() =>
       parseRlSettings("rce", { online: { enabled: true } }, { record: "rce-0001", fieldPrefix: "config" }),
     ).toThrow(/record "rce-0001", field "config": unexpected field\(s\): online/);
-    expect(onlineOf(parseRlSettings("grpo", {}, {}))).toBeNull();
-    expect(onlineOf(parseRlSettings("grpo", { online: { enabled: true } }, {}))?.samples).toBe(8);
+    expect(onlineOf(resolveSettings(parseRlSettings("grpo", {}, {})))).toBeNull();
+    expect(onlineOf(resolveSettings(parseRlSettings("grpo", { online: { enabled: true } }, {})))?.samples).toBe(8);
   });
 });
