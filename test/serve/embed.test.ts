@@ -202,7 +202,9 @@ describe("lever serve with in-process embedding (tiny CLIP)", () => {
         expect(prompts(mock)).toEqual([]);
         const bare = await post(`${app.url}/v1/select`, { question: "what is it?" });
         expect(bare.status).toBe(400);
-        expect((bare.json.error as { message: string }).message).toMatch(/send an image \(data: URL\) or the embedding/);
+        expect((bare.json.error as { message: string }).message).toMatch(
+          /send an image \(data: URL\) or the embedding/,
+        );
       } finally {
         await app.close();
       }
