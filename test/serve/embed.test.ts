@@ -200,6 +200,14 @@ describe("lever serve with in-process embedding (tiny CLIP)", () => {
         }
         // No prompt was sent upstream (only the start-up preflight): /v1/select only chooses.
         expect(prompts(mock)).toEqual([]);
+        // Valid base64 of an image type that does not decode: a 400 naming the image, one line.
+        const broken = await post(`${app.url}/v1/select`, {
+          question: "what is it?",
+          image: `data:image/png;base64,${Buffer.from("not a png at all").toString("base64")}`,
+        });
+        expect(broken.status, broken.text).toBe(400);
+        expect(String((broken.json.error as { message: string }).message)).not.toContain("\n");
+        expect((broken.json.error as { param: string }).param).toBe("image");
         const bare = await post(`${app.url}/v1/select`, { question: "what is it?" });
         expect(bare.status).toBe(400);
         expect((bare.json.error as { message: string }).message).toMatch(
