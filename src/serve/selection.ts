@@ -66,6 +66,18 @@ export interface SelectionContext {
   table?: TableEncoding;
 }
 
+/** Largest whole-index projections `lever serve` computes at start-up (bytes); above it each batch projects its own. */
+export const PROJECTION_BUDGET = 2 ** 30;
+
+/**
+ * Bytes the whole-index projections may take, at most: per row the projected and normalised rows, the
+ * linear parts of candidate options (H each) and the cosine prior's input rows (d).
+ */
+export function projectionBytes(selector: OpenedSelector): number {
+  const { d, hidden } = selector.model.config;
+  return 4 * selector.inputSources.index.rowOf.size * (3 * hidden + d);
+}
+
 /**
  * The selector's candidate projections of the whole index, computed once: row r is index row r as
  * `selectorInput` packs it (centred when the selector reads centred embeddings), so a slot's projection

@@ -24,7 +24,15 @@ import { sha256 } from "../util/hash.js";
 import { openAiVlmConfigSchema } from "../vlm/openai.js";
 import { checkRecordedModel, type Embedder, openEmbedder } from "./embedder.js";
 import type { ServeOptions } from "./options.js";
-import { encodeIndex, neededKinds, poolKinds, type SelectionContext, tableBytes } from "./selection.js";
+import {
+  encodeIndex,
+  neededKinds,
+  PROJECTION_BUDGET,
+  poolKinds,
+  projectionBytes,
+  type SelectionContext,
+  tableBytes,
+} from "./selection.js";
 import { Upstream } from "./upstream.js";
 
 export interface ServeSetup {
@@ -76,7 +84,10 @@ export async function prepareServe(ws: Workspace, options: ServeOptions): Promis
     throw error;
   }
   const { sources } = selector;
-  const projected = selection.table === undefined ? 0 : tableBytes(selection.table);
+  const projections =
+    selection.table === undefined
+      ? `the selector projects each batch's candidates (the whole index's projections would pass ${PROJECTION_BUDGET / 2 ** 20} MB)`
+      : `the selector's projections of the index's ${index.length} candidates computed once (${(tableBytes(selection.table) / 2 ** 20).toFixed(0)} MB)`;
   return {
     options,
     selection,
@@ -87,7 +98,7 @@ export async function prepareServe(ws: Workspace, options: ServeOptions): Promis
     notes: [
       `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
         `embedding ${selector.embedding} (${sources.embedding})`,
-      `the selector's projections of the index's ${index.length} candidates computed once (${(projected / 1048576).toFixed(0)} MB)`,
+      projections,
     ],
   };
 }
@@ -122,7 +133,7 @@ function selectionContext(
   return {
     selector,
     builder,
-    table: encodeIndex(selector),
+    ...(projectionBytes(selector) <= PROJECTION_BUDGET ? { table: encodeIndex(selector) } : {}),
     indexById: new Map(index.map((item) => [item.questionId, item])),
     sampler: selector.sampler,
     k: selector.k,
