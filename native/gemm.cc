@@ -103,7 +103,8 @@ double dot(const double* a, const double* b, long K) {
 // Screening scores for cosine search (src/pools/search.ts): C[i·ldc + j] = A_i · B_j for a few query
 // rows A against many index rows B, both row-major and contiguous (A·Bᵀ). No packing: each block of 3
 // index rows is read once from memory and met by every query, 4 queries at a time (12 accumulators).
-// Each score is one 8-lane FMA chain over k and the same lane reduction, whichever block it falls in.
+// Each score is one 8-lane FMA chain over k and the same lane reduction, whichever block it falls in
+// (the last index rows, fewer than 3, and a K that is not a multiple of 8 go through `dot`).
 namespace avx2_nt {
 inline float hsum(__m256 v) {
   float l[8];
@@ -125,26 +126,27 @@ void rows(long M, long j0, long j1, long K, const float* A, const float* B, floa
     const float* b0 = B + j * K;
     const float* b1 = b0 + K;
     const float* b2 = b1 + K;
-    long i = 0;
-    for (; i + 4 <= M; i += 4) {
+    // The last block of fewer than 4 queries repeats its last query (computed, not stored): a lone query
+    // on a single FMA chain would be latency-bound, several times slower per score than a full block.
+    for (long i = 0; i < M; i += 4) {
+      const long live = M - i < 4 ? M - i : 4;
+      const float* a[4];
+      for (int q = 0; q < 4; q++) a[q] = A + (i + (q < live ? q : live - 1)) * K;
       __m256 c[3][4];
       for (int r = 0; r < 3; r++)
         for (int q = 0; q < 4; q++) c[r][q] = _mm256_setzero_ps();
-      const float* a = A + i * K;
       for (long k = 0; k < K; k += 8) {
         const __m256 x0 = _mm256_loadu_ps(b0 + k), x1 = _mm256_loadu_ps(b1 + k), x2 = _mm256_loadu_ps(b2 + k);
         for (int q = 0; q < 4; q++) {
-          const __m256 aq = _mm256_loadu_ps(a + q * K + k);
+          const __m256 aq = _mm256_loadu_ps(a[q] + k);
           c[0][q] = _mm256_fmadd_ps(aq, x0, c[0][q]);
           c[1][q] = _mm256_fmadd_ps(aq, x1, c[1][q]);
           c[2][q] = _mm256_fmadd_ps(aq, x2, c[2][q]);
         }
       }
-      for (int q = 0; q < 4; q++)
+      for (int q = 0; q < live; q++)
         for (int r = 0; r < 3; r++) C[(i + q) * ldc + j + r] = hsum(c[r][q]);
     }
-    for (; i < M; i++)
-      for (int r = 0; r < 3; r++) C[i * ldc + j + r] = dot(A + i * K, B + (j + r) * K, K);
   }
   for (; j < j1; j++)
     for (long i = 0; i < M; i++) C[i * ldc + j] = dot(A + i * K, B + j * K, K);
