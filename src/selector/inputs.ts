@@ -9,7 +9,8 @@
  *  - `selectorInput` packs a batch of resolved pools into the model's `SelectorInput`: the queries'
  *    embeddings, a compact table of the distinct candidate rows (a row shared by several pools is
  *    stored and projected once, so memory stays bounded by queries × K rows however large the index)
- *    and each pool's slots in it, padded with −1 to the largest pool.
+ *    and each pool's slots in it, padded with −1 to the largest pool; `selectorInputOnIndex` packs the
+ *    same batch against a whole-index table instead (`indexTableData`, projected once by `lever serve`).
  *
  * What the selector may see about a candidate beyond its embedding — its answer features and its
  * identity (docs/selector.md, "Candidate features, identity, pool attention") — comes from the
