@@ -100,6 +100,58 @@ double dot(const double* a, const double* b, long K) {
   return s;
 }
 }  // namespace avx2_dot
+// Screening scores for cosine search (src/pools/search.ts): C[i·ldc + j] = A_i · B_j for a few query
+// rows A against many index rows B, both row-major and contiguous (A·Bᵀ). No packing: each block of 3
+// index rows is read once from memory and met by every query, 4 queries at a time (12 accumulators).
+// Each score is one 8-lane FMA chain over k and the same lane reduction, whichever block it falls in
+// (the last index rows, fewer than 3, and a K that is not a multiple of 8 go through `dot`).
+namespace avx2_nt {
+inline float hsum(__m256 v) {
+  float l[8];
+  _mm256_storeu_ps(l, v);
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+inline float dot(const float* a, const float* b, long K) {
+  __m256 c = _mm256_setzero_ps();
+  long k = 0;
+  for (; k + 8 <= K; k += 8) c = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), c);
+  float s = hsum(c);
+  for (; k < K; k++) s += a[k] * b[k];
+  return s;
+}
+void rows(long M, long j0, long j1, long K, const float* A, const float* B, float* C, long ldc) {
+  long j = j0;
+  const long K8 = K / 8 * 8;
+  for (; j + 3 <= j1 && K8 == K; j += 3) {
+    const float* b0 = B + j * K;
+    const float* b1 = b0 + K;
+    const float* b2 = b1 + K;
+    // The last block of fewer than 4 queries repeats its last query (computed, not stored): a lone query
+    // on a single FMA chain would be latency-bound, several times slower per score than a full block.
+    for (long i = 0; i < M; i += 4) {
+      const long live = M - i < 4 ? M - i : 4;
+      const float* a[4];
+      for (int q = 0; q < 4; q++) a[q] = A + (i + (q < live ? q : live - 1)) * K;
+      __m256 c[3][4];
+      for (int r = 0; r < 3; r++)
+        for (int q = 0; q < 4; q++) c[r][q] = _mm256_setzero_ps();
+      for (long k = 0; k < K; k += 8) {
+        const __m256 x0 = _mm256_loadu_ps(b0 + k), x1 = _mm256_loadu_ps(b1 + k), x2 = _mm256_loadu_ps(b2 + k);
+        for (int q = 0; q < 4; q++) {
+          const __m256 aq = _mm256_loadu_ps(a[q] + k);
+          c[0][q] = _mm256_fmadd_ps(aq, x0, c[0][q]);
+          c[1][q] = _mm256_fmadd_ps(aq, x1, c[1][q]);
+          c[2][q] = _mm256_fmadd_ps(aq, x2, c[2][q]);
+        }
+      }
+      for (int q = 0; q < live; q++)
+        for (int r = 0; r < 3; r++) C[(i + q) * ldc + j + r] = hsum(c[r][q]);
+    }
+  }
+  for (; j < j1; j++)
+    for (long i = 0; i < M; i++) C[i * ldc + j] = dot(A + i * K, B + j * K, K);
+}
+}  // namespace avx2_nt
 #pragma GCC pop_options
 #endif
 
@@ -320,5 +372,43 @@ void dgemm(bool transA, bool transB, long M, long N, long K, double alpha, const
 }
 
 const char* gemm_simd() { return use_avx2() ? "avx2+fma" : "generic"; }
+
+namespace {
+struct ScoreJob {
+  long M, j0, j1, K;
+  const float *A, *B;
+  float* C;
+  long ldc;
+};
+void* score_job(void* p) {
+  const ScoreJob* job = static_cast<ScoreJob*>(p);
+#ifdef LEVER_HAVE_AVX2_KERNELS
+  avx2_nt::rows(job->M, job->j0, job->j1, job->K, job->A, job->B, job->C, job->ldc);
+#endif
+  return nullptr;
+}
+}  // namespace
+
+bool score_rows(long M, long N, long K, const float* A, const float* B, float* C, long ldc) {
+  if (!use_avx2()) return false;
+  if (M <= 0 || N <= 0) return true;
+  const long threads = N >= 3 * 256 ? gemm_threads() : 1;
+  ScoreJob jobs[kMaxThreads];
+  pthread_t ids[kMaxThreads];
+  bool started[kMaxThreads] = {};
+  const long chunk = ((N + threads - 1) / threads + 2) / 3 * 3;
+  long count = 0;
+  for (long lo = 0; lo < N && count < threads; lo += chunk, count++)
+    jobs[count] = ScoreJob{M, lo, lo + chunk < N ? lo + chunk : N, K, A, B, C, ldc};
+  for (long t = 1; t < count; t++) started[t] = pthread_create(&ids[t], nullptr, score_job, &jobs[t]) == 0;
+  score_job(&jobs[0]);
+  for (long t = 1; t < count; t++) {
+    if (started[t])
+      pthread_join(ids[t], nullptr);
+    else
+      score_job(&jobs[t]);
+  }
+  return true;
+}
 
 }  // namespace lever

@@ -17,7 +17,10 @@
 //       forward of the selector's fused gate state update (src/selector/gate-op.ts);
 //   topkScan(C, qb, nb, ldc, n0, q0, cap, heapScore, heapRow, heapSize, excludeRows, excludeStart, threads)
 //       folds a block of similarity scores into per-query top-K heaps (pool_topk.cc, for
-//       src/pools/search.ts).
+//       src/pools/search.ts);
+//   scoreRows(M, N, K, A, B, C, ldc)
+//       C = A·Bᵀ screening scores of cosine search without packing (gemm.cc score_rows); false when
+//       the CPU has no AVX2+FMA (src/pools/search.ts then uses sgemm).
 #define NAPI_VERSION 8
 #include <dlfcn.h>
 #include <node_api.h>
@@ -367,6 +370,33 @@ napi_value SetOpenBlasMinWork(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+// scoreRows(M, N, K, A, B, C, ldc): C[i·ldc + j] = A_i · B_j (gemm.cc score_rows); false when the CPU
+// has no AVX2+FMA kernel (C untouched; the caller uses sgemm).
+napi_value ScoreRows(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc != 7) {
+    throw_error(env, "scoreRows: expected 7 arguments");
+    return nullptr;
+  }
+  long M, N, K, ldc, lenA, lenB, lenC;
+  float *A, *B, *C;
+  if (!get_long(env, argv[0], &M, "scoreRows: M") || !get_long(env, argv[1], &N, "scoreRows: N") ||
+      !get_long(env, argv[2], &K, "scoreRows: K") || !get_long(env, argv[6], &ldc, "scoreRows: ldc") ||
+      !get_array(env, argv[3], napi_float32_array, &A, &lenA, "scoreRows: A") ||
+      !get_array(env, argv[4], napi_float32_array, &B, &lenB, "scoreRows: B") ||
+      !get_array(env, argv[5], napi_float32_array, &C, &lenC, "scoreRows: C"))
+    return nullptr;
+  if (ldc < (N > 1 ? N : 1) || lenA < M * K || lenB < N * K || lenC < required(M, N, ldc)) {
+    throw_error(env, "scoreRows: a buffer is too small for the given sizes");
+    return nullptr;
+  }
+  napi_value out;
+  napi_get_boolean(env, lever::score_rows(M, N, K, A, B, C, ldc), &out);
+  return out;
+}
+
 napi_value Info(napi_env env, napi_callback_info) {
   const OpenBlas& blas = openblas();
   napi_value obj, path, threads, simd;
@@ -389,6 +419,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"scaleInPlace", nullptr, ScaleInPlace, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"setOpenBlasMinWork", nullptr, SetOpenBlasMinWork, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"topkScan", nullptr, lever::TopkScan, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"scoreRows", nullptr, ScoreRows, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"gateForward", nullptr, GateForward, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

@@ -111,6 +111,11 @@ export class PoolBuilder {
     });
   }
 
+  /** Prepares the index rows of these kinds now (unit length, index order) instead of at the first pool that needs them. */
+  prepare(kinds: readonly EmbeddingKind[]): void {
+    for (const kind of kinds) this.unitIndexRows(kind);
+  }
+
   /** Index positions a query may never receive: itself (if in the index) and its same-image items. */
   excludedPositions(query: VqaItem): number[] {
     const out = [...(this.positionsByImage.get(query.imageId) ?? [])];

@@ -23,6 +23,18 @@ export type Gemm = (M: number, N: number, K: number, A: Float32Array, B: Float32
  */
 export const gemmNT: Gemm = (M, N, K, A, B, C) => tensorGemm(false, true, M, N, K, 1, A, K, B, K, 0, C, N);
 
+/**
+ * C = A·Bᵀ for screening few queries against a large index (`lever serve`'s batches): the native
+ * unpacked kernel (`scoreRows`) when the addon has an AVX2 one and there are at least 3 queries, else
+ * `gemmNT`. Its float32 scores round differently from `gemmNT`'s; the search's results do not depend on
+ * which GEMM screens (see the header).
+ */
+export const gemmScreen: Gemm = (M, N, K, A, B, C) => {
+  const addon = native.addon;
+  if (addon !== null && M >= 3 && addon.scoreRows(M, N, K, A, B, C, N)) return;
+  gemmNT(M, N, K, A, B, C);
+};
+
 /** The GEMM cosine search uses, and which kernel path serves it. */
 export function defaultGemm(): { gemm: Gemm; path: string } {
   return { gemm: gemmNT, path: kernelPath() };

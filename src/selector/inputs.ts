@@ -9,7 +9,8 @@
  *  - `selectorInput` packs a batch of resolved pools into the model's `SelectorInput`: the queries'
  *    embeddings, a compact table of the distinct candidate rows (a row shared by several pools is
  *    stored and projected once, so memory stays bounded by queries × K rows however large the index)
- *    and each pool's slots in it, padded with −1 to the largest pool.
+ *    and each pool's slots in it, padded with −1 to the largest pool; `selectorInputOnIndex` packs the
+ *    same batch against a whole-index table instead (`indexTableData`, projected once by `lever serve`).
  *
  * What the selector may see about a candidate beyond its embedding — its answer features and its
  * identity (docs/selector.md, "Candidate features, identity, pool attention") — comes from the
@@ -187,6 +188,61 @@ export function selectorInput(
   sources: SelectorSources,
   dtype: DType = "float32",
 ): SelectorInput {
+  const d = sources.query.dim;
+  const put = rowWriter(sources.center);
+  const compact = new Map<number, number>();
+  const input = packPools(pools, sources, dtype, (row) => {
+    let c = compact.get(row);
+    if (c === undefined) {
+      c = compact.size;
+      compact.set(row, c);
+    }
+    return c;
+  });
+  const table = alloc(dtype, compact.size * d);
+  for (const [row, c] of compact) put(table, c * d, sources.index.data.subarray(row * d, (row + 1) * d));
+  input.table = table;
+  return input;
+}
+
+/**
+ * Every index row as `selectorInput` packs a candidate (centred when the sources say so), row r = index
+ * row r: the table a whole-index `TableEncoding` is built from once (`lever serve`), so a batch need not
+ * project its candidates again. Each row's values are the ones `selectorInput` would copy into its table.
+ */
+export function indexTableData(sources: SelectorSources, dtype: DType = "float32"): Data {
+  const { dim, data } = sources.index;
+  if (sources.center === undefined && dtype === "float32") return data; // copied as it is: no copy needed
+  const rows = data.length / dim;
+  const put = rowWriter(sources.center);
+  const table = alloc(dtype, rows * dim);
+  for (let r = 0; r < rows; r++) put(table, r * dim, data.subarray(r * dim, (r + 1) * dim));
+  return table;
+}
+
+/**
+ * `selectorInput` over a whole-index table (`indexTableData`, or its `TableEncoding`): the same queries,
+ * features, identities and prior, with each slot naming its candidate's index row instead of a row of
+ * a compact table.
+ */
+export function selectorInputOnIndex(
+  pools: readonly ResolvedPool[],
+  sources: SelectorSources,
+  table: SelectorInput["table"],
+  dtype: DType = "float32",
+): SelectorInput {
+  const input = packPools(pools, sources, dtype, (row) => row);
+  input.table = table;
+  return input;
+}
+
+/** The queries, slots (each candidate row through `slotOf`), prior and candidate data of a batch; the table is the caller's. */
+function packPools(
+  pools: readonly ResolvedPool[],
+  sources: SelectorSources,
+  dtype: DType,
+  slotOf: (indexRow: number) => number,
+): SelectorInput {
   const B = pools.length;
   const d = sources.query.dim;
   const K = pools.reduce((max, p) => Math.max(max, p.candRows.length), 0);
@@ -195,26 +251,16 @@ export function selectorInput(
   pools.forEach((p, b) => {
     put(queries, b * d, sources.query.data.subarray(p.queryRow * d, (p.queryRow + 1) * d));
   });
-  const compact = new Map<number, number>();
   const slots = new Int32Array(B * K).fill(-1);
   for (let b = 0; b < B; b++) {
     const rows = pools[b].candRows;
-    for (let k = 0; k < rows.length; k++) {
-      let c = compact.get(rows[k]);
-      if (c === undefined) {
-        c = compact.size;
-        compact.set(rows[k], c);
-      }
-      slots[b * K + k] = c;
-    }
+    for (let k = 0; k < rows.length; k++) slots[b * K + k] = slotOf(rows[k]);
   }
-  const table = alloc(dtype, compact.size * d);
-  for (const [row, c] of compact) put(table, c * d, sources.index.data.subarray(row * d, (row + 1) * d));
   const prior = alloc(dtype, B * K);
   pools.forEach((p, b) => {
     prior.set(p.prior, b * K);
   });
-  const input: SelectorInput = { queries, table, slots, K, prior };
+  const input: SelectorInput = { queries, table: alloc(dtype, 0), slots, K, prior };
   if (sources.candidates !== undefined) packCandidateData(input, pools, sources.candidates, dtype);
   return input;
 }

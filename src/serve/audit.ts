@@ -1,7 +1,9 @@
 /**
- * The optional audit log (`--audit-log FILE`): one JSON line per answered request — time, route, status,
- * the question, the image's sha256 and size (never its bytes), the shot count, the demonstrations'
- * question ids in prompt order, the selector checkpoint's hash and the post-processed answer.
+ * The optional audit log (`--audit-log FILE`): one JSON line per chat or select request, answered or
+ * failed — time, route, status, the question, the image's sha256 and size (never its bytes), the shot
+ * count, the demonstrations' question ids in prompt order, the selector checkpoint's hash and the
+ * post-processed answer; a failed request has its error message and whatever was known when it failed
+ * (a request the upstream failed keeps its demonstrations; a malformed one has only the error).
  */
 import { createWriteStream, type WriteStream } from "node:fs";
 

@@ -29,7 +29,10 @@ export interface ServeContext {
   embeddings: MicroBatcher<EmbedRequest, QueryEmbeddings | LeverError> | null;
 }
 
-/** What a handler reports for metrics and the audit log. */
+/**
+ * What a handler reports for metrics and the audit log, filled in as the request goes: a request that
+ * fails after its demonstrations were chosen (say, at the upstream) is logged with them.
+ */
 export interface Handled {
   timings: Partial<Record<Step, number>>;
   audit: Omit<AuditEntry, "time" | "route" | "status" | "ms">;
@@ -85,12 +88,15 @@ async function choose(
       Object.assign(embeddings, out);
     }
   }
+  const submitted = performance.now();
   const selection = await ctx.selections.submit({
     question,
     imageKey: image === null ? null : QUERY_IMAGE_KEY,
     embeddings,
     shots,
   });
+  // Waiting for the batch to start (the batch before it still running) and for its prompts to be built.
+  timings.queue = Math.max(0, performance.now() - submitted - selection.poolMs - selection.selectMs);
   timings.pool = selection.poolMs;
   timings.select = selection.selectMs;
   return selection;
@@ -126,7 +132,8 @@ export async function handleChat(
   res: ServerResponse,
   body: Record<string, unknown>,
   signal: AbortSignal,
-): Promise<Handled> {
+  out: Handled,
+): Promise<void> {
   const { setup } = ctx;
   const chat = parseChatRequest(
     body,
@@ -140,16 +147,12 @@ export async function handleChat(
     Math.min(32, setup.selection.k),
     "X-Lever-Shots",
   );
-  const timings: Handled["timings"] = {};
+  const { timings, audit } = out;
+  Object.assign(audit, { question: chat.question, image: imageAudit(chat.image), shots });
   const selection = await choose(ctx, chat.question, chat.image, chat.embeddings, shots, timings);
+  audit.demonstrations = selection.demonstrations.map((d) => d.id);
+  audit.checkpoint = setup.checkpoint.hash;
   const upstreamBody = await setup.upstream.body(selection.prompt, QUERY_IMAGE_KEY, chat.image.url, chat.stream);
-  const audit: Handled["audit"] = {
-    question: chat.question,
-    image: imageAudit(chat.image),
-    shots,
-    demonstrations: selection.demonstrations.map((d) => d.id),
-    checkpoint: setup.checkpoint.hash,
-  };
   const started = performance.now();
   if (chat.stream) {
     const upstream = await setup.upstream.stream(upstreamBody, signal);
@@ -169,7 +172,7 @@ export async function handleChat(
     });
     res.end();
     timings.upstream = performance.now() - started;
-    return { timings, audit };
+    return;
   }
   const json = await setup.upstream.complete(upstreamBody, signal);
   timings.upstream = performance.now() - started;
@@ -185,7 +188,6 @@ export async function handleChat(
     },
     leverHeaders(ctx, selection),
   );
-  return { timings, audit };
 }
 
 export async function handleSelect(
@@ -193,7 +195,8 @@ export async function handleSelect(
   req: IncomingMessage,
   res: ServerResponse,
   body: Record<string, unknown>,
-): Promise<Handled> {
+  out: Handled,
+): Promise<void> {
   const { setup } = ctx;
   const question = body.question;
   if (typeof question !== "string" || question.trim() === "")
@@ -205,19 +208,12 @@ export async function handleSelect(
   );
   const max = Math.min(32, setup.selection.k);
   const shots = shotsOf(body.shots ?? req.headers["x-lever-shots"], setup.options.shots, max, "shots");
-  const timings: Handled["timings"] = {};
+  const { timings, audit } = out;
+  Object.assign(audit, { question: question.trim(), image: imageAudit(image), shots });
   const selection = await choose(ctx, question.trim(), image, given, shots, timings);
+  audit.demonstrations = selection.demonstrations.map((d) => d.id);
+  audit.checkpoint = setup.checkpoint.hash;
   send(res, 200, { ...leverFields(ctx, selection, shots), timings: timingsOf(timings) }, leverHeaders(ctx, selection));
-  return {
-    timings,
-    audit: {
-      question: question.trim(),
-      image: imageAudit(image),
-      shots,
-      demonstrations: selection.demonstrations.map((d) => d.id),
-      checkpoint: setup.checkpoint.hash,
-    },
-  };
 }
 
 export function send(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {

@@ -1,13 +1,13 @@
 /**
  * `GET /metrics` in Prometheus' text format (version 0.0.4): requests and errors by route and status,
- * requests in flight, and the latency of each step (embedding, pool, selection, upstream, the whole
- * request) as histograms in seconds.
+ * requests in flight, and the latency of each step (embedding, waiting for the selection batch, pool,
+ * selection, upstream, the whole request) as histograms in seconds.
  */
 
 /** Bucket upper bounds in seconds: 0.5 ms … 60 s. */
 export const BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60];
 
-export const STEPS = ["embed", "pool", "select", "upstream", "total"] as const;
+export const STEPS = ["embed", "queue", "pool", "select", "upstream", "total"] as const;
 export type Step = (typeof STEPS)[number];
 
 class Histogram {

@@ -6,7 +6,10 @@
  * demonstration check (`checkDemonstrations`) and the one prompt builder (`buildPrompt`, prompt order).
  *
  * Requests that arrive together are batched (`SelectionBatcher`): one pool search (one GEMM over the
- * index) and one selector pass per batch and shot count, instead of one per request.
+ * index) and one selector pass per batch and shot count, instead of one per request. The selector's
+ * candidate projections are computed for the whole index once at start-up (`encodeIndex`), the same
+ * rows `lever eval` projects per batch (src/selector/inputs.ts `indexTableData`), so a batch projects
+ * only its queries.
  */
 import { createHash } from "node:crypto";
 import { cosine, type EmbeddingKind, type EmbeddingMatrix } from "../data/embeddings.js";
@@ -17,7 +20,8 @@ import { buildPrompt } from "../icl/answer.js";
 import type { OpenedSelector } from "../icl/selector.js";
 import { type EmbeddingSet, type PoolBuilder, type SamplerName, SIMILARITY_KIND } from "../pools/samplers.js";
 import { predict } from "../selector/decode.js";
-import { selectorInputOf } from "../selector/inputs.js";
+import { indexTableData, resolvePool, selectorInput, selectorInputOnIndex } from "../selector/inputs.js";
+import type { TableEncoding } from "../selector/model.js";
 import type { VlmPrompt } from "../vlm/types.js";
 
 /** One request's query: its question, the image key its prompt names, and its embedding of each kind needed. */
@@ -58,16 +62,46 @@ export interface SelectionContext {
   k: number;
   seed: number;
   order: PromptOrder;
+  /** The selector's projections of every index row (`encodeIndex`); without it each batch projects its candidates. */
+  table?: TableEncoding;
+}
+
+/** Largest whole-index projections `lever serve` computes at start-up (bytes); above it each batch projects its own. */
+export const PROJECTION_BUDGET = 2 ** 30;
+
+/**
+ * Bytes the whole-index projections may take, at most: per row the projected and normalised rows, the
+ * linear parts of candidate options (H each) and the cosine prior's input rows (d).
+ */
+export function projectionBytes(selector: OpenedSelector): number {
+  const { d, hidden } = selector.model.config;
+  return 4 * selector.inputSources.index.rowOf.size * (3 * hidden + d);
+}
+
+/**
+ * The selector's candidate projections of the whole index, computed once: row r is index row r as
+ * `selectorInput` packs it (centred when the selector reads centred embeddings), so a slot's projection
+ * is the one evaluation computes for the same candidate in its own batch.
+ */
+export function encodeIndex(selector: OpenedSelector): TableEncoding {
+  return selector.model.encodeTable(indexTableData(selector.inputSources));
+}
+
+/** Bytes the whole-index projections hold (for the start-up notes). */
+export function tableBytes(table: TableEncoding): number {
+  const parts = [table.projected, table.candHat, table.inputHat, table.linear?.rows, table.linear?.items];
+  return parts.reduce((sum, t) => sum + (t ? t.data.byteLength : 0), 0);
 }
 
 /** The embedding kinds a request must bring (or be given in-process): the selector's and its pool sampler's. */
 export function neededKinds(sampler: SamplerName, selectorKind: EmbeddingKind): EmbeddingKind[] {
-  const kinds = new Set<EmbeddingKind>([selectorKind]);
-  if (sampler === "mix") {
-    kinds.add("text");
-    kinds.add("image");
-  } else if (sampler !== "random") kinds.add(SIMILARITY_KIND[sampler]);
-  return [...kinds];
+  return [...new Set<EmbeddingKind>([selectorKind, ...poolKinds(sampler)])];
+}
+
+/** The embedding kinds a pool sampler ranks by. */
+export function poolKinds(sampler: SamplerName): EmbeddingKind[] {
+  if (sampler === "mix") return ["text", "image"];
+  return sampler === "random" ? [] : [SIMILARITY_KIND[sampler]];
 }
 
 /**
@@ -131,10 +165,9 @@ export function selectBatch(ctx: SelectionContext, queries: readonly ServedQuery
       ...ctx.selector.inputSources,
       query: { dim: rows.dim, data: rows.data, rowOf: new Map(ids.map((id, r) => [id, r])) },
     };
-    const input = selectorInputOf(
-      sources,
-      group.map((j, r) => ({ queryId: ids[r], poolIds: pools[j] })),
-    );
+    const resolved = group.map((j, r) => resolvePool(sources, ids[r], pools[j]));
+    const input =
+      ctx.table === undefined ? selectorInput(resolved, sources) : selectorInputOnIndex(resolved, sources, ctx.table);
     predict(ctx.selector.model, input, { shots }).forEach((t, r) => {
       const j = group[r];
       chosen.set(selecting[j].i, { ids: t.positions.map((p) => pools[j][p]), logprob: t.logprob });

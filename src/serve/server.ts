@@ -124,10 +124,10 @@ async function handle(ctx: ServeContext, key: Buffer | null, req: IncomingMessag
   res.on("close", () => {
     if (!res.writableFinished) controller.abort();
   });
-  let handled: Handled | null = null;
+  const handled: Handled = { timings: {}, audit: {} };
   let error: unknown = null;
   try {
-    handled = await dispatch(ctx, key, route, req, res, controller.signal);
+    await dispatch(ctx, key, route, req, res, controller.signal, handled);
   } catch (caught) {
     error = caught;
     req.resume(); // an unread body (refused early) is drained, not left in the connection
@@ -139,13 +139,13 @@ async function handle(ctx: ServeContext, key: Buffer | null, req: IncomingMessag
   const ms = performance.now() - started;
   ctx.metrics.request(route, status);
   if (route === "chat" || route === "select") {
-    for (const [step, value] of Object.entries(handled?.timings ?? {})) ctx.metrics.observe(route, step as Step, value);
+    for (const [step, value] of Object.entries(handled.timings)) ctx.metrics.observe(route, step as Step, value);
     ctx.metrics.observe(route, "total", ms);
     ctx.audit?.write({
       time: new Date().toISOString(),
       route,
       status,
-      ...(handled?.audit ?? {}),
+      ...handled.audit,
       ...(error !== null ? { error: errorResponse(error).body.error.message as string } : {}),
       ms: Math.round(ms * 1000) / 1000,
     });
@@ -159,7 +159,8 @@ async function dispatch(
   req: IncomingMessage,
   res: ServerResponse,
   signal: AbortSignal,
-): Promise<Handled | null> {
+  handled: Handled,
+): Promise<void> {
   if (route === "health") {
     const upstream = await ctx.setup.upstream.reachable(2_000);
     send(res, upstream ? 200 : 503, {
@@ -168,13 +169,13 @@ async function dispatch(
       checkpoint: ctx.setup.checkpoint.hash,
       upstream,
     });
-    return null;
+    return;
   }
   if (route === "metrics") {
     const text = ctx.metrics.render();
     res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
     res.end(text);
-    return null;
+    return;
   }
   if (route === "other") {
     req.resume();
@@ -189,8 +190,9 @@ async function dispatch(
   checkKey(req, key);
   if (route === "models") {
     send(res, 200, { object: "list", data: [{ id: ctx.setup.upstream.model, object: "model", owned_by: "lever" }] });
-    return null;
+    return;
   }
   const body = parseJsonObject(await readBody(req, ctx.setup.options.maxBodyBytes));
-  return route === "chat" ? handleChat(ctx, req, res, body, signal) : handleSelect(ctx, req, res, body);
+  if (route === "chat") await handleChat(ctx, req, res, body, signal, handled);
+  else await handleSelect(ctx, req, res, body, handled);
 }

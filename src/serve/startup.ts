@@ -14,7 +14,7 @@ import type { PromptOrder } from "../data/trajectories.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { type OpenedSelector, openSelector } from "../icl/selector.js";
 import { PoolBuilder } from "../pools/samplers.js";
-import { defaultGemm } from "../pools/search.js";
+import { gemmScreen } from "../pools/search.js";
 import { loadDatasetEmbedding } from "../store/ingest/embeddings.js";
 import type { Workspace } from "../store/workspace.js";
 import { datasetTask } from "../task/dataset-task.js";
@@ -24,7 +24,15 @@ import { sha256 } from "../util/hash.js";
 import { openAiVlmConfigSchema } from "../vlm/openai.js";
 import { checkRecordedModel, type Embedder, openEmbedder } from "./embedder.js";
 import type { ServeOptions } from "./options.js";
-import { neededKinds, type SelectionContext } from "./selection.js";
+import {
+  encodeIndex,
+  neededKinds,
+  PROJECTION_BUDGET,
+  poolKinds,
+  projectionBytes,
+  type SelectionContext,
+  tableBytes,
+} from "./selection.js";
 import { Upstream } from "./upstream.js";
 
 export interface ServeSetup {
@@ -76,6 +84,10 @@ export async function prepareServe(ws: Workspace, options: ServeOptions): Promis
     throw error;
   }
   const { sources } = selector;
+  const projections =
+    selection.table === undefined
+      ? `the selector projects each batch's candidates (the whole index's projections would pass ${PROJECTION_BUDGET / 2 ** 20} MB)`
+      : `the selector's projections of the index's ${index.length} candidates computed once (${(tableBytes(selection.table) / 2 ** 20).toFixed(0)} MB)`;
   return {
     options,
     selection,
@@ -86,6 +98,7 @@ export async function prepareServe(ws: Workspace, options: ServeOptions): Promis
     notes: [
       `${selector.label}: pool ${selector.sampler} (${sources.poolSampler}), K=${selector.k} (${sources.k}), ` +
         `embedding ${selector.embedding} (${sources.embedding})`,
+      projections,
     ],
   };
 }
@@ -113,10 +126,14 @@ function selectionContext(
   options: ServeOptions,
 ): SelectionContext {
   const indexEmbeddings: Partial<Record<EmbeddingKind, EmbeddingMatrix>> = {};
-  for (const kind of neededKinds(selector.sampler, selector.embedding)) indexEmbeddings[kind] = matrix(kind);
+  const kinds = neededKinds(selector.sampler, selector.embedding);
+  for (const kind of kinds) indexEmbeddings[kind] = matrix(kind);
+  const builder = new PoolBuilder({ index, indexEmbeddings, gemm: gemmScreen, indexName: options.index });
+  builder.prepare(poolKinds(selector.sampler));
   return {
     selector,
-    builder: new PoolBuilder({ index, indexEmbeddings, gemm: defaultGemm().gemm, indexName: options.index }),
+    builder,
+    ...(projectionBytes(selector) <= PROJECTION_BUDGET ? { table: encodeIndex(selector) } : {}),
     indexById: new Map(index.map((item) => [item.questionId, item])),
     sampler: selector.sampler,
     k: selector.k,

@@ -100,6 +100,13 @@ export interface NativeAddon {
     excludeStart: Int32Array,
     threads: number,
   ): void;
+  /**
+   * Cosine-search screening scores C[i·ldc + j] = A_i · B_j (A: M×K, B: N×K, row-major), no packing, over
+   * the GEMM's threads; false (C untouched) when the CPU has no AVX2+FMA. Not bit-identical to sgemm (its
+   * own summation order): only src/pools/search.ts screens with it, whose results do not depend on the
+   * screening GEMM (twin: gemmNT there).
+   */
+  scoreRows(M: number, N: number, K: number, A: Float32Array, B: Float32Array, C: Float32Array, ldc: number): boolean;
 }
 
 export interface NativeLoad {
@@ -129,6 +136,7 @@ const EXPORTS: Record<keyof NativeAddon, true> = {
   scaleInPlace: true,
   gateForward: true,
   topkScan: true,
+  scoreRows: true,
 };
 export const NATIVE_EXPORTS = Object.keys(EXPORTS) as (keyof NativeAddon)[];
 

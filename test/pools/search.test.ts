@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { cosineTopK, defaultGemm, defaultScanPath, gemmNT, unitRows } from "../../src/pools/search.js";
+import { cosineTopK, defaultGemm, defaultScanPath, gemmNT, gemmScreen, unitRows } from "../../src/pools/search.js";
 import { Rng } from "../../src/util/rng.js";
 import { bruteForceTopK, makeEmbedding, makeItems } from "./helpers.js";
 
@@ -35,6 +35,40 @@ describe("GEMM C = A·Bᵀ", () => {
     const ref = naiveNT(M, N, K, A, B);
     for (let i = 0; i < C.length; i++) expect(C[i]).toBeCloseTo(ref[i], 4);
     expect(["typescript", "native", "openblas"]).toContain(defaultGemm().path);
+  });
+});
+
+describe("the screening GEMM (lever serve's unpacked kernel)", () => {
+  test.each([
+    [1, 5, 16],
+    [3, 3, 8],
+    [4, 7, 512],
+    [5, 8, 24],
+    [9, 1000, 64],
+    [32, 3001, 40],
+    [6, 10, 13],
+  ])("matches a naive triple loop for M=%i N=%i K=%i (blocks of 3 rows × 4 queries and every remainder)", (M, N, K) => {
+    const A = randomMatrix(M, K, 3);
+    const B = randomMatrix(N, K, 4);
+    const C = new Float32Array(M * N).fill(Number.NaN);
+    gemmScreen(M, N, K, A, B, C);
+    const ref = naiveNT(M, N, K, A, B);
+    for (let i = 0; i < C.length; i++) expect(C[i]).toBeCloseTo(ref[i], 3);
+  });
+
+  test("gives cosineTopK the rows and scores gemmNT gives it", () => {
+    const dim = 64;
+    const index = randomMatrix(5000, dim, 5);
+    const queries = randomMatrix(13, dim, 6);
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => String(i));
+    const unitIndex = unitRows(index, dim, ids(5000));
+    const unitQueries = unitRows(queries, dim, ids(13));
+    const exclude = Array.from({ length: 13 }, (_, q) => [q, q * 7]);
+    const options = { k: 40, exclude, indexBlock: 1024 };
+    const screened = cosineTopK(unitQueries, unitIndex, dim, { ...options, gemm: gemmScreen });
+    const packed = cosineTopK(unitQueries, unitIndex, dim, { ...options, gemm: gemmNT });
+    expect(Array.from(screened.rows)).toEqual(Array.from(packed.rows));
+    expect(Array.from(screened.scores)).toEqual(Array.from(packed.scores));
   });
 });
 

@@ -2,7 +2,8 @@
  * In-process embedding on the tiny CLIP fixture: a workspace whose index and queries were embedded by
  * `lever embed compute` with it; `lever serve --embed-model` embeds each request's image and question
  * with the same model and sends the upstream exactly the prompts `lever eval` sent (no embedding in the
- * requests). A folder whose files differ from the recorded ones is refused at start-up.
+ * requests); `/v1/select` with an image and no embedding chooses the demonstrations `lever eval` chose.
+ * A folder whose files differ from the recorded ones is refused at start-up.
  */
 import { appendFileSync, cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -96,34 +97,45 @@ const serveOptions = (url: string, embedModel: string) =>
     embedModel,
   });
 
+/** `lever eval` of the selector on val at 2 shots, once for the file (its run id and the mock it sent to). */
+let evaluated: Promise<{ runId: string; mock: MockVllm }> | null = null;
+function evalOnce(ws: Workspace): Promise<{ runId: string; mock: MockVllm }> {
+  evaluated ??= (async () => {
+    const mock = await MockVllm.start();
+    mocks.push(mock);
+    const result = await evaluate(
+      ws,
+      parseEvalOptions({
+        dataset: "val",
+        index: "train",
+        shots: [2],
+        retrievers: [`selector:${checkpoint}`],
+        vlm: "openai",
+        baseUrls: [mock.url],
+        model: "mock-vl",
+        cache: "off",
+        resamples: 200,
+      }),
+      { progress: null },
+    );
+    expect(result.stats).toMatchObject({ evaluated: 20, failures: 0 });
+    return { runId: result.runId, mock };
+  })();
+  return evaluated;
+}
+
 describe("lever serve with in-process embedding (tiny CLIP)", () => {
   it("embeds each request with the index's model and sends the prompts lever eval sent", async () => {
     const ws = Workspace.open(wsDir);
     try {
-      const evalMock = await MockVllm.start();
+      const { runId, mock: evalMock } = await evalOnce(ws);
       const servedMock = await MockVllm.start();
-      mocks.push(evalMock, servedMock);
-      const result = await evaluate(
-        ws,
-        parseEvalOptions({
-          dataset: "val",
-          index: "train",
-          shots: [2],
-          retrievers: [`selector:${checkpoint}`],
-          vlm: "openai",
-          baseUrls: [evalMock.url],
-          model: "mock-vl",
-          cache: "off",
-          resamples: 200,
-        }),
-        { progress: null },
-      );
-      expect(result.stats).toMatchObject({ evaluated: 20, failures: 0 });
+      mocks.push(servedMock);
       const app = await startServer(await prepareServe(ws, serveOptions(servedMock.url, TINY_CLIP_DIR)));
       try {
         const items = new Map(ws.loadItems("val").map((item) => [item.questionId, item]));
         const replies = await Promise.all(
-          ws.getPredictions(result.runId).map(async (prediction) => {
+          ws.getPredictions(runId).map(async (prediction) => {
             const item = items.get(prediction.questionId)!;
             const content = [
               { type: "image_url", image_url: { url: dataUrlOf(item) } },
@@ -148,6 +160,59 @@ describe("lever serve with in-process embedding (tiny CLIP)", () => {
           expect(lever.timings.embed_ms).toBeGreaterThan(0);
         }
         expect(prompts(servedMock)).toEqual(prompts(evalMock));
+      } finally {
+        await app.close();
+      }
+    } finally {
+      ws.close();
+    }
+  });
+
+  it("/v1/select embeds the request's image and question and chooses the demonstrations lever eval chose", async () => {
+    const ws = Workspace.open(wsDir);
+    try {
+      const { runId } = await evalOnce(ws);
+      const mock = await MockVllm.start();
+      mocks.push(mock);
+      const app = await startServer(await prepareServe(ws, serveOptions(mock.url, TINY_CLIP_DIR)));
+      try {
+        const items = new Map(ws.loadItems("val").map((item) => [item.questionId, item]));
+        const index = new Map(ws.loadItems("train").map((item) => [item.questionId, item]));
+        const predictions = ws.getPredictions(runId);
+        expect(predictions.length).toBe(20);
+        const replies = await Promise.all(
+          predictions.map(async (prediction) => {
+            const item = items.get(prediction.questionId)!;
+            const reply = await post(`${app.url}/v1/select`, { question: item.question, image: dataUrlOf(item) });
+            return { reply, prediction };
+          }),
+        );
+        for (const { reply, prediction } of replies) {
+          expect(reply.status, reply.text).toBe(200);
+          const demos = reply.json.demonstrations as { id: string; image: string; answer: string; score: number }[];
+          expect(demos.map((d) => d.id)).toEqual(prediction.demonstrations);
+          for (const d of demos) {
+            expect(d.image).toBe(index.get(d.id)!.imagePath);
+            expect(d.answer).toBe(index.get(d.id)!.answer);
+            expect(Number.isFinite(d.score)).toBe(true);
+          }
+          expect((reply.json.timings as Record<string, number>).embed_ms).toBeGreaterThan(0);
+        }
+        // No prompt was sent upstream (only the start-up preflight): /v1/select only chooses.
+        expect(prompts(mock)).toEqual([]);
+        // Valid base64 of an image type that does not decode: a 400 naming the image, one line.
+        const broken = await post(`${app.url}/v1/select`, {
+          question: "what is it?",
+          image: `data:image/png;base64,${Buffer.from("not a png at all").toString("base64")}`,
+        });
+        expect(broken.status, broken.text).toBe(400);
+        expect(String((broken.json.error as { message: string }).message)).not.toContain("\n");
+        expect((broken.json.error as { param: string }).param).toBe("image");
+        const bare = await post(`${app.url}/v1/select`, { question: "what is it?" });
+        expect(bare.status).toBe(400);
+        expect((bare.json.error as { message: string }).message).toMatch(
+          /send an image \(data: URL\) or the embedding/,
+        );
       } finally {
         await app.close();
       }

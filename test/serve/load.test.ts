@@ -1,6 +1,7 @@
 /**
- * Load with faults through the mock server: 2,000 requests (the benchmark sends 20,000), 32 at a time,
- * the upstream answering some with 500 and hanging on others. Every request is answered, or failed
+ * Load with faults through the mock server: 2,000 requests (`LEVER_SERVE_LOAD_REQUESTS=20000` for the
+ * issue's 20,000; the benchmark sends 20,000 without faults), 32 at a time, the upstream answering some
+ * with 500 and hanging on others. Every request is answered, or failed
  * cleanly in OpenAI's error format within the request timeout; the server is alive afterwards and its
  * heap did not grow with the requests. Stopping (what SIGTERM does) during load loses no request in flight.
  */
@@ -20,6 +21,7 @@ const heapUsed = () => {
 
 let f: ServeFixture;
 let items: VqaItem[];
+const TOTAL = Number(process.env.LEVER_SERVE_LOAD_REQUESTS ?? 2_000);
 
 beforeAll(() => {
   f = serveWorkspace();
@@ -48,41 +50,54 @@ async function load(url: string, total: number, width: number, bodies: Record<st
 }
 
 describe("load with upstream faults", () => {
-  it("answers or cleanly fails every one of 2,000 requests (500s and hangs injected); alive after; heap bounded", async () => {
-    const { app, mock } = await startServe(f, { timeoutMs: 300, maxRetries: 1, requestTimeoutMs: 1_000 });
-    let n = 0;
-    mock.faultFor = (path) => {
-      if (path !== "/v1/chat/completions") return null;
-      n++;
-      if (n % 37 === 0) return { kind: "status", status: 500 };
-      if (n % 211 === 0) return { kind: "hang" };
-      return null;
-    };
-    const bodies = items.map((item) => chatBody(f, item));
-    await load(app.url, 200, 32, bodies); // warm-up
-    const heapBefore = heapUsed();
-    const batchesBefore = app.context.selections.batches;
-    const outcomes = await load(app.url, 2_000, 32, bodies);
-    // Requests that arrive together share one pool search and one selector pass.
-    expect(app.context.selections.batches - batchesBefore).toBeLessThan(2_000);
-    const heapAfter = heapUsed();
-    expect(outcomes.length).toBe(2_000);
-    const ok = outcomes.filter((o) => o.status === 200).length;
-    const failed = outcomes.filter((o) => o.status !== 200);
-    expect(ok).toBeGreaterThan(1_900);
-    for (const o of failed) {
-      expect([502, 503, 504]).toContain(o.status);
-      expect(Object.keys(o.error ?? {}).sort()).toEqual(["code", "message", "param", "type"]);
-      expect(String(o.error?.message)).not.toContain("\n");
-    }
-    // A hang costs at most the per-attempt timeouts (2 × 300 ms) plus backoff, never more than the request timeout.
-    expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(1_500);
-    expect(heapAfter - heapBefore).toBeLessThan(64 * 1024 * 1024);
-    const health = await fetch(`${app.url}/health`);
-    expect(health.status).toBe(200);
-    await app.close();
-    await mock.close();
-  }, 300_000);
+  it(
+    `answers or cleanly fails every one of ${TOTAL.toLocaleString("en")} requests (500s and hangs injected); alive after; heap bounded`,
+    async () => {
+      const { app, mock } = await startServe(f, { timeoutMs: 300, maxRetries: 1, requestTimeoutMs: 1_000 });
+      let n = 0;
+      const injected = { status: 0, hang: 0 };
+      mock.faultFor = (path) => {
+        if (path !== "/v1/chat/completions") return null;
+        n++;
+        if (n % 37 === 0) {
+          injected.status++;
+          return { kind: "status", status: 500 };
+        }
+        if (n % 211 === 0) {
+          injected.hang++;
+          return { kind: "hang" };
+        }
+        return null;
+      };
+      const bodies = items.map((item) => chatBody(f, item));
+      await load(app.url, 200, 32, bodies); // warm-up
+      const heapBefore = heapUsed();
+      const batchesBefore = app.context.selections.batches;
+      const outcomes = await load(app.url, TOTAL, 32, bodies);
+      // Requests that arrive together share one pool search and one selector pass.
+      expect(app.context.selections.batches - batchesBefore).toBeLessThan(TOTAL);
+      const heapAfter = heapUsed();
+      expect(outcomes.length).toBe(TOTAL);
+      const ok = outcomes.filter((o) => o.status === 200).length;
+      const failed = outcomes.filter((o) => o.status !== 200);
+      expect(ok).toBeGreaterThan(0.95 * TOTAL);
+      expect(injected.status).toBeGreaterThan(TOTAL / 40); // the faults were met
+      expect(injected.hang).toBeGreaterThan(TOTAL / 250);
+      for (const o of failed) {
+        expect([502, 503, 504]).toContain(o.status);
+        expect(Object.keys(o.error ?? {}).sort()).toEqual(["code", "message", "param", "type"]);
+        expect(String(o.error?.message)).not.toContain("\n");
+      }
+      // A hang costs at most the per-attempt timeouts (2 × 300 ms) plus backoff, never more than the request timeout.
+      expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(1_500);
+      expect(heapAfter - heapBefore).toBeLessThan(64 * 1024 * 1024);
+      const health = await fetch(`${app.url}/health`);
+      expect(health.status).toBe(200);
+      await app.close();
+      await mock.close();
+    },
+    300_000 + TOTAL * 30,
+  );
 
   it("a stop during load (SIGTERM's close) finishes every request in flight, then refuses new connections", async () => {
     const { app, mock } = await startServe(f, { concurrencyPerEndpoint: 64 }, { latencyMs: 400 });

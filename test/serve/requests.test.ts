@@ -34,6 +34,7 @@ function withContent(content: unknown, extra: Record<string, unknown> = {}) {
   return { ...chatBody(f, item), messages: [{ role: "user", content }], ...extra };
 }
 
+const valId = (i: number) => f.sim.ws.loadItems("val")[i].questionId;
 const png = (b64: string) => ({ type: "image_url", image_url: { url: `data:image/png;base64,${b64}` } });
 const text = { type: "text", text: "what is it?" };
 
@@ -143,6 +144,46 @@ describe("/v1/select", () => {
     );
   });
 
+  const selectCases: [string, () => { body: unknown; headers?: Record<string, string> }, number, RegExp][] = [
+    ["no question", () => ({ body: { embedding: jointRow(f, valId(0)) } }), 400, /question must be a non-empty string/],
+    [
+      "a shot count over the limit",
+      () => ({ body: { question: "what?", embedding: jointRow(f, valId(0)), shots: 99 } }),
+      400,
+      /shots must be an integer from 0 to/,
+    ],
+    [
+      "a negative shot count",
+      () => ({ body: { question: "what?", embedding: jointRow(f, valId(0)), shots: -1 } }),
+      400,
+      /shots must be an integer from 0 to/,
+    ],
+    [
+      "an embedding of the wrong width",
+      () => ({ body: { question: "what?", embedding: [1, 2, 3] } }),
+      400,
+      /3 numbers/,
+    ],
+    [
+      "a remote image URL",
+      () => ({ body: { question: "what?", image: "http://example.com/cat.jpg", embedding: jointRow(f, valId(0)) } }),
+      400,
+      /remote image URLs are never fetched/,
+    ],
+    ["malformed JSON", () => ({ body: '{"question": ' }), 400, /not valid JSON/],
+    ["a missing API key", () => ({ body: { question: "what?" }, headers: {} }), 401, /missing API key/],
+  ];
+  for (const [name, make, status, message] of selectCases)
+    it(`${name}: ${status} in OpenAI's error format, one line`, async () => {
+      const { body, headers } = make();
+      const reply = await post(`${app.url}/v1/select`, body, headers ?? auth);
+      expect(reply.status, reply.text).toBe(status);
+      expect(Object.keys(reply.json)).toEqual(["error"]);
+      const error = reply.json.error as Record<string, unknown>;
+      expect(error.message).toMatch(message);
+      expect(String(error.message)).not.toMatch(/\n|\bat .*\.(js|ts):\d+/);
+    });
+
   it("refuses a request without an embedding when nothing is embedded in-process", async () => {
     const reply = await post(`${app.url}/v1/select`, { question: "what?" }, auth);
     expect(reply.status).toBe(400);
@@ -155,6 +196,18 @@ describe("operations", () => {
     const res = await fetch(`${app.url}/health`);
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ status: "ok", upstream: true });
+  });
+
+  it("GET /health: 503 while the upstream does not answer, 200 again when it does", async () => {
+    mock.failAll = { kind: "status", status: 500 };
+    try {
+      const down = await fetch(`${app.url}/health`);
+      expect(down.status).toBe(503);
+      expect(await down.json()).toMatchObject({ status: "upstream unreachable", upstream: false });
+    } finally {
+      mock.failAll = null;
+    }
+    expect((await fetch(`${app.url}/health`)).status).toBe(200);
   });
 
   it("GET /metrics: Prometheus text with requests by route and status, and step histograms", async () => {
