@@ -11,7 +11,8 @@
  * prompt of s shots is the search's first s slots, so one search serves every shot count: K + (K−1) +
  * … generations per query, memoised per (query, pool).
  *
- * Score: per-image CIDEr-D with document frequencies from the index's references (the rewards'
+ * Score: the rewards' scorer (src/task/caption-scoring.ts with the index as its reference set): the
+ * post-processed caption's per-image CIDEr-D, document frequencies from the index's references (the
  * `fixed` mode: a query's oracle does not depend on which other queries are evaluated); each
  * demonstration shows the caption the dataset shows (`answer`, the import's demo reference).
  * Ties keep the earlier pool position.
@@ -24,8 +25,8 @@
  * could still learn from the world (an upper bound for selectors, as the VQA informed ceiling).
  */
 import type { VqaItem } from "../../data/item.js";
-import { type CiderVector, ciderOfVectors, ciderVector, documentFrequency } from "../../metrics/caption/cider.js";
-import { tokenizeCaption } from "../../metrics/caption/ptb-tokenize.js";
+import { captionAnswering } from "../../task/caption-scoring.js";
+import type { AnswerScoring } from "../../task/types.js";
 import { LeverError } from "../../util/errors.js";
 import { Rng } from "../../util/rng.js";
 import type { VlmPrompt } from "../../vlm/types.js";
@@ -43,7 +44,8 @@ export interface CaptionOracleOptions {
 
 export class CaptionOracle {
   private readonly byId: Map<string, VqaItem>;
-  private readonly df;
+  /** One scorer per search: its reference vectors are memoised per query id, and a search scores one target per query. */
+  private readonly answering: AnswerScoring;
   /** Prompt-order searches so far, nearest slot LAST, keyed by query and pool. */
   private readonly searches = new Map<string, string[]>();
 
@@ -53,13 +55,13 @@ export class CaptionOracle {
     readonly options: CaptionOracleOptions = { knows: "references", seed: 0 },
   ) {
     this.byId = new Map(index.map((item) => [item.questionId, item]));
-    this.df = documentFrequency(index.map((item) => item.answers.map((a) => tokenizeCaption(a.answer))));
+    this.answering = captionAnswering({ references: index });
   }
 
   /** CIDEr-D (fixed frequencies, ×10 as pycocoevalcap's per image) of the greedy caption for demonstrations in prompt order. */
-  score(query: VqaItem, demoIds: readonly string[], references = this.referencesOf(query)): number {
-    const caption = this.sim.caption(this.prompt(query, demoIds));
-    return ciderOfVectors(ciderVector(tokenizeCaption(caption), this.df), references);
+  score(query: VqaItem, demoIds: readonly string[]): number {
+    const caption = this.answering.postprocess(this.sim.caption(this.prompt(query, demoIds)));
+    return this.answering.score(caption, this.target(query));
   }
 
   /** The greedy search's `shots` demonstrations, in PROMPT order (the last one next to the query). */
@@ -81,14 +83,13 @@ export class CaptionOracle {
           record: query.questionId,
           field: "pool",
         });
-    const references = this.referencesOf(query);
     const chosen = [...start];
     while (chosen.length < shots) {
       let best: string | null = null;
       let bestScore = Number.NEGATIVE_INFINITY;
       for (const id of pool) {
         if (chosen.includes(id)) continue;
-        const value = this.score(query, [id, ...chosen], references);
+        const value = this.score(query, [id, ...chosen]);
         if (value > bestScore) [best, bestScore] = [id, value];
       }
       chosen.unshift(best as string);
@@ -96,17 +97,15 @@ export class CaptionOracle {
     return chosen;
   }
 
-  /** What the search scores against: the query's references, or the informed ceiling's fresh ones. */
-  referencesOf(query: VqaItem): CiderVector[] {
-    const texts =
-      this.options.knows === "references"
-        ? query.answers.map((a) => a.answer)
-        : this.sim.world.drawReferences(
-            this.sim.itemIndex(query.questionId, "query.questionId"),
-            new Rng(this.options.seed).child(`informed|${query.questionId}`),
-            INFORMED_REFERENCES,
-          );
-    return texts.map((text) => ciderVector(tokenizeCaption(text), this.df));
+  /** What the search scores against: the query itself (its references), or it with the world's fresh references. */
+  target(query: VqaItem): VqaItem {
+    if (this.options.knows === "references") return query;
+    const drawn = this.sim.world.drawReferences(
+      this.sim.itemIndex(query.questionId, "query.questionId"),
+      new Rng(this.options.seed).child(`informed|${query.questionId}`),
+      INFORMED_REFERENCES,
+    );
+    return { ...query, answers: drawn.map((answer) => ({ answer })) };
   }
 
   private prompt(query: VqaItem, demoIds: readonly string[]): VlmPrompt {

@@ -185,17 +185,15 @@ export class CaptionWorld {
       const r = rng.child(i);
       let count = 5;
       if (r.next() < a.extraReferenceRate) count += r.next() < a.extraReferenceRate ? 2 : 1;
-      const writers = r.sampleWithoutReplacement(a.pool, Math.min(count, a.pool));
-      while (writers.length < count) writers.push(r.int(a.pool));
-      this.references.push(writers.map((w, k) => this.writeCaption(r, i, this.annotators[w], k === 0)));
+      this.references.push(this.drawReferences(i, r, count));
     }
   }
 
   /**
    * Fresh references of item i, as the world would write them again: `count` distinct annotators of the
-   * pool drawn from `rng`, the first shaped by the item's teacher quality, as `writeReferences` does.
-   * What a retriever that knows the world but not the image's actual references can score against (the
-   * informed ceiling, src/sim/caption/oracle.ts); the world itself never calls it.
+   * pool drawn from `rng`, the first shaped by the item's teacher quality (`writeReferences` draws them so).
+   * Also what a retriever that knows the world but not the image's actual references scores against
+   * (the informed ceiling, src/sim/caption/oracle.ts).
    */
   drawReferences(i: number, rng: Rng, count: number): string[] {
     const pool = this.params.annotators.pool;
