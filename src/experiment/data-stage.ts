@@ -47,10 +47,11 @@ export function runData(ws: Workspace, e: Experiment, tag: string): DataOutputs 
     const world = join(dir, WORLD_FILE);
     return { ...names, world, worldFile: world };
   }
-  const real = (e.data.importCaptions ?? e.data.import) as NonNullable<Experiment["data"]["import"]>;
+  // The schema admits exactly one data source: the real files' (caption or VQA) here.
+  const { embeddings } = e.data.importCaptions ?? (e.data.import as NonNullable<Experiment["data"]["import"]>);
   for (const split of ["train", "val"] as const) {
     if (ws.getDataset(names[split]) === undefined) importSplit(ws, e.data, split, names[split]);
-    for (const [kind, file] of Object.entries(real.embeddings[split]))
+    for (const [kind, file] of Object.entries(embeddings[split]))
       if (ws.getEmbedding(names[split], kind) === undefined)
         importEmbedding(ws, { file, dataset: names[split], kind: kind as (typeof EMBEDDING_KINDS)[number] });
   }
