@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { BeamsSettingsSchema, runBeams } from "../src/datagen/beams-stage.js";
 import { RolloutsSettingsSchema, runRollouts } from "../src/datagen/rollouts-stage.js";
 import { buildPoolSet } from "../src/pools/artifact.js";
+import { poolSampler } from "../src/pools/samplers.js";
 import { renderTable } from "../src/report/table.js";
 import { saveCheckpoint } from "../src/selector/checkpoint.js";
 import { SelectorConfigSchema } from "../src/selector/config.js";
@@ -88,7 +89,7 @@ export async function run(): Promise<void> {
           queries: items,
           indexDataset: "train",
           index: items,
-          sampler: "mix",
+          pool: poolSampler("mix"),
           k: 32,
           seed: 0,
           queryEmbeddings: embeddings,

@@ -9,7 +9,7 @@
  */
 import type { EmbeddingMatrix } from "../src/data/embeddings.js";
 import type { VqaItem } from "../src/data/item.js";
-import { PoolBuilder, type SamplerName } from "../src/pools/samplers.js";
+import { PoolBuilder, poolSampler, type SamplerName } from "../src/pools/samplers.js";
 import { cosineTopK, defaultGemm, defaultScanPath, type Gemm, type ScanPath } from "../src/pools/search.js";
 import { Rng } from "../src/util/rng.js";
 
@@ -111,7 +111,7 @@ export async function run(): Promise<void> {
   for (const sampler of ["random", "text-sim", "image-sim", "mix"] as SamplerName[]) {
     const count = sampler === "random" ? nQueries : simQueries;
     t = performance.now();
-    builder.build(queries.slice(0, count), { sampler, k, seed: 1, queryEmbeddings });
+    builder.build(queries.slice(0, count), { ...poolSampler(sampler), k, seed: 1, queryEmbeddings });
     const seconds = (performance.now() - t) / 1000;
     const all = (seconds * nQueries) / count;
     const note = count < nQueries ? " (extrapolated)" : "";

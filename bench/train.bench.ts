@@ -391,7 +391,7 @@ function simSetup(dir: string) {
     queries: items,
     indexDataset: "train",
     index: items,
-    sampler: "random",
+    pool: { sampler: "random" },
     k: K,
     seed: 0,
     queryEmbeddings: { joint },

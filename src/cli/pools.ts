@@ -1,5 +1,4 @@
 import type { Command } from "commander";
-import { DEFAULT_MIX_RATIOS } from "../pools/samplers.js";
 import { makePools, PoolsSettingsSchema } from "../pools/stage.js";
 import { stageTask } from "../task/guard.js";
 import { queryKindOf } from "../task/query-embedding.js";
@@ -25,7 +24,7 @@ export function register(program: Command): void {
     else
       process.stdout.write(
         `pools ${summary.name}: ${summary.queries} queries × K=${summary.k} from ${summary.index} ${s.index} items ` +
-          `(sampler ${s.sampler}${s.sampler === "mix" ? ` ${(s.ratios ?? [DEFAULT_MIX_RATIOS.random, DEFAULT_MIX_RATIOS.text, DEFAULT_MIX_RATIOS.image]).join(",")}` : ""}, seed ${s.seed}) ` +
+          `(sampler ${s.sampler}${summary.ratios ? ` ${[summary.ratios.random, summary.ratios.text, summary.ratios.image].join(",")}` : ""}, seed ${s.seed}) ` +
           `→ ${summary.path} (sha256 ${summary.sha256.slice(0, 12)}) in ${summary.seconds.toFixed(1)} s` +
           `${summary.gemm !== null ? ` [gemm: ${summary.gemm}]` : ""}\n`,
       );

@@ -6,7 +6,7 @@ import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
 import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
 import type { VoteCalibration } from "../metrics/vote.js";
-import { type EmbeddingSet, PoolBuilder } from "../pools/samplers.js";
+import { type EmbeddingSet, PoolBuilder, poolSampler } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { CaptionOracle } from "../sim/caption/oracle.js";
 import { SimCaptionVlm } from "../sim/caption/vlm.js";
@@ -138,7 +138,7 @@ export function workspacePools(
   });
   const queryEmbeddings = embeddings.lazySet(queryDataset, queryKindOf(embeddings.record(queryDataset)));
   return memoizePools(async (queries, sampler, k) =>
-    builder.build(queries, { sampler, k, seed: options.seed, queryEmbeddings }),
+    builder.build(queries, { ...poolSampler(sampler), k, seed: options.seed, queryEmbeddings }),
   );
 }
 
@@ -176,7 +176,8 @@ function voteScaleOf(
     items: index,
     embedding: (kind) => embeddings.get(options.index, kind),
     kind: VOTE_EMBEDDING,
-    ...evalPool(options),
+    pool: poolSampler(evalPool(options).sampler),
+    k: evalPool(options).k,
     // Evaluating on the index's own split: its questions never calibrate the vote that answers them.
     ...(options.dataset === options.index ? { avoid: new Set(queries.map((q) => q.questionId)) } : {}),
   });

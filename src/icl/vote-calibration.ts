@@ -11,7 +11,7 @@
 import { cosine, EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { calibrateVoteScale, supportsOf, type VoteCalibration } from "../metrics/vote.js";
-import { type MixRatios, PoolBuilder, type SamplerName } from "../pools/samplers.js";
+import { PoolBuilder, type PoolSampler } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
@@ -28,9 +28,9 @@ export interface CalibrationInputs {
   embedding: (kind: EmbeddingKind) => EmbeddingMatrix;
   /** The embedding the vote ranks by. */
   kind: EmbeddingKind;
-  sampler: SamplerName;
+  /** The pool sampler (mix with its shares) and K of the pools the vote is calibrated on. */
+  pool: PoolSampler;
   k: number;
-  ratios?: MixRatios;
   /** Index items never used as calibration queries (the evaluation's own questions when they are the index's). */
   avoid?: ReadonlySet<string>;
 }
@@ -39,7 +39,7 @@ const calibrations = new Map<string, VoteCalibration>();
 
 /** The calibrated scale and its curve for an index and pool settings (computed once per process). */
 export function voteCalibration(inputs: CalibrationInputs): VoteCalibration {
-  const { dataset, items, kind, sampler, k } = inputs;
+  const { dataset, items, kind, pool, k } = inputs;
   const matrix = inputs.embedding(kind);
   // Keyed by what the calibration reads: the index's items and annotations, its embedding of the vote's kind
   // (a sample of its values), the pool settings and the questions left out.
@@ -49,9 +49,8 @@ export function voteCalibration(inputs: CalibrationInputs): VoteCalibration {
     matrix.ids.length,
     Array.from({ length: 64 }, (_, j) => matrix.data[Math.floor((j * matrix.data.length) / 64)]),
     kind,
-    sampler,
+    pool,
     k,
-    inputs.ratios ?? null,
     [...(inputs.avoid ?? [])].sort(),
   ]);
   let c = calibrations.get(key);
@@ -63,7 +62,7 @@ export function voteCalibration(inputs: CalibrationInputs): VoteCalibration {
 }
 
 function calibrate(inputs: CalibrationInputs, matrix: EmbeddingMatrix): VoteCalibration {
-  const { dataset, items, kind, sampler, k } = inputs;
+  const { dataset, items, kind, pool, k } = inputs;
   if (items.length <= k)
     throw new LeverError(
       `the index "${dataset}" has ${items.length} items: too few to calibrate a vote over pools of ${k}`,
@@ -84,7 +83,7 @@ function calibrate(inputs: CalibrationInputs, matrix: EmbeddingMatrix): VoteCali
   });
   // A query whose image holds too many of the index's questions cannot have K candidates: left out.
   const eligible = sample.filter((q) => items.length - builder.excludedPositions(q).length >= k);
-  const pools = builder.build(eligible, { sampler, k, seed: 0, ratios: inputs.ratios, queryEmbeddings: embeddings });
+  const pools = builder.build(eligible, { ...pool, k, seed: 0, queryEmbeddings: embeddings });
   const rows = rowIndex(matrix);
   const row = (id: string): Float32Array => {
     const r = rows.get(id);

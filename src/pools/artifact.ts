@@ -7,15 +7,7 @@
 import type { EmbeddingKind } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
 import { checkPoolSet, type PoolSet } from "../data/pool-set.js";
-import {
-  DEFAULT_MIX_RATIOS,
-  type EmbeddingSet,
-  type MixRatios,
-  mixQuotas,
-  PoolBuilder,
-  type SamplerName,
-  SIMILARITY_KIND,
-} from "./samplers.js";
+import { type EmbeddingSet, mixQuotas, PoolBuilder, type PoolSampler, SIMILARITY_KIND } from "./samplers.js";
 import type { Gemm } from "./search.js";
 
 export interface BuildPoolSetInput {
@@ -23,10 +15,9 @@ export interface BuildPoolSetInput {
   queries: readonly VqaItem[];
   indexDataset: string;
   index: readonly VqaItem[];
-  sampler: SamplerName;
+  pool: PoolSampler;
   k: number;
   seed: number;
-  ratios?: MixRatios;
   queryEmbeddings?: EmbeddingSet;
   indexEmbeddings?: EmbeddingSet;
   gemm?: Gemm;
@@ -35,14 +26,10 @@ export interface BuildPoolSetInput {
 }
 
 /** Embedding kinds a sampler reads for pools of size k. */
-export function embeddingKindsFor(
-  sampler: SamplerName,
-  k: number,
-  ratios: MixRatios = DEFAULT_MIX_RATIOS,
-): EmbeddingKind[] {
-  if (sampler === "random") return [];
-  if (sampler !== "mix") return [SIMILARITY_KIND[sampler]];
-  const [, text, image] = mixQuotas(k, ratios);
+export function embeddingKindsFor(pool: PoolSampler, k: number): EmbeddingKind[] {
+  if (pool.sampler === "random") return [];
+  if (pool.sampler !== "mix") return [SIMILARITY_KIND[pool.sampler]];
+  const [, text, image] = mixQuotas(k, pool.ratios);
   return [...(text > 0 ? (["text"] as const) : []), ...(image > 0 ? (["image"] as const) : [])];
 }
 
@@ -53,12 +40,11 @@ export function buildPoolSet(input: BuildPoolSetInput): PoolSet {
     gemm: input.gemm,
     indexName: input.indexDataset,
   });
-  const ratios = input.sampler === "mix" ? (input.ratios ?? DEFAULT_MIX_RATIOS) : undefined;
+  const ratios = input.pool.sampler === "mix" ? input.pool.ratios : undefined;
   const built = builder.build(input.queries, {
-    sampler: input.sampler,
+    ...input.pool,
     k: input.k,
     seed: input.seed,
-    ratios,
     queryEmbeddings: input.queryEmbeddings,
   });
   const pools: Record<string, string[]> = {};
@@ -67,14 +53,16 @@ export function buildPoolSet(input: BuildPoolSetInput): PoolSet {
   });
   const settings: Record<string, unknown> = {
     exclusions: "query and same-image items",
-    ...(input.sampler === "random" ? { stream: "Rng(seed).child('pool:random').child(questionId)" } : {}),
-    ...(input.sampler !== "random" ? { similarity: "exact cosine, float64 re-scored, ties to lower index row" } : {}),
+    ...(input.pool.sampler === "random" ? { stream: "Rng(seed).child('pool:random').child(questionId)" } : {}),
+    ...(input.pool.sampler !== "random"
+      ? { similarity: "exact cosine, float64 re-scored, ties to lower index row" }
+      : {}),
     ...(ratios !== undefined ? { ratios, quotas: mixQuotas(input.k, ratios), order: "random, text, image" } : {}),
     ...(input.provenance ?? {}),
   };
   const poolSet: PoolSet = {
     format: "lever.pools/1",
-    sampler: input.sampler,
+    sampler: input.pool.sampler,
     settings,
     k: input.k,
     seed: input.seed,

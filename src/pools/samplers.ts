@@ -48,14 +48,27 @@ export const DEFAULT_MIX_RATIOS: MixRatios = { random: 0.5, text: 0.25, image: 0
 
 export type EmbeddingSet = Partial<Record<EmbeddingKind, EmbeddingMatrix>>;
 
-export interface PoolRequest {
-  sampler: SamplerName;
+/** A sampler with its settings resolved: the mix sampler always carries its shares (`poolSampler`). */
+export type PoolSampler = { sampler: Exclude<SamplerName, "mix"> } | { sampler: "mix"; ratios: MixRatios };
+
+/**
+ * A sampler name and its settings' shares ([random, text, image], absent: the defaults) as a
+ * PoolSampler: the one place the mix shares get their default, called where settings are read.
+ */
+export function poolSampler(sampler: SamplerName, ratios?: readonly number[]): PoolSampler {
+  if (sampler !== "mix") return { sampler };
+  return {
+    sampler,
+    ratios: ratios === undefined ? DEFAULT_MIX_RATIOS : { random: ratios[0], text: ratios[1], image: ratios[2] },
+  };
+}
+
+export type PoolRequest = PoolSampler & {
   k: number;
   seed: number;
-  ratios?: MixRatios;
   /** Embeddings of the queries, by kind (needed by similarity samplers and mix). */
   queryEmbeddings?: EmbeddingSet;
-}
+};
 
 export interface PoolBuilderOptions {
   /** The candidate universe: every item of the index dataset. */
@@ -141,14 +154,20 @@ export class PoolBuilder {
         );
     });
 
-    if (sampler === "random") {
+    if (request.sampler === "random") {
       return queries.map((q, i) => this.positionsToIds(this.randomPositions(q, k, seed, excluded[i])));
     }
-    if (sampler !== "mix") {
-      const ranked = this.similarityRanking(queries, SIMILARITY_KIND[sampler], k, excluded, request.queryEmbeddings);
+    if (request.sampler !== "mix") {
+      const ranked = this.similarityRanking(
+        queries,
+        SIMILARITY_KIND[request.sampler],
+        k,
+        excluded,
+        request.queryEmbeddings,
+      );
       return ranked.map((positions) => this.positionsToIds(positions));
     }
-    const [nRandom, nText, nImage] = mixQuotas(k, request.ratios ?? DEFAULT_MIX_RATIOS);
+    const [nRandom, nText, nImage] = mixQuotas(k, request.ratios);
     // Each similarity list is ranked K deep: enough to fill its quota after skipping every item
     // already taken by the samplers before it.
     const textRanked = nText > 0 ? this.similarityRanking(queries, "text", k, excluded, request.queryEmbeddings) : [];
@@ -273,11 +292,11 @@ function gatherRows(matrix: EmbeddingMatrix, items: readonly VqaItem[], label: s
 export function pool(
   query: VqaItem,
   index: readonly VqaItem[],
-  sampler: SamplerName,
+  sampler: PoolSampler,
   k: number,
   seed: number,
-  extra: Omit<PoolRequest, "sampler" | "k" | "seed"> & Omit<PoolBuilderOptions, "index"> = {},
+  extra: Pick<PoolRequest, "queryEmbeddings"> & Omit<PoolBuilderOptions, "index"> = {},
 ): string[] {
   const builder = new PoolBuilder({ index, indexEmbeddings: extra.indexEmbeddings, gemm: extra.gemm });
-  return builder.build([query], { sampler, k, seed, ratios: extra.ratios, queryEmbeddings: extra.queryEmbeddings })[0];
+  return builder.build([query], { ...sampler, k, seed, queryEmbeddings: extra.queryEmbeddings })[0];
 }

@@ -11,7 +11,14 @@ import { poolArtifactPath, writePoolSet } from "../store/sets.js";
 import type { ArtifactRef, Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { buildPoolSet, embeddingKindsFor } from "./artifact.js";
-import { DEFAULT_MIX_RATIOS, DEFAULT_POOL, type EmbeddingSet, type MixRatios, SAMPLERS } from "./samplers.js";
+import {
+  DEFAULT_MIX_RATIOS,
+  DEFAULT_POOL,
+  type EmbeddingSet,
+  type MixRatios,
+  poolSampler,
+  SAMPLERS,
+} from "./samplers.js";
 import { defaultGemm } from "./search.js";
 
 const share = z.number().min(0).max(1);
@@ -59,15 +66,11 @@ export interface PoolsSummary {
   sampler: string;
   k: number;
   seed: number;
-  ratios?: unknown;
+  /** The mix sampler's shares as used (defaults filled in). */
+  ratios?: MixRatios;
   /** The GEMM path of the similarity search (null for the random sampler). */
   gemm: string | null;
   seconds: number;
-}
-
-/** The mix ratios of the settings as the samplers take them (undefined: the defaults). */
-export function mixRatios(ratios: readonly number[] | undefined): MixRatios | undefined {
-  return ratios === undefined ? undefined : { random: ratios[0], text: ratios[1], image: ratios[2] };
 }
 
 export function poolSetName(s: Pick<PoolsSettings, "out" | "queries" | "sampler" | "k" | "seed">): string {
@@ -92,8 +95,8 @@ export function makePools(
   const queries = ws.loadItems(queryRecord.name);
   const index = ws.loadItems(indexRecord.name);
   if (queries.length === 0) throw new LeverError(`dataset "${s.queries}" has no items`, { field: "--queries" });
-  const ratios = mixRatios(s.ratios);
-  const kinds = embeddingKindsFor(s.sampler, s.k, ratios);
+  const pool = poolSampler(s.sampler, s.ratios);
+  const kinds = embeddingKindsFor(pool, s.k);
   const queryEmbeddings: EmbeddingSet = {};
   const indexEmbeddings: EmbeddingSet = {};
   const embeddingHashes: Record<string, string> = {};
@@ -109,10 +112,9 @@ export function makePools(
     queries,
     indexDataset: s.index,
     index,
-    sampler: s.sampler,
+    pool,
     k: s.k,
     seed: s.seed,
-    ratios,
     queryEmbeddings,
     indexEmbeddings,
     gemm,
@@ -132,7 +134,7 @@ export function makePools(
     sampler: s.sampler,
     k: s.k,
     seed: s.seed,
-    ...(poolSet.settings.ratios !== undefined ? { ratios: poolSet.settings.ratios } : {}),
+    ...(pool.sampler === "mix" ? { ratios: pool.ratios } : {}),
     gemm: kinds.length > 0 ? gemmPath : null,
     seconds: Number(((performance.now() - started) / 1000).toFixed(2)),
   };

@@ -18,7 +18,13 @@ import type { PromptOrder } from "../data/trajectories.js";
 import { checkDemonstrations } from "../eval/retrievers.js";
 import { buildPrompt } from "../icl/answer.js";
 import type { OpenedSelector } from "../icl/selector.js";
-import { type EmbeddingSet, type PoolBuilder, type SamplerName, SIMILARITY_KIND } from "../pools/samplers.js";
+import {
+  type EmbeddingSet,
+  type PoolBuilder,
+  poolSampler,
+  type SamplerName,
+  SIMILARITY_KIND,
+} from "../pools/samplers.js";
 import { predict } from "../selector/decode.js";
 import { indexTableData, resolvePool, selectorInput, selectorInputOnIndex } from "../selector/inputs.js";
 import type { TableEncoding } from "../selector/model.js";
@@ -139,7 +145,7 @@ export function selectBatch(ctx: SelectionContext, queries: readonly ServedQuery
       : ctx.builder.build(
           selecting.map(({ i }) => items[i]),
           {
-            sampler: ctx.sampler,
+            ...poolSampler(ctx.sampler),
             k: ctx.k,
             seed: ctx.seed,
             queryEmbeddings: queryMatrices(

@@ -24,7 +24,7 @@ import type { PoolSet } from "../data/pool-set.js";
 import { candidateData, voteWeightingOf } from "../icl/candidates.js";
 import { checkTrainedWith, trainedWith } from "../icl/trained-with.js";
 import { voteCalibration } from "../icl/vote-calibration.js";
-import { DEFAULT_POOL, type MixRatios, SAMPLERS, type SamplerName } from "../pools/samplers.js";
+import { DEFAULT_POOL, type MixRatios, poolSampler, SAMPLERS, type SamplerName } from "../pools/samplers.js";
 import { checkpointConfig, checkpointProvenance } from "../selector/checkpoint.js";
 import type { CandidateFeature } from "../selector/config.js";
 import { type ModelOptionsSchema, readsCandidateData } from "../selector/config.js";
@@ -206,15 +206,14 @@ function ownVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly Vq
   if (!refs.model.features.includes("vote")) return 0;
   const set = refs.pools?.set;
   const sampler = SAMPLERS.find((s) => s === set?.sampler) ?? (`${refs.embedding}-sim` as SamplerName);
-  const ratios = set?.settings.ratios as MixRatios | undefined;
+  const ratios = set?.settings.ratios as MixRatios | undefined; // recorded with the defaults filled in
   return voteCalibration({
     dataset: refs.indexDataset,
     items,
     embedding: (kind) => loadDatasetEmbedding(ws, refs.indexDataset, kind),
     kind: refs.embedding as EmbeddingKind,
-    sampler,
+    pool: poolSampler(sampler, ratios && [ratios.random, ratios.text, ratios.image]),
     k: set?.k ?? DEFAULT_POOL.k,
-    ...(ratios !== undefined ? { ratios } : {}),
   }).scale;
 }
 

@@ -11,7 +11,7 @@ import { type PromptOrder, toPromptOrder } from "../../src/data/trajectories.js"
 import { type AnchorResult, searchAnchor } from "../../src/datagen/beams.js";
 import { Similarity } from "../../src/datagen/inputs.js";
 import { mean, spearman } from "../../src/metrics/stats.js";
-import { PoolBuilder } from "../../src/pools/samplers.js";
+import { PoolBuilder, poolSampler } from "../../src/pools/samplers.js";
 import { splitEmbeddings } from "../../src/sim/embed.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";
@@ -56,7 +56,7 @@ describe("InfoScore beams on the default synthetic world", () => {
       indexName: "train",
     });
     const pools = builder.build(anchors, {
-      sampler: "mix",
+      ...poolSampler("mix"),
       k: K,
       seed: 1,
       queryEmbeddings: { image: matrix("image"), text: matrix("text"), joint: matrix("joint") },

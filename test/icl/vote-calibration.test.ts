@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmbeddingCache } from "../../src/eval/setup.js";
 import { calibrationText, voteCalibration } from "../../src/icl/vote-calibration.js";
 import { VOTE_SCALES } from "../../src/metrics/vote.js";
+import { poolSampler } from "../../src/pools/samplers.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
 
 let sim: SimWorkspace;
@@ -19,7 +20,7 @@ describe("the vote's calibration on an index", () => {
       items,
       embedding: (kind: "image" | "text" | "joint") => embeddings.get("train", kind),
       kind: "joint" as const,
-      sampler: "mix" as const,
+      pool: poolSampler("mix"),
       k: 16,
     };
     const c = voteCalibration(inputs);
@@ -47,7 +48,7 @@ describe("the vote's calibration on an index", () => {
         items,
         embedding: (k) => embeddings.get("train", k),
         kind: "joint",
-        sampler: "joint-sim",
+        pool: { sampler: "joint-sim" },
         k: 16,
       }),
     ).toThrow(/too few to calibrate a vote over pools of 16/);

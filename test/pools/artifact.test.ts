@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { checkPoolSet } from "../../src/data/pool-set.js";
 import { buildPoolSet, embeddingKindsFor } from "../../src/pools/artifact.js";
+import { poolSampler } from "../../src/pools/samplers.js";
 import { readPoolSet, writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
 import { makeEmbedding, makeItems } from "./helpers.js";
@@ -29,7 +30,7 @@ describe("pool set artefacts", () => {
       queries,
       indexDataset: "train",
       index,
-      sampler: "mix",
+      pool: poolSampler("mix"),
       k: 8,
       seed: 3,
       queryEmbeddings: { text: makeEmbedding(queries, 4, 1), image: makeEmbedding(queries, 4, 2) },
@@ -49,7 +50,7 @@ describe("pool set artefacts", () => {
       queries,
       indexDataset: "train",
       index,
-      sampler: "random",
+      pool: { sampler: "random" },
       k: 4,
       seed: 1,
     });
@@ -65,9 +66,9 @@ describe("pool set artefacts", () => {
   });
 
   test("knows which embeddings each sampler reads", () => {
-    expect(embeddingKindsFor("random", 64)).toEqual([]);
-    expect(embeddingKindsFor("joint-sim", 64)).toEqual(["joint"]);
-    expect(embeddingKindsFor("mix", 64)).toEqual(["text", "image"]);
-    expect(embeddingKindsFor("mix", 64, { random: 0.5, text: 0.5, image: 0 })).toEqual(["text"]);
+    expect(embeddingKindsFor({ sampler: "random" }, 64)).toEqual([]);
+    expect(embeddingKindsFor({ sampler: "joint-sim" }, 64)).toEqual(["joint"]);
+    expect(embeddingKindsFor(poolSampler("mix"), 64)).toEqual(["text", "image"]);
+    expect(embeddingKindsFor(poolSampler("mix", [0.5, 0.5, 0]), 64)).toEqual(["text"]);
   });
 });

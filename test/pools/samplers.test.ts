@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { mixQuotas, PoolBuilder, pool, type SamplerName } from "../../src/pools/samplers.js";
+import { mixQuotas, PoolBuilder, pool, poolSampler, type SamplerName } from "../../src/pools/samplers.js";
 import { bruteForceTopK, makeEmbedding, makeItems } from "./helpers.js";
 
 const DIM = 8;
@@ -29,7 +29,7 @@ for (const kind of ["text", "image", "joint"] as const) {
 const builder = new PoolBuilder({ index, indexEmbeddings: indexEmb, indexName: "train" });
 const SAMPLERS: SamplerName[] = ["random", "text-sim", "image-sim", "joint-sim", "mix"];
 const build = (sampler: SamplerName, k = 12, seed = 5, qs: VqaItem[] = queries) =>
-  builder.build(qs, { sampler, k, seed, queryEmbeddings: queryEmb });
+  builder.build(qs, { ...poolSampler(sampler), k, seed, queryEmbeddings: queryEmb });
 
 describe("pool contract", () => {
   test.each(SAMPLERS)("%s: K distinct index items, never the query or an item of its image", (sampler) => {
@@ -162,9 +162,9 @@ describe("pool contract", () => {
 
   test("pool() is the one-query form of the contract", () => {
     const q = outside[2];
-    expect(pool(q, index, "random", 12, 5)).toEqual(build("random", 12, 5, [q])[0]);
-    expect(pool(q, index, "text-sim", 12, 5, { indexEmbeddings: indexEmb, queryEmbeddings: queryEmb })).toEqual(
-      build("text-sim", 12, 5, [q])[0],
-    );
+    expect(pool(q, index, { sampler: "random" }, 12, 5)).toEqual(build("random", 12, 5, [q])[0]);
+    expect(
+      pool(q, index, { sampler: "text-sim" }, 12, 5, { indexEmbeddings: indexEmb, queryEmbeddings: queryEmb }),
+    ).toEqual(build("text-sim", 12, 5, [q])[0]);
   });
 });
