@@ -16,11 +16,15 @@ export interface AdamWOptions {
   eps?: number;
 }
 
-/** Serializable optimiser state: per group its settings, per parameter (in group order) step, m and v. */
+/**
+ * Serializable optimiser state: per group its settings, per parameter (in group order) step, m and v
+ * (copies, as typed arrays: a model with identity embeddings has millions of moments, and boxing them
+ * into JS arrays every epoch cost more than the epoch's checkpoint writes).
+ */
 export interface AdamWState {
   betas: [number, number];
   eps: number;
-  groups: { lr: number; weightDecay: number; frozen: boolean; params: { step: number; m: number[]; v: number[] }[] }[];
+  groups: { lr: number; weightDecay: number; frozen: boolean; params: { step: number; m: Float64Array; v: Float64Array }[] }[];
 }
 
 interface Slot {
@@ -103,7 +107,7 @@ export class AdamW {
         lr: g.lr,
         weightDecay: g.weightDecay,
         frozen: g.frozen,
-        params: this.slots[gi].map((s) => ({ step: s.step, m: Array.from(s.m), v: Array.from(s.v) })),
+        params: this.slots[gi].map((s) => ({ step: s.step, m: s.m.slice(), v: s.v.slice() })),
       })),
     };
   }

@@ -50,8 +50,8 @@ export function saveTrainState(path: string, state: SavedState, paramOrder: read
     weightDecay: g.weightDecay,
     frozen: g.frozen,
     steps: g.params.map((p, pi) => {
-      tensors[`adam.${gi}.${pi}.m`] = { dtype: "F64", shape: [p.m.length], data: Float64Array.from(p.m) };
-      tensors[`adam.${gi}.${pi}.v`] = { dtype: "F64", shape: [p.v.length], data: Float64Array.from(p.v) };
+      tensors[`adam.${gi}.${pi}.m`] = { dtype: "F64", shape: [p.m.length], data: p.m };
+      tensors[`adam.${gi}.${pi}.v`] = { dtype: "F64", shape: [p.v.length], data: p.v };
       return p.step;
     }),
   }));
@@ -103,8 +103,8 @@ export function loadTrainState(path: string): SavedState {
         frozen: g.frozen,
         params: g.steps.map((step, pi) => ({
           step,
-          m: Array.from(get(`adam.${gi}.${pi}.m`)),
-          v: Array.from(get(`adam.${gi}.${pi}.v`)),
+          m: Float64Array.from(get(`adam.${gi}.${pi}.m`)),
+          v: Float64Array.from(get(`adam.${gi}.${pi}.v`)),
         })),
       })),
     };
