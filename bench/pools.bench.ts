@@ -154,6 +154,6 @@ export async function run(): Promise<void> {
     `- text-sim pools ${textSeconds.toFixed(1)} s < 60 s: ${fullSize ? verdict(textSeconds < 60) : "not judged (the target is for 5,000 queries × 443,757 × 512, K 64)"}`,
   );
   console.log(
-    `- text-sim pools within 1.3× of the GEMM floor (${floor.toFixed(1)} s): ${ratio.toFixed(2)}×, ${verdict(ratio <= 1.3)}`,
+    `- text-sim pools within 1.3× of the GEMM floor (${floor.toFixed(1)} s, ${((2 * nQueries * nIndex * dim) / floor / 1e9).toFixed(0)} GFLOP/s on the ${path} path; numpy's OpenBLAS reached 295 on an AVX-512 machine): ${ratio.toFixed(2)}×, ${verdict(ratio <= 1.3)}`,
   );
 }
