@@ -22,9 +22,9 @@ import {
   type ResolvedGrpoStageConfig,
   type RlStageSettings,
   resolveModeDefaults,
-} from "../train/rl-settings.js";
-import { runRlStage } from "../train/rl-stage.js";
-import { runSftStage } from "../train/sft-stage.js";
+} from "../train/stage/rl-settings.js";
+import { runRlStage } from "../train/stage/rl-stage.js";
+import { runSftStage } from "../train/stage/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { VlmSettings } from "../vlm/settings.js";
