@@ -1,9 +1,9 @@
 import type { Command } from "commander";
 import { resolveTrainingRun } from "../icl/checkpoint-ref.js";
+import { checkGrpoSettings } from "../train/objective/grpo-settings.js";
 import type { HealthWarning } from "../train/objective/health.js";
 import { formatMetric } from "../train/stage/progress.js";
 import {
-  checkGrpoSettings,
   GrpoStageConfigSchema,
   RceStageConfigSchema,
   RlInputsSchema,

@@ -21,7 +21,7 @@
  * no policy gradient: counted per batch, and with `dropZeroVariance` left out of training (offline by
  * the stage, online per sampled batch — DAPO dynamic sampling). The objective's state (β, the
  * behaviour snapshot) is saved with every epoch so a resumed run continues exactly. Both take only
- * resolved settings (`ResolvedGrpoConfig`: β and credit filled for the mode, rl-settings.ts).
+ * resolved settings (`ResolvedGrpoConfig`: β and credit filled for the mode, grpo-settings.ts).
  */
 import { isDegenerate } from "../../icl/rewards.js";
 import { PointerSelector, stepLogProbs, stepLogSoftmax, type TeacherForced } from "../../selector/model.js";
@@ -30,8 +30,8 @@ import type { RlGroup } from "../data/rl-groups.js";
 import { type Batch, buildBatch, chunk } from "../loop/batch.js";
 import type { Objective, StepContext } from "../loop/loop.js";
 import type { ObjectiveState } from "../loop/train-state.js";
-import type { ResolvedGrpoConfig } from "../stage/rl-settings.js";
 import { type AdvantageStats, groupAdvantages, stepAdvantages } from "./advantages.js";
+import type { ResolvedGrpoConfig } from "./grpo-settings.js";
 import { KlController } from "./kl-control.js";
 import type { OnlineSampler, OnlineStats } from "./online.js";
 import { type PolicyDiagnostics, policyLoss, stepEntropy } from "./policy-loss.js";

@@ -10,14 +10,14 @@
  * The state (β) is serialisable so a resumed run continues with the same coefficient.
  *
  * Defaults: β = 0.04 offline (the DeepSeekMath GRPO paper, arXiv 2402.03300) and 0.5 online (measured;
- * rl-settings.ts MODE_DEFAULTS fills an unset β when a run's settings are resolved); targetKl 0.05 nats per step,
+ * grpo-settings.ts MODE_DEFAULTS fills an unset β when a run's settings are resolved); targetKl 0.05 nats per step,
  * a moderate move of a pointer distribution over tens of candidates; horizon 10000 (TRL).
  * The controller takes only resolved settings (`ResolvedKlControl`, β given): an unresolved config does
  * not compile.
  */
 import { z } from "zod";
 
-/** β when `beta` is unset: offline and online GRPO (rl-settings.ts MODE_DEFAULTS fills it). */
+/** β when `beta` is unset: offline and online GRPO (grpo-settings.ts MODE_DEFAULTS fills it). */
 export const KL_BETA_DEFAULT = { offline: 0.04, online: 0.5 } as const;
 
 export const KlControlSchema = z
@@ -43,7 +43,7 @@ export const KlControlSchema = z
     path: ["beta"],
   });
 export type KlControlConfig = z.infer<typeof KlControlSchema>;
-/** The settings with β filled (rl-settings.ts `resolveModeDefaults`): what the controller runs on. */
+/** The settings with β filled (grpo-settings.ts `resolveModeDefaults`): what the controller runs on. */
 export type ResolvedKlControl = Required<KlControlConfig>;
 
 export interface KlControlState {

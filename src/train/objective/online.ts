@@ -12,7 +12,7 @@
  * builds at fewer shots, since greedy decoding is prefix-consistent — and credits the pick at step s
  * with the mean reward of the prefixes it is in (reward-to-go, src/train/objective/advantages.ts), so the first
  * pick is judged by the 1-shot answer it gives and not only by a 4-shot answer it barely changes.
- * Costs S times the VLM calls (shorter prompts, though); the online default (rl-settings.ts
+ * Costs S times the VLM calls (shorter prompts, though); the online default (grpo-settings.ts
  * MODE_DEFAULTS), because it raised the one-shot gain on four of the five simulator worlds and left
  * the fifth equal (docs/training.md).
  */
@@ -35,7 +35,7 @@ import { rewardToGo } from "./advantages.js";
 export const CREDITS = ["trajectory", "prefix"] as const;
 export type Credit = (typeof CREDITS)[number];
 
-/** Credit when `credit` is unset, by mode (rl-settings.ts MODE_DEFAULTS fills it when settings are resolved). */
+/** Credit when `credit` is unset, by mode (grpo-settings.ts MODE_DEFAULTS fills it when settings are resolved). */
 export const CREDIT_DEFAULT = { offline: "trajectory", online: "prefix" } as const satisfies Record<string, Credit>;
 
 export const OnlineSchema = z
@@ -77,7 +77,7 @@ export const OnlineSchema = z
   })
   .strict();
 export type OnlineConfig = z.infer<typeof OnlineSchema>;
-/** The settings with the credit filled (rl-settings.ts `resolveModeDefaults`): what a sampler runs on. */
+/** The settings with the credit filled (grpo-settings.ts `resolveModeDefaults`): what a sampler runs on. */
 export type ResolvedOnlineConfig = Required<OnlineConfig>;
 
 export interface OnlineContext {

@@ -1,20 +1,33 @@
 /**
- * What the RL objectives share, and RCE. Both run on the one training loop (src/train/loop/loop.ts) over
+ * What the RL objectives share, and RCE with its settings (`RceSchema`). Both run on the one training loop (src/train/loop/loop.ts) over
  * `RlObjectiveData`; GRPO, offline and online, is src/train/objective/grpo.ts.
  *
  * RCE (warm-up) — every trajectory of a query is a teacher-forced target weighted by softmax(R/τ)
  * (src/train/objective/rce.ts), τ following its schedule over the run's steps, rewards raw or normalised per
  * query; dropout as in SFT.
  */
+import { z } from "zod";
 import { normalizeGroup, type RewardConfig } from "../../icl/rewards.js";
 import type { SelectorSources } from "../../selector/inputs.js";
 import { type PointerSelector, sequenceLogProbs } from "../../selector/model.js";
 import type { RlGroup } from "../data/rl-groups.js";
 import { type Batch, buildBatch } from "../loop/batch.js";
 import type { Objective } from "../loop/loop.js";
-import type { RceConfig } from "../stage/rl-settings.js";
-import { rceLoss, rceTemperature } from "./rce.js";
+import { rceLoss, rceTemperature, TemperatureSchema } from "./rce.js";
 import type { RlValidator } from "./rl-validate.js";
+
+/** The RCE objective's settings: the temperature's schedule, raw or normalised rewards, or the best trajectory only. */
+export const RceSchema = z
+  .object({
+    temperature: TemperatureSchema.meta({ flagPrefix: "temperature" }).default(TemperatureSchema.parse({})),
+    rewards: z
+      .enum(["raw", "normalized"])
+      .default("raw")
+      .describe("weights from raw rewards, or from rewards normalised per query (reward.normalize)"),
+    bestOnly: z.boolean().default(false).describe("plain cross-entropy on each query's best trajectory only"),
+  })
+  .strict();
+export type RceConfig = z.infer<typeof RceSchema>;
 
 export interface RlObjectiveData {
   train: RlGroup[];

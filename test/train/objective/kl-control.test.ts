@@ -1,6 +1,6 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { GrpoSchema, resolveModeDefaults } from "../../../src/train/objective/grpo-settings.js";
 import { KlController, KlControlSchema } from "../../../src/train/objective/kl-control.js";
-import { GrpoSchema, resolveModeDefaults } from "../../../src/train/stage/rl-settings.js";
 
 /** KL settings as a GRPO run resolves them (offline: β 0.04 when unset). */
 const resolvedKl = (kl: object) => resolveModeDefaults(GrpoSchema.parse({ kl }), "offline").kl;

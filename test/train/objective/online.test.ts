@@ -10,9 +10,9 @@ import type { RlGroup } from "../../../src/train/data/rl-groups.js";
 import { OptimSchema } from "../../../src/train/loop/loop.js";
 import { runTraining, seededStart } from "../../../src/train/loop/run.js";
 import { grpoObjective } from "../../../src/train/objective/grpo.js";
+import { GrpoSchema, resolveModeDefaults } from "../../../src/train/objective/grpo-settings.js";
 import { type OnlineConfig, OnlineSampler, OnlineSchema } from "../../../src/train/objective/online.js";
 import { RlValidator } from "../../../src/train/objective/rl-validate.js";
-import { GrpoSchema, resolveModeDefaults } from "../../../src/train/stage/rl-settings.js";
 import { Rng } from "../../../src/util/rng.js";
 import {
   type GenerateResult,

@@ -7,9 +7,9 @@ import { buildRlGroups, type RlGroup } from "../../../src/train/data/rl-groups.j
 import { OptimSchema } from "../../../src/train/loop/loop.js";
 import { runTraining, seededStart } from "../../../src/train/loop/run.js";
 import { grpoObjective } from "../../../src/train/objective/grpo.js";
-import { rceObjective } from "../../../src/train/objective/rl-objectives.js";
+import { GrpoSchema, resolveModeDefaults } from "../../../src/train/objective/grpo-settings.js";
+import { RceSchema, rceObjective } from "../../../src/train/objective/rl-objectives.js";
 import { RlValidator } from "../../../src/train/objective/rl-validate.js";
-import { GrpoSchema, RceSchema, resolveModeDefaults } from "../../../src/train/stage/rl-settings.js";
 import { syntheticRollouts, syntheticWorld } from "../synthetic.js";
 
 const world = syntheticWorld({ seed: 6, queries: 64, perConcept: 8, concepts: 6, d: 8, K: 8, noise: 0.05 });

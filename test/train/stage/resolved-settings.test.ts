@@ -13,13 +13,13 @@ import type { RolloutSettings } from "../../../src/datagen/rollouts.js";
 import { ExperimentSchema } from "../../../src/experiment/schema.js";
 import { STAGE_TABLE, type StageEntry } from "../../../src/experiment/stages.js";
 import type { SelectorConfig } from "../../../src/selector/config.js";
+import type { ResolvedGrpoConfig } from "../../../src/train/objective/grpo-settings.js";
 import type { KlController } from "../../../src/train/objective/kl-control.js";
 import type { OnlineSampler } from "../../../src/train/objective/online.js";
 import {
   type GrpoStageConfig,
   GrpoStageConfigSchema,
   RceStageConfigSchema,
-  type ResolvedGrpoConfig,
   type ResolvedRlStageConfig,
   resolveSettings,
 } from "../../../src/train/stage/rl-settings.js";
