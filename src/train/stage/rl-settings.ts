@@ -8,7 +8,7 @@
  *
  * A stage's settings travel as `RlStageSettings`, tagged with the stage ("rce" | "grpo"). What differs
  * between the stages is looked up in a per-stage record by the tag (here `STAGE_SETTINGS`, in
- * rl-stage.ts the wiring's), so the stage narrows without casts or `stage === …` chains.
+ * rl-wiring.ts `RL_WIRING`, the wiring's), so the stage narrows without casts or `stage === …` chains.
  *
  * Resolved once: `resolveSettings` turns given settings into `ResolvedRlStageSettings` — GRPO's
  * mode-dependent β and credit filled (`resolveModeDefaults`, the type `ModeResolved` makes those
