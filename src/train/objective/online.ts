@@ -2,7 +2,7 @@
  * On-policy data for GRPO (`lever train grpo --online`): for every query of a batch, draw G
  * trajectories from the CURRENT policy (softmax of its step scores at a sampling temperature, seeded
  * per step), answer and score them through the rollout scorer — the evaluation's one answering path
- * plus the annotator-answer probabilities (src/icl/score.ts), with the workspace's response cache
+ * plus the annotator-answer probabilities (src/icl/trajectory-scorer.ts), with the workspace's response cache
  * when it is on — and turn them into the query's group with rewards. A failed VLM call removes that
  * trajectory (counted), never scores it 0. The sampling policy is the policy being updated, so the
  * importance ratio of the update is exactly 1 (one update per sample, as TRL with num_iterations = 1).
@@ -22,7 +22,7 @@ import { SubsetSpecSchema } from "../../data/splits.js";
 import type { PromptOrder } from "../../data/trajectories.js";
 import type { AnswerDeps } from "../../icl/answer.js";
 import { type RewardConfig, trajectoryReward } from "../../icl/rewards.js";
-import { GT_ANSWER_SETS, scoreTrajectories } from "../../icl/score.js";
+import { GT_ANSWER_SETS, scoreTrajectories } from "../../icl/trajectory-scorer.js";
 import { sampleDecode } from "../../selector/decode.js";
 import { type SelectorSources, selectorInput } from "../../selector/inputs.js";
 import type { PointerSelector } from "../../selector/model.js";

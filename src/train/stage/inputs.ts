@@ -8,7 +8,7 @@
  *
  * When the model trained (or a checkpoint read) sees its candidates' answers or identities
  * (docs/selector.md, "Candidate features, identity, pool attention"), the sources also carry the
- * index dataset's candidate data (src/icl/candidates.ts), and a hash of the index's annotations joins
+ * index dataset's candidate data (src/icl/candidate-data.ts), and a hash of the index's annotations joins
  * `dataHashes` as `indexAnswers` (so an annotation change is a different run).
  *
  * The embedding kind read is the one given, else the one the starting checkpoint was trained on (its
@@ -21,7 +21,7 @@ import { z } from "zod";
 import { EMBEDDING_KINDS, type EmbeddingKind } from "../../data/embeddings.js";
 import type { VqaItem } from "../../data/item.js";
 import type { PoolSet } from "../../data/pool-set.js";
-import { candidateData, voteWeightingOf } from "../../icl/candidates.js";
+import { candidateData, voteWeightingOf } from "../../icl/candidate-data.js";
 import { checkTrainedWith, trainedWith } from "../../icl/trained-with.js";
 import { voteCalibration } from "../../icl/vote-calibration.js";
 import { DEFAULT_POOL, type MixRatios, SAMPLERS, type SamplerName } from "../../pools/samplers.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { EmbeddingMatrix } from "../../src/data/embeddings.js";
 import type { VqaItem } from "../../src/data/item.js";
 import { createRetriever, memoizePools } from "../../src/eval/retrievers.js";
-import { voteChooser } from "../../src/eval/vote.js";
+import { voteChooser } from "../../src/eval/vote-retriever.js";
 
 /** An index item whose ten annotators give `counts` and which shows `shown`. */
 function item(questionId: string, counts: Record<string, number>, shown: string): VqaItem {

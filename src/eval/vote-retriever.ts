@@ -1,7 +1,7 @@
 /**
  * The `vote` baseline retriever (no training; docs/report.md): the query's pool — the same pool the
  * oracle, the informed ceiling and the selectors choose from — ranked by the answer vote
- * (src/metrics/vote.ts): vote_k, the similarity-weighted share of the OTHER candidates' annotators
+ * (src/metrics/answer-vote.ts): vote_k, the similarity-weighted share of the OTHER candidates' annotators
  * who give candidate k's normalised answer, highest first, ties by similarity. The first `shots`
  * are returned in selection order, so under the default prompt order the best-supported candidate
  * sits next to the query.
@@ -22,7 +22,7 @@ import {
   type VoteWeighting,
   voteOrder,
   voteWeights,
-} from "../metrics/vote.js";
+} from "../metrics/answer-vote.js";
 import { LeverError } from "../util/errors.js";
 import type { PoolChooser } from "./retrievers.js";
 

@@ -6,7 +6,7 @@
  *   vote_k       the similarity-weighted share of the other pool candidates' annotators who give
  *                candidate k's normalised answer, weights exp(−rank/ρ) by the cosine order over the
  *                selector's own input embeddings at the checkpoint's `voteScale` ρ (0: the linear
- *                max(0, cos) of older checkpoints) — src/metrics/vote.ts, the `vote` retriever's formula;
+ *                max(0, cos) of older checkpoints) — src/metrics/answer-vote.ts, the `vote` retriever's formula;
  *   agreement_k  the share of candidate k's own annotators who give the answer it shows;
  *   consensus_k  (captions) 1 − r_k/(K − 1), r_k the candidate's rank (0 the best, ties averaged) in its
  *                pool by caption consensus — the CIDEr-D of its shown caption against the other
@@ -17,13 +17,13 @@
  *                count and a sha256 of its ids, recorded in a checkpoint that learned identities.
  *
  * Nothing here reads a query's own annotations: the features of a pool are a function of its
- * candidates' answers and their cosines to the query only (test/icl/candidates.test.ts checks that).
+ * candidates' answers and their cosines to the query only (test/icl/candidate-data.test.ts checks that).
  */
 import type { EmbeddingMatrix } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
+import { type AnswerSupport, poolVote, supportsOf, type VoteWeighting, voteWeights } from "../metrics/answer-vote.js";
 import { poolConsensus } from "../metrics/caption/consensus.js";
 import { averageRanks } from "../metrics/stats.js";
-import { type AnswerSupport, poolVote, supportsOf, type VoteWeighting, voteWeights } from "../metrics/vote.js";
 import { CANDIDATE_FEATURES, type CandidateFeature } from "../selector/config.js";
 import { type CandidateSource, FEATURE_COUNT, type IndexIdentity } from "../selector/inputs.js";
 import { LeverError } from "../util/errors.js";

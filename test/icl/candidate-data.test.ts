@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { candidateData, indexIdentity } from "../../src/icl/candidates.js";
+import { candidateData, indexIdentity } from "../../src/icl/candidate-data.js";
 import { CANDIDATE_FEATURES, SelectorConfigSchema } from "../../src/selector/config.js";
 import { predict } from "../../src/selector/decode.js";
 import { FEATURE_COUNT, resolvePool, selectorInput, selectorSources } from "../../src/selector/inputs.js";

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { chooseBaseline, loadEvalMethods, resolveMethod } from "../../src/report/methods.js";
+import { chooseBaseline, loadEvalMethods, resolveMethod } from "../../src/report/workspace-methods.js";
 import { Workspace } from "../../src/store/workspace.js";
 
 describe("loadEvalMethods", () => {

@@ -6,8 +6,8 @@
  */
 
 import { z } from "zod";
-import { distinctLabels, retrieverMethods } from "../icl/methods.js";
 import { RETRIEVERS } from "../icl/retriever-catalog.js";
+import { distinctLabels, retrieverMethods } from "../icl/retriever-methods.js";
 import { type CompareTest, type ComparisonResult, compareMethods, type MethodInput } from "../metrics/compare.js";
 import type { RunRecord } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";

@@ -7,7 +7,7 @@ import {
   supportsOf,
   voteOrder,
   voteWeights,
-} from "../../src/metrics/vote.js";
+} from "../../src/metrics/answer-vote.js";
 
 /** A candidate whose annotators give `counts` (answer → how many) and who shows `shown`. */
 function candidate(counts: Record<string, number>, shown: string) {
