@@ -4,11 +4,13 @@
  * src/util), and every import follows the layering written in docs/architecture.md — a folder may
  * import its own files and the folders of any lower layer, nothing else. What does not yet comply is
  * listed below, each with its reason (docs/architecture.md lists the same): the known cycles and the
- * layering exceptions.
+ * layering exceptions. Folders stay small enough to read: no folder's own files exceed 3,000 lines, and
+ * src/train is split by concern into layers of its own (the stage's wiring → the objectives → the loop
+ * → the training data), each importing only its own and lower ones.
  */
 import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { ROOT, SRC, sourceFiles } from "./helpers/source-files.js";
@@ -118,6 +120,50 @@ function documentedLayers(): string[][] {
     );
 }
 
+/** The most lines a folder's own .ts files (not its subfolders') may hold together. */
+const MAX_FOLDER_LINES = 3000;
+
+/**
+ * src/train's concern folders, top first (docs/architecture.md, "The training folder"): a folder may
+ * import its own files and those of the concerns after it, so the maths never reaches into the loop's
+ * callers or the workspace, and the loop knows no objective.
+ */
+const TRAIN_CONCERNS = ["stage", "objective", "loop", "data"];
+
+/** The concern folder of a src/train file ("." for a file directly in src/train), or null outside it. */
+const trainConcernOf = (file: string) => {
+  const parts = file.split("/");
+  if (parts[0] !== "train") return null;
+  return parts.length > 2 ? parts[1] : ".";
+};
+
+const linesOf = (file: string) => {
+  const text = readFileSync(join(SRC, file), "utf8");
+  return text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+};
+
+/** Folders (under src/) whose own files hold more than `max` lines, as "folder: N lines". */
+function oversizedFolders(files: readonly string[], max: number): string[] {
+  const lines = new Map<string, number>();
+  for (const file of files) {
+    const folder = dirname(file);
+    lines.set(folder, (lines.get(folder) ?? 0) + linesOf(file));
+  }
+  return [...lines].filter(([, n]) => n > max).map(([folder, n]) => `src/${folder}: ${n} lines`);
+}
+
+/** Imports between src/train's concern folders that run upward (or out of a concern), as "from → to". */
+function trainLayerViolations(edges: readonly Edge[]): string[] {
+  const rank = (concern: string) => TRAIN_CONCERNS.indexOf(concern);
+  return edges
+    .filter((e) => {
+      const from = trainConcernOf(e.from);
+      const to = trainConcernOf(e.to);
+      return from !== null && to !== null && from !== to && !(rank(to) > rank(from) && rank(from) >= 0);
+    })
+    .map((e) => `${e.from} → ${e.to}`);
+}
+
 const folderOf = (file: string) => (file.includes("/") ? file.slice(0, file.indexOf("/")) : ".");
 
 const graph = importGraph();
@@ -185,5 +231,43 @@ describe("the import graph of src/", () => {
     const doc = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8");
     const table = [...doc.matchAll(/^\| `src\/([a-z]+)\/` \|/gm)].map((m) => m[1]);
     expect([...table].sort()).toEqual(folders);
+  });
+});
+
+describe("the size and concerns of src/ folders", () => {
+  it(`keeps every folder's own files within ${MAX_FOLDER_LINES} lines`, () => {
+    expect(oversizedFolders(graph.files, MAX_FOLDER_LINES)).toEqual([]);
+  });
+
+  it("finds an oversized folder (the check is real)", () => {
+    expect(oversizedFolders(graph.files, 100)).toContain(
+      `src/train/stage: ${graph.files.filter((f) => f.startsWith("train/stage/")).reduce((n, f) => n + linesOf(f), 0)} lines`,
+    );
+  });
+
+  it("keeps src/train by concern: every file in one of its concern folders, each importing only its own and lower ones", () => {
+    const concerns = [...new Set(graph.files.map(trainConcernOf).filter((c) => c !== null))].sort();
+    expect(concerns).toEqual([...TRAIN_CONCERNS].sort());
+    expect(trainLayerViolations(graph.edges)).toEqual([]);
+    const doc = readFileSync(join(ROOT, "docs", "architecture.md"), "utf8");
+    const line = TRAIN_CONCERNS.map((c) => `train/${c}`).join(" → ");
+    expect(doc.includes(line), `docs/architecture.md names the concerns in order: ${line}`).toBe(true);
+  });
+
+  it("finds an import running up src/train's concerns, or out of them (the check is real)", () => {
+    const edges = [
+      { from: "train/objective/grpo.ts", to: "train/stage/rl-settings.ts" },
+      { from: "train/loop/loop.ts", to: "train/objective/rce.ts" },
+      { from: "train/data/groups.ts", to: "train/loop/batch.ts" },
+      { from: "train/stray.ts", to: "train/data/groups.ts" },
+      { from: "train/stage/rl-stage.ts", to: "train/objective/grpo.ts" },
+      { from: "train/stage/rl-stage.ts", to: "store/workspace.ts" },
+    ];
+    expect(trainLayerViolations(edges)).toEqual([
+      "train/objective/grpo.ts → train/stage/rl-settings.ts",
+      "train/loop/loop.ts → train/objective/rce.ts",
+      "train/data/groups.ts → train/loop/batch.ts",
+      "train/stray.ts → train/data/groups.ts",
+    ]);
   });
 });

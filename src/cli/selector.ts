@@ -9,7 +9,7 @@ import { importTorchStateDict } from "../selector/import-torch.js";
 import { loadSelectorInput, loadTrajectories } from "../selector/input-files.js";
 import { PointerSelector } from "../selector/model.js";
 import { parameterCount } from "../selector/params.js";
-import { trajectoryLogProbs } from "../selector/score.js";
+import { trajectoryLogProbs } from "../selector/trajectory-logprobs.js";
 import { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
 import { group, printJson, withWorkspace, workspaceDir } from "./common.js";

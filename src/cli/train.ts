@@ -1,17 +1,17 @@
 import type { Command } from "commander";
 import { resolveTrainingRun } from "../icl/checkpoint-ref.js";
-import type { HealthWarning } from "../train/health.js";
-import { formatMetric } from "../train/progress.js";
+import { checkGrpoSettings } from "../train/objective/grpo-settings.js";
+import type { HealthWarning } from "../train/objective/health.js";
+import { formatMetric } from "../train/stage/progress.js";
 import {
-  checkGrpoSettings,
   GrpoStageConfigSchema,
   RceStageConfigSchema,
   RlInputsSchema,
   type RlStageSettings,
-} from "../train/rl-settings.js";
-import { type RlStageResult, resumeRlStage, runRlStage } from "../train/rl-stage.js";
-import { SftConfigSchema } from "../train/sft-run.js";
-import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/sft-stage.js";
+} from "../train/stage/rl-settings.js";
+import { type RlStageResult, resumeRlStage, runRlStage } from "../train/stage/rl-stage.js";
+import { SftConfigSchema } from "../train/stage/sft-run.js";
+import { resumeSftStage, runSftStage, SftInputsSchema, type SftStageResult } from "../train/stage/sft-stage.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { group, printJson } from "./common.js";
 import { withInterrupt } from "./interrupt.js";

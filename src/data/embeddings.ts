@@ -235,7 +235,7 @@ export function firstNonFinite(data: Float32Array): number {
 
 /**
  * cos(a, b) of two embedding rows, accumulated in float64 (rows need not be unit length); 0 when either
- * row is zero. The one cosine the vote retriever (src/eval/vote.ts) and the selector's candidate
+ * row is zero. The one cosine the vote retriever (src/eval/vote-retriever.ts) and the selector's candidate
  * features (src/selector/inputs.ts) read, so both see the same numbers.
  */
 export function cosine(a: Float32Array, b: Float32Array): number {

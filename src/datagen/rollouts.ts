@@ -1,6 +1,6 @@
 /**
  * The rollouts of one query: propose trajectories (src/datagen/proposals.ts), score them through the
- * evaluation's answering path (src/icl/score.ts), optionally top the group up until its rewards
+ * evaluation's answering path (src/icl/trajectory-scorer.ts), optionally top the group up until its rewards
  * are spread, and record every trajectory with how it was made and what it scored.
  *
  * Balanced top-up (off unless `topup.min` > 0): while fewer than `min` scored trajectories have an
@@ -13,7 +13,7 @@
 import type { VqaItem } from "../data/item.js";
 import type { Trajectory } from "../data/trajectories.js";
 import type { AnswerDeps } from "../icl/answer.js";
-import { type ScoredTrajectory, type ScoringSettings, scoreTrajectories } from "../icl/score.js";
+import { type ScoredTrajectory, type ScoringSettings, scoreTrajectories } from "../icl/trajectory-scorer.js";
 import type { Rng } from "../util/rng.js";
 import {
   addRandom,

@@ -30,7 +30,7 @@ export type PoolProvider = (queries: readonly VqaItem[], sampler: SamplerName, k
 
 /**
  * A rule choosing `shots` demonstrations within the query's pool, returning SELECTION order: the
- * answer vote (src/eval/vote.ts), and with the simulator the oracle (the best trajectory, knowing the
+ * answer vote (src/eval/vote-retriever.ts), and with the simulator the oracle (the best trajectory, knowing the
  * answers) and the informed ceiling (src/sim/informed.ts).
  */
 export type PoolChooser = (query: VqaItem, pool: readonly string[], shots: number) => string[];

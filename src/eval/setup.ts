@@ -5,7 +5,7 @@ import { createVlm, type VlmSetup } from "../icl/backend.js";
 import { resolveCheckpoint } from "../icl/checkpoint-ref.js";
 import { loadSelector } from "../icl/selector.js";
 import { calibrationText, voteCalibration } from "../icl/vote-calibration.js";
-import type { VoteCalibration } from "../metrics/vote.js";
+import type { VoteCalibration } from "../metrics/answer-vote.js";
 import { type EmbeddingSet, PoolBuilder, poolSampler } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { CaptionOracle } from "../sim/caption/oracle.js";
@@ -36,7 +36,7 @@ import {
 } from "./retrievers.js";
 import type { EvalPrediction, PredictionStore, PromptOrder } from "./types.js";
 import { fromPromptOrder } from "./types.js";
-import { VOTE_EMBEDDING, voteChooser } from "./vote.js";
+import { VOTE_EMBEDDING, voteChooser } from "./vote-retriever.js";
 
 /** The workspace's predictions table as a PredictionStore. */
 export function workspacePredictionStore(ws: Workspace): PredictionStore {

@@ -1,13 +1,13 @@
 /**
  * `lever eval`'s summary is a call of the comparison engine (src/metrics/compare.ts), the one that
  * `lever compare`, `lever report` and `lever run` use: the given predictions as methods built like
- * `lever compare`'s (src/icl/methods.ts), compared in one table of every question with `lever
+ * `lever compare`'s (src/icl/retriever-methods.ts), compared in one table of every question with `lever
  * compare`'s baseline (the random retriever, else the first method), test (exact McNemar on acc = 1),
  * Holm correction at α, resamples, seed and image clustering, all stated in the result. So
  * `lever compare RUN --subsets all --seed SEED` shows the same interval and verdict for each of these
  * rows (with the same Holm family when it compares the same methods of the run).
  */
-import { distinctLabels, type MethodRow, retrieverMethods } from "../icl/methods.js";
+import { distinctLabels, type MethodRow, retrieverMethods } from "../icl/retriever-methods.js";
 import { type ComparisonResult, compareMethods, DEFAULT_RESAMPLES, DEFAULT_TEST } from "../metrics/compare.js";
 
 export interface SummaryOptions {

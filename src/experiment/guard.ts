@@ -27,7 +27,7 @@ import { readBeamSet, readPoolSet, readRolloutSet } from "../store/sets.js";
 import type { PredictionRow } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { datasetTask } from "../task/dataset-task.js";
-import { onlineQueryIds } from "../train/rl-data.js";
+import { onlineQueryIds } from "../train/data/rl-groups.js";
 import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { PlannedVariant } from "./plan.js";

@@ -129,7 +129,7 @@ function evalIdentity(e: Experiment, dataId: string): string {
  * The comparison's baseline must be one of the methods the run will evaluate — a baseline retriever, a
  * trained stage's label (`rce`, `selector:rce`, `grpo_beta-0.12_seed-1`) or a seed group by its name
  * (`grpo`) — so a typo is refused before any training, not after all of it: the names the comparison
- * resolves (src/report/methods.ts, `resolveMethod` and `chooseBaseline`); in a "RUN/RETRIEVER" reference,
+ * resolves (src/report/workspace-methods.ts, `resolveMethod` and `chooseBaseline`); in a "RUN/RETRIEVER" reference,
  * RUN must name one of the experiment's evaluation runs (`<name>-eval-<id>`).
  */
 function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVariant[]): void {

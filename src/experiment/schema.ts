@@ -26,8 +26,9 @@ import { CompareSettingsSchema } from "../report/options.js";
 import { CaptionWorldParamsSchema } from "../sim/caption/params.js";
 import { WorldParamsSchema } from "../sim/params.js";
 import { CaptionImportSettingsSchema } from "../store/ingest/captions.js";
-import { checkGrpoSettings, GrpoStageConfigSchema, RceStageConfigSchema } from "../train/rl-settings.js";
-import { SftConfigSchema } from "../train/sft-run.js";
+import { checkGrpoSettings } from "../train/objective/grpo-settings.js";
+import { GrpoStageConfigSchema, RceStageConfigSchema } from "../train/stage/rl-settings.js";
+import { SftConfigSchema } from "../train/stage/sft-run.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 
 /**

@@ -17,14 +17,10 @@ import { makePools } from "../pools/stage.js";
 import { beamArtifactPath, poolArtifactPath, rolloutArtifactPath } from "../store/sets.js";
 import type { Workspace } from "../store/workspace.js";
 import { queryKindOf } from "../task/query-embedding.js";
-import {
-  RANDOM_INIT,
-  type ResolvedGrpoStageConfig,
-  type RlStageSettings,
-  resolveModeDefaults,
-} from "../train/rl-settings.js";
-import { runRlStage } from "../train/rl-stage.js";
-import { runSftStage } from "../train/sft-stage.js";
+import { resolveModeDefaults } from "../train/objective/grpo-settings.js";
+import { RANDOM_INIT, type ResolvedGrpoStageConfig, type RlStageSettings } from "../train/stage/rl-settings.js";
+import { runRlStage } from "../train/stage/rl-stage.js";
+import { runSftStage } from "../train/stage/sft-stage.js";
 import { InterruptedError, LeverError } from "../util/errors.js";
 import type { ProgressStream } from "../util/progress.js";
 import type { VlmSettings } from "../vlm/settings.js";

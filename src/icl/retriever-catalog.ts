@@ -3,7 +3,7 @@
  * summary, `lever compare` and the report show them in). From it come the names `--retriever`
  * accepts and its help (src/eval/retrievers.ts parses them and builds one retriever per kind from a
  * table keyed by these kinds), the rank of a method in a comparison and which methods are references
- * (src/icl/methods.ts), and the reference list the comparison notes print (src/report/). Adding a
+ * (src/icl/retriever-methods.ts), and the reference list the comparison notes print (src/report/). Adding a
  * retriever is an entry here plus its builder in src/eval/retrievers.ts (docs/architecture.md, "How
  * to add").
  */

@@ -17,7 +17,7 @@ import { type CandidateSource, type SelectorSources, selectorInputOf, selectorSo
 import { PointerSelector, type SelectorInput } from "../selector/model.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import { candidateData, voteWeightingOf } from "./candidates.js";
+import { candidateData, voteWeightingOf } from "./candidate-data.js";
 import { checkTrainedWith, trainedWith } from "./trained-with.js";
 
 /** What a selector reads when neither flags nor its checkpoint say: the default pool and the joint embedding. */

@@ -1,5 +1,5 @@
 /**
- * The vote's scale ρ for an index (src/metrics/vote.ts, `calibrateVoteScale`), reproducible from the
+ * The vote's scale ρ for an index (src/metrics/answer-vote.ts, `calibrateVoteScale`), reproducible from the
  * index alone: a fixed sample of the index's items (at most `CALIBRATION_QUERIES`, drawn from the
  * stream `Rng(0).child("vote-calibration")`) is treated as queries; each gets its pool from the index
  * through the pool contract (itself and its image's other questions excluded) with the sampler and K
@@ -10,7 +10,7 @@
  */
 import { cosine, EMBEDDING_KINDS, type EmbeddingKind, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
 import type { VqaItem } from "../data/item.js";
-import { calibrateVoteScale, supportsOf, type VoteCalibration } from "../metrics/vote.js";
+import { calibrateVoteScale, supportsOf, type VoteCalibration } from "../metrics/answer-vote.js";
 import { PoolBuilder, type PoolSampler } from "../pools/samplers.js";
 import { defaultGemm } from "../pools/search.js";
 import { LeverError } from "../util/errors.js";

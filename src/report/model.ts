@@ -14,7 +14,7 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { describeHealthWarning, HEALTH_FILE, readHealthFile } from "../data/health-file.js";
 import { compareQuestionIds, type VqaItem } from "../data/item.js";
-import { shortRetriever } from "../icl/methods.js";
+import { shortRetriever } from "../icl/retriever-methods.js";
 import type { ComparisonResult } from "../metrics/compare.js";
 import { type DatasetSummary, summarizeDataset } from "../store/ingest/vqa.js";
 import type { MetricRecord, RunRecord } from "../store/types.js";
@@ -24,9 +24,9 @@ import { type LeverVersion, leverVersion } from "../util/version.js";
 import { type AnswerTypes, answerTypeAccuracy, type StageCost, stageCosts } from "./breakdown.js";
 import type { Point } from "./charts.js";
 import { finalSources, type Headline, headlineOf } from "./headline.js";
-import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./methods.js";
 import { metricTitle } from "./metric-names.js";
 import type { ReportOptions } from "./options.js";
+import { compareEvalRuns, type EvalMethods, evalConfigOf, resolveRun } from "./workspace-methods.js";
 
 export interface ReportRun {
   id: string;

@@ -12,11 +12,11 @@
  * and ĉ is built only for the rows a step chooses (the state update). Whatever needs every slot's ĉ
  * (the redundancy Gram matrix, the gate's per-slot half when trajectories repeat slots) gets it from
  * `materialise`. Evaluation only (a TableEncoding; no gradient): training builds r per slot
- * (candidates.ts), and test/selector/candidates.test.ts checks both paths give the same scores.
+ * (candidate-encoder.ts), and test/selector/candidate-encoder.test.ts checks both paths give the same scores.
  */
 import * as T from "../tensor/ops.js";
 import { Tensor } from "../tensor/tensor.js";
-import { enrichRows } from "./candidates.js";
+import { enrichRows } from "./candidate-encoder.js";
 
 /** The per-table-row parts of the factored form (TableEncoding.linear.factors). */
 export interface RowFactors {

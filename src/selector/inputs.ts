@@ -14,11 +14,11 @@
  *
  * What the selector may see about a candidate beyond its embedding — its answer features and its
  * identity (docs/selector.md, "Candidate features, identity, pool attention") — comes from the
- * optional `CandidateSource` of the sources (built from the index dataset by src/icl/candidates.ts):
+ * optional `CandidateSource` of the sources (built from the index dataset by src/icl/candidate-data.ts):
  * `resolvePool` computes each pool's features once, from the candidates' cosines to the query, and
  * `selectorInput` packs them with the identity rows. Only the candidates' (index items') data is
  * read, never the query's own annotations. A new per-candidate feature is added in
- * src/icl/candidates.ts, CANDIDATE_FEATURES and the model; stages build the sources with
+ * src/icl/candidate-data.ts, CANDIDATE_FEATURES and the model; stages build the sources with
  * `selectorSources`, resolve pools with `resolvePool` and pass both through unchanged.
  */
 import { cosine, type EmbeddingMatrix, rowIndex } from "../data/embeddings.js";
@@ -58,7 +58,7 @@ export interface SelectorSources {
 /** The index dataset an identity table was built from (its schema is the checkpoint's `IndexIdentitySchema`). */
 export type { IndexIdentity };
 
-/** What the selector can be shown about index items besides their embeddings (src/icl/candidates.ts). */
+/** What the selector can be shown about index items besides their embeddings (src/icl/candidate-data.ts). */
 export interface CandidateSource {
   /** Features [K·FEATURE_COUNT] of a pool's candidates (index-table rows) given their cosines to the query. */
   features(candRows: Int32Array, cosines: Float64Array, at: { queryId: string }): Float32Array;

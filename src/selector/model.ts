@@ -16,7 +16,7 @@
  *   5. ours, option `prior: cosine`: scores = (ĉ·h + w·cos(q, c)) / τ with cos over the INPUT
  *      embeddings (a constant per query and candidate) and w a learned scalar starting at 1; `prior:
  *      rank` adds w·g(rank of c's cosine in its pool) instead (packed by the data side, inputs.ts);
- *   6. ours, options `features`, `identity`, `poolAttention` (candidates.ts): the projected candidates
+ *   6. ours, options `features`, `identity`, `poolAttention` (candidate-encoder.ts): the projected candidates
  *      are enriched per slot (+ W_f f + E[item], pool self-attention) before steps 2–3, and the scores
  *      get u_t·f + item_bias[item] inside the /τ.
  * Masking: the reference fills −100 before the softmax; we exclude positions exactly (probability 0),
@@ -43,7 +43,7 @@ import {
   enrichesCandidates,
   enrichRows,
   readCandidateData,
-} from "./candidates.js";
+} from "./candidate-encoder.js";
 import { mixesCandidates, type SelectorConfig } from "./config.js";
 import {
   type FactoredSlots,

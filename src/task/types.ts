@@ -67,7 +67,7 @@ export interface AnswerScoring {
   postprocess(text: string): string;
   score(answer: string, query: StoredItem): number;
   /**
-   * The answers scored for their probability under a `gtAnswers` setting (src/icl/score.ts): VQA
+   * The answers scored for their probability under a `gtAnswers` setting (src/icl/trajectory-scorer.ts): VQA
    * keeps it (`all`: every distinct annotator answer, for vqaGtProb); a caption task scores its shown
    * reference under both `majority` and `all` (a sum of probabilities of whole captions means nothing).
    */
@@ -141,7 +141,7 @@ export interface Task<Item = unknown> {
   textTower: string | null;
   /** Reward modes (`reward.mode`, src/icl/rewards.ts) that mean something for this task. */
   rewardModes: readonly string[];
-  /** Candidate features (`model.features`, src/icl/candidates.ts) that mean something for this task's items. */
+  /** Candidate features (`model.features`, src/icl/candidate-data.ts) that mean something for this task's items. */
   candidateFeatures: readonly CandidateFeature[];
   /** Retriever kinds (src/icl/retriever-catalog.ts) that need no training. */
   baselines: readonly string[];

@@ -4,9 +4,9 @@ import type { z } from "zod";
 import { buildProgram } from "../../src/cli/program.js";
 import { fieldHelp, formatDefault, settingFields } from "../../src/config/settings.js";
 import { EvalSettingsSchema } from "../../src/eval/config.js";
-import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/rl-settings.js";
-import { SftConfigSchema } from "../../src/train/sft-run.js";
-import { SftInputsSchema } from "../../src/train/sft-stage.js";
+import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/stage/rl-settings.js";
+import { SftConfigSchema } from "../../src/train/stage/sft-run.js";
+import { SftInputsSchema } from "../../src/train/stage/sft-stage.js";
 import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 

@@ -8,8 +8,8 @@ import { SelectorConfigSchema } from "../../src/selector/config.js";
 import { initParams } from "../../src/selector/params.js";
 import { writePoolSet } from "../../src/store/sets.js";
 import { Workspace } from "../../src/store/workspace.js";
-import { SftConfigSchema } from "../../src/train/sft-run.js";
-import { resumeSftStage, runSftStage } from "../../src/train/sft-stage.js";
+import { SftConfigSchema } from "../../src/train/stage/sft-run.js";
+import { resumeSftStage, runSftStage } from "../../src/train/stage/sft-stage.js";
 import { expectUserError, runCli, runCliOk } from "../helpers/cli.js";
 import { crashingProgress } from "../helpers/crash.js";
 import { syntheticWorkspace, syntheticWorld } from "../train/synthetic.js";
@@ -304,8 +304,8 @@ describe("interrupted training", () => {
     // named, since the same settings unnamed are the straight run, which is done.
     const script = `
       import { Workspace } from ${JSON.stringify(resolve("dist/src/store/workspace.js"))};
-      import { runSftStage } from ${JSON.stringify(resolve("dist/src/train/sft-stage.js"))};
-      import { SftConfigSchema } from ${JSON.stringify(resolve("dist/src/train/sft-run.js"))};
+      import { runSftStage } from ${JSON.stringify(resolve("dist/src/train/stage/sft-stage.js"))};
+      import { SftConfigSchema } from ${JSON.stringify(resolve("dist/src/train/stage/sft-run.js"))};
       const ws = Workspace.open(${JSON.stringify(wsDir)});
       await runSftStage(ws, {
         beams: ${JSON.stringify(join(dir, "beams.json"))},

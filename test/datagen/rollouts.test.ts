@@ -3,7 +3,7 @@ import type { VqaItem } from "../../src/data/item.js";
 import { isBalanced, type RolloutSettings, rolloutQuery } from "../../src/datagen/rollouts.js";
 import { rolloutStats } from "../../src/datagen/stats.js";
 import { scoredTrajectories } from "../../src/icl/rewards.js";
-import { distinctGtAnswers, isCorrect, scoreTrajectories } from "../../src/icl/score.js";
+import { distinctGtAnswers, isCorrect, scoreTrajectories } from "../../src/icl/trajectory-scorer.js";
 import { vqaAnswering } from "../../src/task/vqa.js";
 import { Rng } from "../../src/util/rng.js";
 import type { CallOptions, GenerateResult, Outcome, ScoreResult, Vlm, VlmPrompt } from "../../src/vlm/types.js";

@@ -3,7 +3,7 @@ import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evalInterrupted, evaluate } from "../../src/eval/evaluate.js";
 import { EmbeddingCache, workspacePools } from "../../src/eval/setup.js";
 import { fromPromptOrder } from "../../src/eval/types.js";
-import { voteChooser } from "../../src/eval/vote.js";
+import { voteChooser } from "../../src/eval/vote-retriever.js";
 import { InformedSelector } from "../../src/sim/informed.js";
 import { SimOracle } from "../../src/sim/oracle.js";
 import { SimVlm } from "../../src/sim/vlm.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { summarizeEvaluation } from "../../src/eval/summary.js";
-import type { MethodRow } from "../../src/icl/methods.js";
-import { retrieverMethods } from "../../src/icl/methods.js";
+import type { MethodRow } from "../../src/icl/retriever-methods.js";
+import { retrieverMethods } from "../../src/icl/retriever-methods.js";
 import { compareMethods } from "../../src/metrics/compare.js";
 import { summaryCells } from "../helpers/summary.js";
 

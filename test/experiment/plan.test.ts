@@ -72,7 +72,7 @@ describe("stage identities stay what earlier builds planned", () => {
       rollouts: ["590acc20d1", "rollouts", ["data", "pools", "sft"]],
       rce: ["aa1f6e1d60", "rce", ["data", "pools", "rollouts", "sft"]],
       // Changed on purpose (issue 17): an online section without kl.beta / online.credit now trains with
-      // the online defaults (β 0.5, prefix credit; rl-settings.ts MODE_DEFAULTS), so it is a new stage.
+      // the online defaults (β 0.5, prefix credit; grpo-settings.ts MODE_DEFAULTS), so it is a new stage.
       online: ["372fbed63b", "online", ["data", "pools", "rce"]],
     };
     const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];

@@ -1,4 +1,4 @@
-import type { ProgressStream } from "../../src/train/progress.js";
+import type { ProgressStream } from "../../src/train/stage/progress.js";
 
 /** A progress stream that kills the run (throws "simulated crash") when a line containing `marker` is written. */
 export function crashingProgress(marker: string): ProgressStream {

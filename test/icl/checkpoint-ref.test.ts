@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkpointLabel, resolveCheckpoint } from "../../src/icl/checkpoint-ref.js";
-import { shortRetriever } from "../../src/icl/methods.js";
+import { shortRetriever } from "../../src/icl/retriever-methods.js";
 import { Workspace } from "../../src/store/workspace.js";
 
 describe("checkpoint references (RUN[:best|last|epoch-N])", () => {

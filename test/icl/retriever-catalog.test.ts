@@ -8,7 +8,6 @@ import { EvalSettingsSchema } from "../../src/eval/config.js";
 import { parseRetrieverSpec } from "../../src/eval/retrievers.js";
 import { EvalSectionSchema } from "../../src/experiment/schema.js";
 import { CHECKPOINT_REF_HELP } from "../../src/icl/checkpoint-ref.js";
-import { retrieverMethods } from "../../src/icl/methods.js";
 import {
   REFERENCE_RETRIEVERS,
   RETRIEVER_KINDS,
@@ -16,6 +15,7 @@ import {
   RETRIEVERS,
   retrieverKind,
 } from "../../src/icl/retriever-catalog.js";
+import { retrieverMethods } from "../../src/icl/retriever-methods.js";
 
 /** A name of each kind as stored with predictions (a selector by its checkpoint). */
 const STORED: Record<string, string> = Object.fromEntries(

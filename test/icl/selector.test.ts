@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
-import { indexIdentity } from "../../src/icl/candidates.js";
+import { indexIdentity } from "../../src/icl/candidate-data.js";
 import { loadSelector } from "../../src/icl/selector.js";
 import { PoolBuilder } from "../../src/pools/samplers.js";
 import { loadCheckpoint, saveCheckpoint } from "../../src/selector/checkpoint.js";

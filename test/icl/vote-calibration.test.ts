@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EmbeddingCache } from "../../src/eval/setup.js";
 import { calibrationText, voteCalibration } from "../../src/icl/vote-calibration.js";
-import { VOTE_SCALES } from "../../src/metrics/vote.js";
+import { VOTE_SCALES } from "../../src/metrics/answer-vote.js";
 import { poolSampler } from "../../src/pools/samplers.js";
 import { type SimWorkspace, simWorkspace } from "../eval/sim-workspace.js";
 

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { VqaItem } from "../../src/data/item.js";
-import { candidateData } from "../../src/icl/candidates.js";
+import { candidateData } from "../../src/icl/candidate-data.js";
 import { ModelOptionsSchema, SelectorConfigSchema } from "../../src/selector/config.js";
 import { predict } from "../../src/selector/decode.js";
 import { selectorInputOf, selectorSources } from "../../src/selector/inputs.js";

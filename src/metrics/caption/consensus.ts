@@ -6,7 +6,7 @@
  * = the CIDEr-D of caption k with the other n − 1 captions as its references, under fixed document
  * frequencies (the index's references: the `fixed` mode of rewards). Read by the `consensus` baseline
  * retriever (src/eval/consensus.ts) and the selector's `consensus` candidate feature
- * (src/icl/candidates.ts), for the captions a query's pool shows. A set of one caption has consensus 0.
+ * (src/icl/candidate-data.ts), for the captions a query's pool shows. A set of one caption has consensus 0.
  *
  * `poolConsensus(items)` is one scorer per index item list (memoised on the array): the retriever and
  * every selector of an evaluation share the document frequencies, each caption's vector and each

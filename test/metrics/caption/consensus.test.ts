@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { consensusChooser } from "../../../src/eval/consensus.js";
-import { candidateData } from "../../../src/icl/candidates.js";
+import { candidateData } from "../../../src/icl/candidate-data.js";
 import { ciderScores, documentFrequency } from "../../../src/metrics/caption/cider.js";
 import { poolConsensus } from "../../../src/metrics/caption/consensus.js";
 import { tokenizeCaption } from "../../../src/metrics/caption/ptb-tokenize.js";
