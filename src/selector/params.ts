@@ -34,6 +34,16 @@ export interface ParamSpec {
   group: ParamGroup;
 }
 
+/**
+ * Whether a tensor is a weight matrix of a linear map or an embedding table (nanoGPT decays exactly
+ * the tensors with two or more dimensions): not a bias, a LayerNorm gain, the MMR λ, the prior's
+ * weight — nor the features' per-step score weights, which are two-dimensional only because they
+ * hold one row per step.
+ */
+export function isDecayedMatrix(spec: ParamSpec): boolean {
+  return spec.shape.length >= 2 && spec.group !== "features";
+}
+
 export function paramSpecs(config: SelectorConfig): ParamSpec[] {
   const { d, hidden: h, layers, shots } = config;
   const specs: ParamSpec[] = [];

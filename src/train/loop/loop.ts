@@ -17,7 +17,7 @@
  */
 import { z } from "zod";
 import type { PointerSelector } from "../../selector/model.js";
-import { PARAM_GROUPS } from "../../selector/params.js";
+import { isDecayedMatrix, PARAM_GROUPS, type ParamSpec } from "../../selector/params.js";
 import { AdamW, clipGradNorm } from "../../tensor/optim.js";
 import type { Tensor } from "../../tensor/tensor.js";
 import { InterruptedError, LeverError } from "../../util/errors.js";
@@ -75,6 +75,12 @@ export function optimSchema(d: OptimDefaults) {
         .describe("queries per batch, each with all its trajectories"),
       lr: z.number().positive().default(d.lr).describe("peak learning rate"),
       weightDecay: z.number().min(0).default(d.weightDecay).describe("AdamW decoupled weight decay"),
+      decayScope: z
+        .enum(["all", "matrices"])
+        .default("all")
+        .describe(
+          "which parameters weight decay shrinks: all of them (PyTorch's AdamW default), or only the weight matrices of linear maps and embeddings (nanoGPT's configure_optimizers: not biases, LayerNorm gains, the prior's or the features' score weights)",
+        ),
       betas: z
         .tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)])
         .default([0.9, 0.999])
@@ -279,23 +285,30 @@ export async function train<G>(
 
 /**
  * AdamW with one parameter group per selector part, so parts can be frozen, and each group's
- * learning-rate multiplier (optim.groupLr, 1 when not named), in the optimiser's group order.
+ * learning-rate multiplier (optim.groupLr, 1 when not named), in the optimiser's group order. With
+ * `decayScope: matrices` a part holding both decayed and undecayed tensors (e.g. an attention layer's
+ * weights and biases) becomes two optimiser groups, the undecayed one with weight decay 0.
  */
-function selectorOptimizer(model: PointerSelector, optim: OptimConfig): { optimizer: AdamW; groupScales: number[] } {
+export function selectorOptimizer(model: PointerSelector, optim: OptimConfig): { optimizer: AdamW; groupScales: number[] } {
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
-  const groupNames = [...new Set(model.specs.map((s) => s.group))];
+  const decays = (spec: ParamSpec) => optim.decayScope === "all" || isDecayedMatrix(spec);
+  const groups = [...new Set(model.specs.map((s) => s.group))].flatMap((name) =>
+    [true, false]
+      .map((decayed) => ({ name, decayed, specs: model.specs.filter((s) => s.group === name && decays(s) === decayed) }))
+      .filter((g) => g.specs.length > 0),
+  );
   const optimizer = new AdamW(
-    groupNames.map((name) => ({
-      params: model.specs.filter((s) => s.group === name).map((s) => model.params.get(s.name)!),
+    groups.map((g) => ({
+      params: g.specs.map((s) => model.params.get(s.name)!),
       lr: optim.lr,
-      weightDecay: optim.weightDecay,
-      frozen: optim.frozen.includes(name),
+      weightDecay: g.decayed ? optim.weightDecay : 0,
+      frozen: optim.frozen.includes(g.name),
     })),
     { betas: optim.betas, eps: optim.eps },
   );
-  return { optimizer, groupScales: groupNames.map((name) => optim.groupLr[name] ?? 1) };
+  return { optimizer, groupScales: groups.map((g) => optim.groupLr[g.name] ?? 1) };
 }
 
 /** The loop's state, the objective's, the optimiser's and early stopping's as saved after an earlier epoch. */
