@@ -17,7 +17,8 @@ import type { Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT } from "../vlm/layouts.js";
-import { OpenAiVlm, openAiVlmConfigSchema, VQA_MAX_TOKENS } from "../vlm/openai.js";
+import { OpenAiVlm } from "../vlm/openai-client.js";
+import { openAiVlmConfigSchema, VQA_MAX_TOKENS } from "../vlm/openai-settings.js";
 import { cachedByDefault, type VlmBackend, type VlmSettings } from "../vlm/settings.js";
 import type { Vlm } from "../vlm/types.js";
 

@@ -21,7 +21,7 @@ import { datasetTask } from "../task/dataset-task.js";
 import { VQA_TASK } from "../task/vqa.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import { openAiVlmConfigSchema } from "../vlm/openai.js";
+import { openAiVlmConfigSchema } from "../vlm/openai-settings.js";
 import { checkRecordedModel, type Embedder, openEmbedder } from "./embedder.js";
 import type { ServeOptions } from "./options.js";
 import {

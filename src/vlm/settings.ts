@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { OPERATIONAL } from "../util/operational.js";
-import { openAiVlmConfigSchema } from "./openai.js";
+import { openAiVlmConfigSchema } from "./openai-settings.js";
 
 /** Every backend's own settings (`vlm`, which picks the backend, is added in `VlmFieldsSchema`). */
 const BackendFieldsSchema = z.object({

@@ -7,7 +7,7 @@ import { EvalSettingsSchema } from "../../src/eval/config.js";
 import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/rl-settings.js";
 import { SftConfigSchema } from "../../src/train/sft-run.js";
 import { SftInputsSchema } from "../../src/train/sft-stage.js";
-import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
+import { openAiVlmConfigSchema } from "../../src/vlm/openai-settings.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 
 function find(path: string[]): Command {

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LeverError } from "../../src/util/errors.js";
-import { normalizeBaseUrl, OpenAiVlm, type OpenAiVlmOptions } from "../../src/vlm/openai.js";
+import { normalizeBaseUrl, OpenAiVlm } from "../../src/vlm/openai-client.js";
+import type { OpenAiVlmOptions } from "../../src/vlm/openai-settings.js";
 import { describeActivity } from "../../src/vlm/stats.js";
 import {
   type GenerateResult,
