@@ -71,6 +71,11 @@ function canonicalObject(
   return out;
 }
 
+/** Whether a field's value enters the canonical form (not undefined, not operational, not at its schema's default now). */
+export function inCanonicalForm(field: z.ZodType, value: unknown): boolean {
+  return Object.keys(canonicalObject({ field }, { field: value }, undefined)).length > 0;
+}
+
 /** Whether a field's canonical value says nothing its absence does not. */
 function atBaseline(node: SettingsNode, canonical: unknown): boolean {
   if (node.fields !== undefined)

@@ -8,6 +8,7 @@
  * (src/experiment/identity.ts).
  */
 import { z } from "zod";
+import { inCanonicalForm } from "../util/canonical-settings.js";
 import { LeverError } from "../util/errors.js";
 import { hashValue } from "../util/hash.js";
 import { OPERATIONAL, withoutOperational } from "../util/operational.js";
@@ -181,12 +182,16 @@ export function parseOpenAiVlmConfig(value: unknown, file?: string): OpenAiVlmCo
 }
 
 /**
- * Identity of the backend + settings that change responses (part of every cache key): every setting
- * not marked operational (src/util/operational.ts; so not the replica URLs), in the grouping the id
- * has always had, so cached answers stay valid — but `answerSpan`: both ways locate the answer's
- * tokens in the same prompt or fail, and failures are never cached, so a cached score holds for either.
+ * Identity of the backend + settings that change responses (part of every cache key, and of every
+ * evaluation run's identity): every setting not marked operational (src/util/operational.ts; so not the
+ * replica URLs), in the grouping the id has always had, so cached answers stay valid — but `answerSpan`:
+ * both ways locate the answer's tokens in the same prompt or fail, and failures are never cached, so a
+ * cached score holds for either. A setting added since enters only when set to other than its default
+ * (src/util/canonical-settings.ts), so adding one keeps every cached answer and evaluation run; should
+ * its default change later, name it here so the id changes with it. `schema`: the settings' schema (a
+ * test passes one with a setting added).
  */
-export function openAiVlmId(c: OpenAiVlmConfig, task?: string): string {
+export function openAiVlmId(c: OpenAiVlmConfig, task?: string, schema: z.ZodObject = openAiVlmConfigSchema): string {
   const {
     layout,
     systemPrompt,
@@ -198,10 +203,16 @@ export function openAiVlmId(c: OpenAiVlmConfig, task?: string): string {
     includeEndOfTurn,
     endOfTurnToken,
     answerSpan: _sameTokens,
-    ...rest // backend, model, imageUrl, and any setting added later
-  } = withoutOperational(openAiVlmConfigSchema, c);
+    backend,
+    model,
+    imageUrl,
+    ...added
+  } = withoutOperational(schema, c) as OpenAiVlmConfig & Record<string, unknown>;
   const hash = hashValue({
-    ...rest,
+    backend,
+    model,
+    imageUrl,
+    ...Object.fromEntries(Object.entries(added).filter(([key, value]) => inCanonicalForm(schema.shape[key], value))),
     layout: { name: layout, systemPrompt, zeroShotSystemPrompt },
     generation: { maxTokens, temperature, extraBody, ...(beamSearch !== undefined ? { beamSearch } : {}) },
     ...(task !== undefined && task !== "vqa" ? { task } : {}),
