@@ -18,6 +18,7 @@ import type { z } from "zod";
 import { inCanonicalForm, type SettingsNode } from "../util/canonical-settings.js";
 import { hashValue } from "../util/hash.js";
 import { objectShapeOf } from "../util/operational.js";
+import { backendSettingsSchema, VLM_BACKENDS, type VlmSettings } from "../vlm/settings.js";
 import { BASELINE_V1, type BaselineSection } from "./identity-baseline.js";
 import { EvalSectionSchema, type Experiment, ExperimentSchema, GuardSectionSchema } from "./schema.js";
 import { STAGE_TABLE, type StageEntry, type StageName } from "./stages.js";
@@ -76,9 +77,24 @@ function v1Form(schema: z.ZodType, value: object, section: BaselineSection): Rec
 
 /** A section (a stage's with its dependent defaults filled, as scheme 1 hashed it). */
 function sectionV1(e: Experiment, key: "vlm" | StageName): Record<string, unknown> | null {
-  const filled = key === "vlm" ? undefined : (STAGE_TABLE[key] as StageEntry<StageName>).filled;
+  if (key === "vlm") return v1Form(ExperimentSchema.shape.vlm, vlmSeenByV1(e.vlm), "vlm");
+  const { filled } = STAGE_TABLE[key] as StageEntry<StageName>;
   const section = e[key] as NonNullable<Experiment[StageName]>;
   return v1Form(ExperimentSchema.shape[key], (filled ? filled(section) : section) as object, key);
+}
+
+/**
+ * The flat VLM settings without the settings another backend got since scheme 1: they cannot change
+ * what this backend answers, so they do not keep its stages from being found (scheme 1 hashed every
+ * backend's settings, but only those it knew).
+ */
+function vlmSeenByV1(vlm: VlmSettings): object {
+  const known = BASELINE_V1.vlm.fields ?? {};
+  const own = Object.keys(backendSettingsSchema(vlm.vlm).shape);
+  const others = VLM_BACKENDS.flatMap((b) => (b === vlm.vlm ? [] : Object.keys(backendSettingsSchema(b).shape)));
+  return Object.fromEntries(
+    Object.entries(vlm).filter(([key]) => key in known || own.includes(key) || !others.includes(key)),
+  );
 }
 
 /** A stage's scheme-1 identity, or null: its settings or one of its inputs' have none. */
