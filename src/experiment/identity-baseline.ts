@@ -14,20 +14,13 @@
  * is missing); it enters no scheme-1 identity.
  */
 import type { SettingsNode } from "../util/canonical-settings.js";
+import type { StageName } from "./stages.js";
 
-/** The experiment sections whose settings identities hash. */
-export type BaselineSection =
-  | "data"
-  | "pools"
-  | "vlm"
-  | "beams"
-  | "sft"
-  | "rollouts"
-  | "rce"
-  | "grpo"
-  | "online"
-  | "guard"
-  | "eval";
+/** The experiment sections whose settings identities hash: every stage's, the VLM's, the evaluation's, the guard's. */
+export type IdentitySection = StageName | "vlm" | "eval" | "guard";
+
+/** The sections scheme 1 knew. */
+type V1Section = "data" | "pools" | "vlm" | "beams" | "sft" | "rollouts" | "rce" | "grpo" | "online" | "guard" | "eval";
 
 const VQA_SPLIT_FILES: SettingsNode = { fields: { questions: {}, annotations: {}, images: {}, subset: {} } };
 
@@ -162,7 +155,7 @@ const GRPO: SettingsNode = {
   },
 };
 
-export const BASELINE_V1: Record<BaselineSection, SettingsNode> = {
+export const BASELINE_V1: Record<V1Section, SettingsNode> = {
   data: {
     fields: {
       synth: {
@@ -483,19 +476,19 @@ export const BASELINE_V1: Record<BaselineSection, SettingsNode> = {
 };
 
 /**
- * Settings added since scheme 1, by dotted path ("sft.optim.warmup"), each with its defaults tree when
- * it was added (`settingsNode` of its schema then: `{ default: 0.1 }` for a plain setting; never changed
- * afterwards): the baseline of scheme 2 for them.
+ * Settings added since scheme 1, by dotted path ("sft.optim.warmup"; a new stage's section: its name),
+ * each with its defaults tree when it was added (`settingsNode` of its schema then: `{ default: 0.1 }`
+ * for a plain setting; never changed afterwards): the baseline of scheme 2 for them.
  */
 export const ADDED_SINCE_V1: readonly { path: string; node: SettingsNode }[] = [];
 
 /** The baseline scheme 2 hashes relative to: BASELINE_V1 with the settings added since. */
-export const IDENTITY_BASELINE: Record<BaselineSection, SettingsNode> = withAdded(BASELINE_V1, ADDED_SINCE_V1);
+export const IDENTITY_BASELINE: Partial<Record<IdentitySection, SettingsNode>> = withAdded(BASELINE_V1, ADDED_SINCE_V1);
 
 function withAdded(
-  base: Record<BaselineSection, SettingsNode>,
+  base: Record<V1Section, SettingsNode>,
   added: readonly { path: string; node: SettingsNode }[],
-): Record<BaselineSection, SettingsNode> {
+): Partial<Record<IdentitySection, SettingsNode>> {
   const tree: SettingsNode = structuredClone({ fields: base });
   for (const { path, node: addedNode } of added) {
     const keys = path.split(".");
@@ -503,5 +496,5 @@ function withAdded(
     for (const key of keys.slice(0, -1)) node = (node.fields ??= {})[key] ??= { fields: {} };
     (node.fields ??= {})[keys[keys.length - 1]] = addedNode;
   }
-  return tree.fields as Record<BaselineSection, SettingsNode>;
+  return tree.fields as Partial<Record<IdentitySection, SettingsNode>>;
 }

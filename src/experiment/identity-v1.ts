@@ -19,7 +19,7 @@ import { inCanonicalForm, type SettingsNode } from "../util/canonical-settings.j
 import { hashValue } from "../util/hash.js";
 import { objectShapeOf } from "../util/operational.js";
 import { backendSettingsSchema, VLM_BACKENDS, type VlmSettings } from "../vlm/settings.js";
-import { BASELINE_V1, type BaselineSection } from "./identity-baseline.js";
+import { BASELINE_V1 } from "./identity-baseline.js";
 import { EvalSectionSchema, type Experiment, ExperimentSchema, GuardSectionSchema } from "./schema.js";
 import { STAGE_TABLE, type StageEntry, type StageName } from "./stages.js";
 
@@ -71,7 +71,7 @@ function restricted(
 }
 
 /** Settings of a section as scheme 1 hashed them, or null (see the module comment). */
-function v1Form(schema: z.ZodType, value: object, section: BaselineSection): Record<string, unknown> | null {
+function v1Form(schema: z.ZodType, value: object, section: keyof typeof BASELINE_V1): Record<string, unknown> | null {
   return restricted(objectShapeOf(schema), value as Record<string, unknown>, BASELINE_V1[section]);
 }
 
@@ -80,7 +80,13 @@ function sectionV1(e: Experiment, key: "vlm" | StageName): Record<string, unknow
   if (key === "vlm") return v1Form(ExperimentSchema.shape.vlm, vlmSeenByV1(e.vlm), "vlm");
   const { filled } = STAGE_TABLE[key] as StageEntry<StageName>;
   const section = e[key] as NonNullable<Experiment[StageName]>;
-  return v1Form(ExperimentSchema.shape[key], (filled ? filled(section) : section) as object, key);
+  // A stage scheme 1 did not know: no earlier build ran it.
+  if (!(key in BASELINE_V1)) return null;
+  return v1Form(
+    ExperimentSchema.shape[key],
+    (filled ? filled(section) : section) as object,
+    key as keyof typeof BASELINE_V1,
+  );
 }
 
 /**
