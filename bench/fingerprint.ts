@@ -12,12 +12,16 @@
  *   (--root DIR: where the chain runs, default $TMPDIR/lever-fingerprint; compare fingerprints made at one root)
  *
  * Timestamps are left out, and the workspace's own path is replaced by `<ws>` before hashing, so
- * two runs in different directories compare equal. Numbers are bit-identical only on the same
- * machine and kernel path (`lever doctor`).
+ * two runs in different directories compare equal. So are `lever run`'s identities (the `<id>` in a
+ * stage record's name, in the `x<id>` of its artefacts, datasets and runs, in `<name>-eval-<id>` and
+ * `<name>-guard-<id>`): they are names, which change with the way identities are written (issue 26,
+ * point 1), not with outputs; each becomes `<id:stage>` and rows are hashed in sorted order, so an
+ * order by name does not count either. Numbers are bit-identical only on the same machine and kernel
+ * path (`lever doctor`).
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -48,7 +52,8 @@ compare: { baseline: topk-joint, subsets: ["all"] }
 `;
 
 /**
- * Columns that record when something happened, not what; and a prediction's prompt hash, which builds
+ * Columns that record when something happened, not what; a run's config hash (its config, fingerprinted
+ * itself, names the stages by their identities); and a prediction's prompt hash, which builds
  * before issue 26 made from each image's absolute path, so it differed between two workspaces holding
  * the same prompt (kept out so fingerprints stay comparable with theirs; the prompt's items are in
  * `demonstrations`).
@@ -59,6 +64,7 @@ const SKIPPED_COLUMNS = new Set([
   "finished_at",
   "heartbeat_at",
   "applied_at",
+  "config_hash",
   "prompt_hash",
 ]);
 
@@ -104,12 +110,30 @@ function files(dir: string): string[] {
   );
 }
 
+/** `lever run`'s identities in the workspace, each with its placeholder: the stages' (from their records' names), the evaluation's and the guard's (from their runs' names). */
+function identities(ws: string): Map<string, string> {
+  const ids = new Map<string, string>();
+  const records = join(ws, "artifacts", "experiments", "stages");
+  for (const name of existsSync(records) ? readdirSync(records) : []) {
+    const m = /^([a-z]+)-([0-9a-f]{10})\.json$/.exec(name);
+    if (m !== null) ids.set(m[2], `<id:${m[1]}>`);
+  }
+  const db = new Database(join(ws, "lever.db"), { readonly: true });
+  for (const name of db.prepare("SELECT name FROM runs WHERE name IS NOT NULL").pluck().all() as string[]) {
+    const m = /-(eval|guard)-([0-9a-f]{10})$/.exec(name);
+    if (m !== null) ids.set(m[2], `<id:${m[1]}>`);
+  }
+  db.close();
+  return ids;
+}
+
 /**
  * What says nothing about the outputs: the workspace's path, ISO timestamps (a checkpoint's
  * `createdAt`) and therefore the raw sha256 of a file that holds one — a recorded hash of a workspace
- * file becomes `<sha:its path>`.
+ * file becomes `<sha:its path>` — and `lever run`'s identities (`identities`).
  */
 function normaliser(ws: string): (text: string) => string {
+  const ids = identities(ws);
   const byHash = new Map<string, string>();
   for (const file of files(join(ws, "artifacts"))) {
     const hex = createHash("sha256").update(readFileSync(file)).digest("hex");
@@ -123,9 +147,13 @@ function normaliser(ws: string): (text: string) => string {
       .replace(/summary-[0-9a-f]{12}\.json/g, "summary.json")
       .replace(/"seconds":\s*[0-9.e+-]+/g, '"seconds": 0')
       .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, "<time>")
+      // A stage record's hash of an artefact's first and last bytes: the artefact is fingerprinted itself.
+      .replace(/"head": "[0-9a-f]{64}"/g, '"head": "<head>"')
       .replace(/\b[0-9a-f]{64}\b|@[0-9a-f]{12}\b/g, (hex) =>
         hex.startsWith("@") ? `@${byHash.get(hex.slice(1)) ?? hex.slice(1)}` : (byHash.get(hex) ?? hex),
-      );
+      )
+      .replace(/summary-[0-9a-f]{12}\.json/g, "summary.json")
+      .replace(/[0-9a-f]{10}/g, (hex) => ids.get(hex) ?? hex);
 }
 
 const prefixed = (prefix: string, record: Record<string, string>) =>
@@ -137,14 +165,14 @@ function fingerprintWorkspace(ws: string): Fingerprint {
   for (const file of files(join(ws, "artifacts")).sort()) {
     // latin1 keeps every byte, so a path inside a binary header (a checkpoint's metadata) is replaced too.
     // An evaluation summary is named by a hash of its retrievers, which name checkpoints by path.
-    const key = relative(ws, file).replace(/summary-[0-9a-f]+\.json$/, "summary.json");
+    const key = norm(relative(ws, file).replace(/summary-[0-9a-f]+\.json$/, "summary.json"));
     out.files[key] = sha(Buffer.from(norm(readFileSync(file).toString("latin1")), "latin1"));
   }
   const db = new Database(join(ws, "lever.db"), { readonly: true });
   for (const [table, order] of Object.entries(TABLES)) {
     const rows = db.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all() as Record<string, unknown>[];
-    const kept = rows.map((row) => Object.entries(row).filter(([k]) => !SKIPPED_COLUMNS.has(k)));
-    out.tables[table] = sha(norm(JSON.stringify(kept)));
+    const kept = rows.map((row) => norm(JSON.stringify(Object.entries(row).filter(([k]) => !SKIPPED_COLUMNS.has(k)))));
+    out.tables[table] = sha(kept.sort().join("\n"));
     out.tables[`${table}.rows`] = String(rows.length);
   }
   db.close();

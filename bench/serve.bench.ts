@@ -38,7 +38,7 @@ import { type ServeApp, startServer } from "../src/serve/server.js";
 import type { ServeSetup } from "../src/serve/startup.js";
 import { Upstream } from "../src/serve/upstream.js";
 import { Rng } from "../src/util/rng.js";
-import { OpenAiVlm } from "../src/vlm/openai.js";
+import { OpenAiVlm } from "../src/vlm/openai-client.js";
 // Imported so tsc compiles the mock next to this file; it runs in its own process (mockScript).
 import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
 import { loadAverage } from "./common.js";

@@ -13,7 +13,7 @@ import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { Rng } from "../src/util/rng.js";
 import { cachedVlm, ensureCacheTable, MemoryResponseCache, SqliteResponseCache } from "../src/vlm/cache.js";
-import { OpenAiVlm } from "../src/vlm/openai.js";
+import { OpenAiVlm } from "../src/vlm/openai-client.js";
 import { isFailure, type Vlm, type VlmPrompt } from "../src/vlm/types.js";
 // Imported so tsc compiles the mock next to this file; it runs in a worker thread (see MOCK_MODULE).
 import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";

@@ -5,7 +5,7 @@ import type { RunStats } from "../eval/runner.js";
 import { renderComparison } from "../report/compare-render.js";
 import { LeverError } from "../util/errors.js";
 import { formatDuration } from "../util/progress.js";
-import { MAX_COMPLETION_CHARS } from "../vlm/openai.js";
+import { MAX_COMPLETION_CHARS } from "../vlm/openai-client.js";
 import { VlmSettingsSchema } from "../vlm/settings.js";
 import { printJson, withWorkspace } from "./common.js";
 import { RERUN_TO_RESUME, withSigint } from "./interrupt.js";

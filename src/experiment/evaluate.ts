@@ -1,6 +1,6 @@
 /**
  * The evaluation step of `lever run`: one evaluation run per evaluation identity
- * (`<name>-eval-<id>`), holding the baselines and every trained selector of the variants that share
+ * (`<name>-eval-<id>`; an earlier build's run keeps its name: src/experiment/identity.ts), holding the baselines and every trained selector of the variants that share
  * it, so all of them are compared on the same questions. A selector is evaluated as its checkpoint
  * linked under its stage's label (`experiments/<name>/checkpoints/<label>.safetensors`), which names
  * it in every comparison of the run (`selector:<label>`). Returns, as data, the methods evaluated now
@@ -15,6 +15,7 @@ import type { SeedGroup } from "../report/options.js";
 import type { Workspace } from "../store/workspace.js";
 import type { ProgressStream } from "../util/progress.js";
 import { chosenRetriever, finalRows, type GuardResult, guardChoices, guardVariant, outputOf } from "./guard.js";
+import { evalRunNames, runName } from "./identity.js";
 import type { PlannedVariant, RunPlan } from "./plan.js";
 import { type DataOutputs, interruptedError, type StageOutputMap, trainedOutputs } from "./stages.js";
 
@@ -107,7 +108,11 @@ async function evaluateGroup(
       dataset: data.val,
       index: data.train,
       retrievers,
-      run: `${p.loaded.variants[0].experiment.name}-eval-${evalId}`,
+      run: runName(
+        ws,
+        "eval",
+        evalRunNames(p.loaded.variants[0].experiment, { id: evalId, legacyId: group[0].legacyEvalId }),
+      ),
       poolSampler: first.pools.sampler,
       k: first.pools.k,
       selectorEmbedding: first.embedding,

@@ -13,7 +13,7 @@ import type { ProgressStream } from "../util/progress.js";
 import { compareAndReport } from "./compare.js";
 import { evaluateVariants } from "./evaluate.js";
 import type { PlannedStage, RunPlan } from "./plan.js";
-import { readStageRecord, writeStageRecord } from "./records.js";
+import { adoptStageRecord, readStageRecord, writeStageRecord } from "./records.js";
 import type { Experiment } from "./schema.js";
 import {
   type AnyStageOutputs,
@@ -91,7 +91,9 @@ async function runStages(ws: Workspace, p: RunPlan, hooks: RunHooks) {
     if (record !== null && "outputs" in record) {
       out = record.outputs;
       counts[stage.stage].reused += variants.length;
-      hooks.log(`${stageTitle(p, stage, variants)}: done earlier, reused`);
+      if (record.adoptedFrom !== undefined) adoptStageRecord(ws, stage, record.adoptedFrom);
+      const earlier = record.adoptedFrom !== undefined ? ` (by an earlier lever, as ${record.adoptedFrom})` : "";
+      hooks.log(`${stageTitle(p, stage, variants)}: done earlier${earlier}, reused`);
     } else {
       hooks.log(
         `${stageTitle(p, stage, variants)}: ${record === null ? "running" : `done earlier, but ${record.redo}: running it again`}`,

@@ -13,7 +13,8 @@
  * The evaluation split is never read for this decision; the vote is validated at the scale the evaluation
  * will use (calibrated on the index's annotations alone). The guard's predictions are an evaluation run
  * of their own (`<name>-guard-<id>`, id a hash of the evaluation's identity, the final stage, the guard's
- * settings and the questions left out; resumable and reused like any other), so the numbers behind
+ * settings and the questions left out, src/experiment/identity.ts; an earlier build's guard run keeps its
+ * name; resumable and reused like any other), so the numbers behind
  * every decision are stored; the decisions are recomputed from them (cheap) on every `lever run`.
  * The final method itself (`final:<label>`) is written into the evaluation run by `finalRows`: at each
  * shot count, the stored predictions of the method the guard chose — no VLM call, nothing re-sent.
@@ -28,8 +29,8 @@ import type { PredictionRow } from "../store/types.js";
 import type { Workspace } from "../store/workspace.js";
 import { datasetTask } from "../task/dataset-task.js";
 import { onlineQueryIds } from "../train/data/rl-groups.js";
-import { hashValue } from "../util/hash.js";
 import type { ProgressStream } from "../util/progress.js";
+import { guardRunNames, type Identities, runName } from "./identity.js";
 import type { PlannedVariant } from "./plan.js";
 import { onlineGrpoConfig } from "./schema.js";
 import {
@@ -92,11 +93,17 @@ export function outputOf<S extends StageName>(
 export function finalStage(
   pv: PlannedVariant,
   outputs: StageOutputMap,
-): { id: string; label: string; file: string } | null {
-  let last: { id: string; label: string; file: string } | null = null;
+): (Identities & { label: string; file: string }) | null {
+  let last: (Identities & { label: string; file: string }) | null = null;
   for (const s of pv.stages) {
     const out = trainedOutputs(s.stage, outputs, s.id);
-    if (out !== undefined) last = { id: `${s.stage}-${s.id}`, label: s.label, file: out.bestFile };
+    if (out !== undefined)
+      last = {
+        id: `${s.stage}-${s.id}`,
+        legacyId: s.legacyId === null ? null : `${s.stage}-${s.legacyId}`,
+        label: s.label,
+        file: out.bestFile,
+      };
   }
   return last;
 }
@@ -173,7 +180,7 @@ export async function guardVariant(
       retrievers: [prior, ...baselines, `selector:${path}`],
       ...(voteScale !== undefined ? { voteScale } : {}),
       // Named by what it asks: the evaluation's settings, the final stage, the guard's settings, the questions left out.
-      run: `${e.name}-guard-${hashValue({ eval: pv.evalId, final: final.id, guard: e.guard, exclude: [...exclude].sort() }).slice(0, 10)}`,
+      run: runName(ws, "eval", guardRunNames(e, { id: pv.evalId, legacyId: pv.legacyEvalId }, final, exclude)),
       poolSampler: e.pools.sampler,
       k: e.pools.k,
       selectorEmbedding: e.embedding,

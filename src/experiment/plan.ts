@@ -1,31 +1,29 @@
 /**
- * Planning `lever run` (no work done): every variant's stages with their IDENTITY — a hash of the
- * stage's settings and of the identities of the stages it reads — and LABEL, the evaluation's
- * identity, the distinct stages in execution order with the variants that share them, and the
- * dry-run's description. Variants that agree upstream share those stages (a β sweep reuses one set of
- * pools, beams, SFT and rollouts); a stage whose record exists is reused (src/experiment/records.ts).
- *
- * Everything here derives from the stage table (src/experiment/stages.ts). A stage's identity hashes
- * its section and the other sections it reads (`vlm`, `embedding`; a stage that reads none: its
- * section alone) without the settings marked operational (src/util/operational.ts: the VLM's cache,
- * timeouts, replicas and concurrency, the stages' concurrency and batch size), on which no result
- * depends. Identities name the stage records and evaluation runs of existing workspaces: they must not
- * change (test/experiment/plan.test.ts pins them).
+ * Planning `lever run` (no work done): every variant's stages with their IDENTITY — a hash of what can
+ * change the stage's result and of the identities of the stages it reads (src/experiment/identity.ts)
+ * — and LABEL, the evaluation's identity, the distinct stages in execution order with the variants that
+ * share them, and the dry-run's description. Variants that agree upstream share those stages (a β sweep
+ * reuses one set of pools, beams, SFT and rollouts); a stage whose record exists is reused
+ * (src/experiment/records.ts), under its identity or, from a workspace an earlier build made, under the
+ * identity that build gave it (`legacyId`). Everything here derives from the stage table
+ * (src/experiment/stages.ts). Identities name the stage records and evaluation runs of existing
+ * workspaces: test/experiment/plan.test.ts pins them.
  */
 
 import { RETRIEVERS } from "../icl/retriever-catalog.js";
 import type { Workspace } from "../store/workspace.js";
 import { LeverError } from "../util/errors.js";
-import { hashValue } from "../util/hash.js";
-import { withoutOperational } from "../util/operational.js";
+import { evalIdentities, evalRunNames, type Identities, stageIdentities } from "./identity.js";
 import type { LoadedExperiment, Variant } from "./load.js";
 import { readStageRecord, type StageRecordState } from "./records.js";
-import { EvalSectionSchema, type Experiment, ExperimentSchema } from "./schema.js";
+import type { Experiment } from "./schema.js";
 import { STAGE_TABLE, STAGES, type StageEntry, type StageName, TRAINING_STAGES } from "./stages.js";
 
 export interface PlannedStage {
   stage: StageName;
   id: string;
+  /** Its identity under scheme 1 (src/experiment/identity-v1.ts): an earlier build's record of it is adopted; null: no earlier build planned it. */
+  legacyId: string | null;
   /** Readable name of the stage's outputs in this variant: the stage plus the swept values that reach it ("grpo_beta-0.12_seed-2"). */
   label: string;
   /** The label without its swept seeds when a seed reaches the stage ("grpo_beta-0.12"): the seeds of one method, one row of the comparison. */
@@ -38,6 +36,8 @@ export interface PlannedVariant {
   variant: Variant;
   stages: PlannedStage[];
   evalId: string;
+  /** The evaluation's identity under scheme 1 (null: none): an earlier build's evaluation run keeps its name. */
+  legacyEvalId: string | null;
 }
 
 export interface RunPlan {
@@ -47,32 +47,24 @@ export interface RunPlan {
   unique: { stage: PlannedStage; variants: number[] }[];
 }
 
-const short = (value: unknown) => hashValue(value).slice(0, 10);
-
-/** A section's settings without the operational ones (a stage's with its dependent defaults filled). */
-const sectionIdentity = (e: Experiment, key: "vlm" | StageName) => {
-  const filled = key === "vlm" ? undefined : (STAGE_TABLE[key] as StageEntry<StageName>).filled;
-  const section = e[key] as NonNullable<Experiment[StageName]>;
-  return withoutOperational(ExperimentSchema.shape[key], (filled ? filled(section) : section) as object);
-};
-
 /** The stages of one variant with their identities (no work done). */
 export function planVariant(v: Variant): PlannedVariant {
   const e = v.experiment;
   const stages: PlannedStage[] = [];
-  // Per planned stage: its id, and the sections whose swept values reach it (its label's).
-  const planned = new Map<StageName, { id: string; sections: Set<string> }>();
+  // Per planned stage: its identities, and the sections whose swept values reach it (its label's).
+  const planned = new Map<StageName, { ids: Identities; sections: Set<string> }>();
   for (const name of STAGES) {
     if (e[name] === undefined) continue;
     const entry: StageEntry<StageName> = STAGE_TABLE[name];
     const inputs = inputsOf(name, entry, e);
-    const deps = Object.fromEntries(inputs.map((d) => [d, planned.get(d)?.id]));
-    const id = short({ stage: name, settings: stageSettings(name, entry, e), deps });
+    const ids = stageIdentities(name, e, Object.fromEntries(inputs.map((d) => [d, planned.get(d)?.ids])));
+    const deps = Object.fromEntries(inputs.map((d) => [d, planned.get(d)?.ids.id]));
     const sections = new Set([name, ...entry.reads, ...inputs.flatMap((d) => [...(planned.get(d)?.sections ?? [])])]);
-    planned.set(name, { id, sections });
-    stages.push({ stage: name, id, ...labels(name, v.assignments, sections), deps });
+    planned.set(name, { ids, sections });
+    stages.push({ stage: name, ...ids, ...labels(name, v.assignments, sections), deps });
   }
-  return { variant: v, stages, evalId: evalIdentity(e, planned.get("data")?.id as string) };
+  const evalIds = evalIdentities(e, planned.get("data")?.ids as Identities);
+  return { variant: v, stages, evalId: evalIds.id, legacyEvalId: evalIds.legacyId };
 }
 
 /** The stages it reads in this experiment; refuses one without a section it needs. */
@@ -86,18 +78,6 @@ function inputsOf(name: StageName, entry: StageEntry<StageName>, e: Experiment):
   return [...entry.needs, ...(entry.uses ?? []).filter((d) => e[d] !== undefined), ...(start ? [start] : [])];
 }
 
-/** What of the experiment enters a stage's identity (besides its inputs' identities). */
-function stageSettings(name: StageName, entry: StageEntry<StageName>, e: Experiment): unknown {
-  const own = sectionIdentity(e, name);
-  if (entry.reads.length === 0) return own;
-  const section = e[name] as NonNullable<Experiment[StageName]>;
-  const read = {
-    vlm: entry.asksVlm?.(section) === false ? null : sectionIdentity(e, "vlm"),
-    embedding: e.embedding,
-  };
-  return { [name]: own, ...Object.fromEntries(entry.reads.map((r) => [r, read[r]])) };
-}
-
 /** "grpo" plus the swept values of the sections that reach the stage ("grpo_beta-0.12_seed-2"). */
 function labels(stage: StageName, assignments: Variant["assignments"], sections: Set<string>) {
   const parts = assignments
@@ -109,20 +89,6 @@ function labels(stage: StageName, assignments: Variant["assignments"], sections:
   const label = [stage, ...parts.map((p) => p.text)].join("_");
   const seedless = [stage, ...parts.filter((p) => !p.seed).map((p) => p.text)].join("_");
   return { label, seedGroup: seedless === label ? null : seedless };
-}
-
-/** The evaluation's identity: its settings but the baselines, the pools' sampler and K, the VLM, the data, the embedding. */
-function evalIdentity(e: Experiment, dataId: string): string {
-  const { baselines: _b, ...evalSettings } = e.eval;
-  return short({
-    eval: withoutOperational(EvalSectionSchema, evalSettings),
-    pools: { sampler: e.pools.sampler, k: e.pools.k },
-    vlm: sectionIdentity(e, "vlm"),
-    data: dataId,
-    embedding: e.embedding,
-    // What the evaluation's `vote` rows mean (issue 23: rank weights at a calibrated scale): a new evaluation run.
-    vote: "rank",
-  });
 }
 
 /**
@@ -141,8 +107,10 @@ function checkBaseline(loaded: LoadedExperiment, variants: readonly PlannedVaria
   const slash = given.indexOf("/");
   const ref = slash < 0 ? given : given.slice(slash + 1);
   if (slash >= 0) {
-    const runs = [...new Set(variants.map((pv) => `${e0.name}-eval-${pv.evalId}`))];
-    if (!runs.includes(given.slice(0, slash)))
+    // An earlier build's evaluation run keeps its name (src/experiment/identity.ts): that name is one too.
+    const names = variants.map((pv) => evalRunNames(e0, { id: pv.evalId, legacyId: pv.legacyEvalId }));
+    const runs = [...new Set(names.map(([now]) => now))];
+    if (!names.flat().includes(given.slice(0, slash)))
       throw new LeverError(
         `"${given.slice(0, slash)}" is not an evaluation run of this experiment (RUN/RETRIEVER names one by its name: ${runs.join(", ")})`,
         field,

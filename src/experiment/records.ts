@@ -6,6 +6,10 @@
  * size and a cheap hash (src/store/files.ts `fingerprintFileSync`). A record written before artefacts were
  * recorded is checked for the files' existence only. Paths inside the workspace are recorded
  * workspace-relative (src/store/files.ts), so a moved workspace reuses its stages.
+ *
+ * A stage with no record under its identity whose record an earlier build wrote under the identity it
+ * gave the stage (scheme 1, src/experiment/identity.ts) is found there: the run adopts it, writing the
+ * same record (`adoptedFrom` added) under the identity now and leaving the earlier one as it is.
  */
 import { existsSync } from "node:fs";
 import { fingerprintFileSync } from "../store/files.js";
@@ -18,6 +22,8 @@ import { type AnyStageOutputs, STAGE_TABLE, type StageEntry, type StageName } fr
 interface StageKey {
   stage: StageName;
   id: string;
+  /** Its identity under scheme 1, where an earlier build's record may be (null or absent: none). */
+  legacyId?: string | null;
 }
 
 /** An artefact a done stage handed on, as it was then. */
@@ -27,8 +33,11 @@ interface RecordedArtefact {
   head: string;
 }
 
-/** What the record of a stage says: done (its outputs), redo (done, but an artefact is gone or changed: why), or none. */
-export type StageRecordState = { outputs: AnyStageOutputs } | { redo: string } | null;
+/**
+ * What the record of a stage says: done (its outputs; `adoptedFrom`: the scheme-1 identity of an earlier
+ * build's record, not yet adopted), redo (done, but an artefact is gone or changed: why), or none.
+ */
+export type StageRecordState = { outputs: AnyStageOutputs; adoptedFrom?: string } | { redo: string } | null;
 
 /** Where a done stage records its outputs. */
 export function stageRecordPath(ws: Workspace, stage: StageKey): string {
@@ -44,8 +53,27 @@ function handedOn(ws: Workspace, stage: StageName, outputs: AnyStageOutputs): st
   return [...files, ...(entry.handsOn?.(outputs) ?? []).map((path) => ws.artifactPath(path))];
 }
 
-/** The outputs of a done stage; why it must be redone (an artefact it hands on is gone or changed); or null (not done). */
+/**
+ * The outputs of a done stage; why it must be redone (an artefact it hands on is gone or changed); or
+ * null (not done). Under its identity, else under its scheme-1 identity (an earlier build's record).
+ */
 export function readStageRecord(ws: Workspace, stage: StageKey): StageRecordState {
+  const found = readRecordAt(ws, stage);
+  if (found !== null || stage.legacyId === undefined || stage.legacyId === null) return found;
+  const earlier = readRecordAt(ws, { stage: stage.stage, id: stage.legacyId });
+  return earlier !== null && "outputs" in earlier ? { ...earlier, adoptedFrom: stage.legacyId } : earlier;
+}
+
+/** An earlier build's record of a stage, found under `legacyId`, written again under the stage's identity now. */
+export function adoptStageRecord(ws: Workspace, stage: StageKey, legacyId: string): void {
+  const record = readJsonFile(stageRecordPath(ws, { stage: stage.stage, id: legacyId })) as object;
+  writeFileAtomic(
+    stageRecordPath(ws, stage),
+    `${JSON.stringify({ ...record, id: stage.id, adoptedFrom: legacyId }, null, 2)}\n`,
+  );
+}
+
+function readRecordAt(ws: Workspace, stage: StageKey): StageRecordState {
   const path = stageRecordPath(ws, stage);
   if (!existsSync(path)) return null;
   const record = ws.resolved(readJsonFile(path) as { outputs: AnyStageOutputs; artefacts?: RecordedArtefact[] });

@@ -17,8 +17,9 @@ import type { Task } from "../task/types.js";
 import { LeverError } from "../util/errors.js";
 import { cachedVlm, SqliteResponseCache } from "../vlm/cache.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT } from "../vlm/layouts.js";
-import { OpenAiVlm, openAiVlmConfigSchema, VQA_MAX_TOKENS } from "../vlm/openai.js";
-import { cachedByDefault, type VlmBackend, type VlmSettings } from "../vlm/settings.js";
+import { OpenAiVlm } from "../vlm/openai-client.js";
+import { VQA_MAX_TOKENS } from "../vlm/openai-settings.js";
+import { backendSettings, cachedByDefault, type VlmBackend, type VlmSettings } from "../vlm/settings.js";
 import type { Vlm } from "../vlm/types.js";
 
 /** The VLM of an evaluation, and the simulator's oracle when the backend is `sim`. */
@@ -77,19 +78,14 @@ export function simFromWorldFile(path: string): { backend: Vlm; sim?: SimVlm } {
 const FACTORIES: Record<VlmBackend, BackendFactory> = {
   sim: (settings, dataset) => simFromWorldFile(resolveWorldFile(settings, dataset)),
   openai: (settings, dataset, seed) => {
-    const { baseUrls, model } = settings;
-    if (baseUrls === undefined || model === undefined)
+    if (settings.baseUrls === undefined || settings.model === undefined)
       throw new LeverError("the openai backend needs --base-url and --model", { field: "--base-url" });
     // Only the client's own settings (callers may pass a larger object, e.g. all of `lever eval`'s options).
-    const client = Object.fromEntries(
-      Object.keys(openAiVlmConfigSchema.shape)
-        .filter((key) => key in settings)
-        .map((key) => [key, settings[key as keyof VlmSettings]]),
-    );
+    const { vlm: _openai, ...client } = backendSettings({ ...settings, vlm: "openai" as const });
     const task = datasetTask(dataset);
     return {
       backend: new OpenAiVlm(
-        { ...client, ...taskDefaults(client, task), baseUrls, model, seed },
+        { ...client, ...taskDefaults(client, task), seed },
         { prompt: { task: task.name, text: task.prompt.text } },
       ),
     };
@@ -102,8 +98,9 @@ const FACTORIES: Record<VlmBackend, BackendFactory> = {
  * (src/task/: captions get the caption instruction and 20 tokens); a value the user gave otherwise is
  * kept. VQA's entry holds the same values, so a VQA client is unchanged.
  */
-function taskDefaults(client: Partial<Record<string, unknown>>, task: Task<unknown>): Record<string, unknown> {
-  const builtIn = (key: string, value: unknown) => client[key] === undefined || client[key] === value;
+function taskDefaults(client: object, task: Task<unknown>): Record<string, unknown> {
+  const given = client as Partial<Record<string, unknown>>;
+  const builtIn = (key: string, value: unknown) => given[key] === undefined || given[key] === value;
   return {
     ...(builtIn("systemPrompt", DEFAULT_SYSTEM_PROMPT) ? { systemPrompt: task.prompt.systemPrompt } : {}),
     ...(builtIn("zeroShotSystemPrompt", DEFAULT_ZERO_SHOT_SYSTEM_PROMPT)

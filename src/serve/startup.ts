@@ -21,7 +21,7 @@ import { datasetTask } from "../task/dataset-task.js";
 import { VQA_TASK } from "../task/vqa.js";
 import { LeverError } from "../util/errors.js";
 import { sha256 } from "../util/hash.js";
-import { openAiVlmConfigSchema } from "../vlm/openai.js";
+import { backendSettings } from "../vlm/settings.js";
 import { checkRecordedModel, type Embedder, openEmbedder } from "./embedder.js";
 import type { ServeOptions } from "./options.js";
 import {
@@ -158,10 +158,6 @@ async function embedderFor(ws: Workspace, options: ServeOptions, kinds: Embeddin
 
 /** The OpenAI client's own settings out of the serve options (as src/icl/backend.ts picks them). */
 function upstreamOptions(options: ServeOptions) {
-  const client = Object.fromEntries(
-    Object.keys(openAiVlmConfigSchema.shape)
-      .filter((key) => key in options)
-      .map((key) => [key, options[key as keyof ServeOptions]]),
-  );
-  return { ...client, baseUrls: options.baseUrls as string[], model: options.model as string, seed: options.seed };
+  const { vlm: _openai, ...client } = backendSettings({ ...options, vlm: "openai" as const });
+  return { ...client, seed: options.seed };
 }

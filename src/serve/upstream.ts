@@ -12,7 +12,8 @@
  */
 import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { OpenAiVlm, type OpenAiVlmOptions } from "../vlm/openai.js";
+import { OpenAiVlm } from "../vlm/openai-client.js";
+import type { OpenAiVlmOptions } from "../vlm/openai-settings.js";
 import type { VlmFailure, VlmPrompt } from "../vlm/types.js";
 import { HttpError } from "./errors.js";
 

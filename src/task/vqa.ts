@@ -12,7 +12,7 @@ import { type ComparedMetric, VQA_COMPARED_METRIC } from "../metrics/compare.js"
 import { postprocessVqaAnswer } from "../metrics/postprocess.js";
 import { prepareGroundTruth, type VqaScorer, type VqaVariant } from "../metrics/vqa.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, VQA_PROMPT_TEXT } from "../vlm/layouts.js";
-import { VQA_MAX_TOKENS } from "../vlm/openai.js";
+import { VQA_MAX_TOKENS } from "../vlm/openai-settings.js";
 import type { AnswerScoring, Task } from "./types.js";
 
 /** The task's wording from the comparison engine's default (the same words, one place). */

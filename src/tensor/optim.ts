@@ -24,7 +24,12 @@ export interface AdamWOptions {
 export interface AdamWState {
   betas: [number, number];
   eps: number;
-  groups: { lr: number; weightDecay: number; frozen: boolean; params: { step: number; m: Float64Array; v: Float64Array }[] }[];
+  groups: {
+    lr: number;
+    weightDecay: number;
+    frozen: boolean;
+    params: { step: number; m: Float64Array; v: Float64Array }[];
+  }[];
 }
 
 interface Slot {

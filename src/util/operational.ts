@@ -35,12 +35,18 @@ export function isOperational(field: z.ZodType): boolean {
   return false;
 }
 
-/** The keys of an object schema (behind wrappers) whose fields are operational. */
-export function operationalKeys(schema: z.ZodType): string[] {
+/** The fields of an object schema behind its wrappers (optional, default, pipe, …), or null for any other schema. */
+export function objectShapeOf(schema: z.ZodType): Record<string, z.ZodType> | null {
   let s: z.ZodType | null = schema;
   while (s !== null && defOf(s).type !== "object") s = unwrapped(s);
-  if (s === null) throw new Error("operationalKeys: not an object schema");
-  return Object.entries(defOf(s).shape ?? {})
+  return s === null ? null : (defOf(s).shape ?? {});
+}
+
+/** The keys of an object schema (behind wrappers) whose fields are operational. */
+export function operationalKeys(schema: z.ZodType): string[] {
+  const shape = objectShapeOf(schema);
+  if (shape === null) throw new Error("operationalKeys: not an object schema");
+  return Object.entries(shape)
     .filter(([, field]) => isOperational(field))
     .map(([key]) => key);
 }

@@ -7,7 +7,7 @@ import { EvalSettingsSchema } from "../../src/eval/config.js";
 import { GrpoStageConfigSchema, RceStageConfigSchema, RlInputsSchema } from "../../src/train/stage/rl-settings.js";
 import { SftConfigSchema } from "../../src/train/stage/sft-run.js";
 import { SftInputsSchema } from "../../src/train/stage/sft-stage.js";
-import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
+import { openAiVlmConfigSchema } from "../../src/vlm/openai-settings.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 
 function find(path: string[]): Command {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EvalOptions, parseEvalOptions } from "../../src/eval/config.js";
 import { evaluate } from "../../src/eval/evaluate.js";
-import { MAX_COMPLETION_CHARS } from "../../src/vlm/openai.js";
+import { MAX_COMPLETION_CHARS } from "../../src/vlm/openai-client.js";
 import { preflight, type Vlm } from "../../src/vlm/types.js";
 import { MockVllm } from "../helpers/mock-vllm.js";
 import { type SimWorkspace, simWorkspace } from "./sim-workspace.js";

@@ -1,14 +1,8 @@
 /**
- * Planning `lever run`. Stage and evaluation identities are persistent: they name the stage records of every workspace
- * (`artifacts/experiments/stages/<stage>-<id>.json`) and the evaluation runs, so a workspace made by an
- * earlier build reuses its finished stages only while the same experiment plans the same ids. These
- * values were computed by the build before the stage table (commit e39fe92) for data, pools, beams and
- * the evaluation; the training stages and those after them changed once, deliberately, when new training
- * runs got the answer features and their learning-rate multiplier by default (issue 17; the defaults
- * differ, so the runs are different runs), and again with issue 23: new training runs read the rank prior,
- * centred embeddings and a calibrated vote scale (trained stages and those after them), every evaluation's
- * `vote` rows are rank-weighted (the evaluation ids), and the demo's pools are joint-sim (all its stages
- * after data). Any other change here strands every existing workspace's finished work.
+ * Planning `lever run`. Stage and evaluation identities are persistent: they name the stage records of every
+ * workspace (`artifacts/experiments/stages/<stage>-<id>.json`) and the evaluation runs, so a workspace made by
+ * an earlier build reuses its finished stages only while the same experiment plans the same ids — now, or
+ * under scheme 1 for a workspace a build up to 9255aa3 made (test/experiment/pinned-identities.ts).
  */
 import { describe, expect, it } from "vitest";
 import { loadExperiment } from "../../src/experiment/load.js";
@@ -16,105 +10,38 @@ import { plan } from "../../src/experiment/plan.js";
 import { STAGE_TABLE, STAGES, type StageEntry, type StageName } from "../../src/experiment/stages.js";
 import { leverErrorOf } from "../helpers/errors.js";
 import { experimentFiles } from "./helpers.js";
+import { OPENAI, PINNED, planned, SYNTH } from "./pinned-identities.js";
 
 const { write } = experimentFiles("lever-identities-");
 
-/** Every stage, a β × seed sweep, operational settings set (they must not count). */
-const SYNTH = `name: pin
-data:
-  synth: { seed: 3, trainItems: 300, valItems: 60 }
-pools: { sampler: mix, k: 16 }
-beams: { anchors: "first:20", shots: 2, concurrency: 4 }
-sft: { optim: { epochs: 1 } }
-rollouts: { queries: "first:30", shots: 2 }
-rce: { optim: { epochs: 1 } }
-grpo:
-  kl: { beta: [0.1, 0.2] }
-  seed: [1, 2]
-online:
-  online: { queries: "first:24", samples: 4 }
-eval: { queries: all, shots: [1, 2], batchSize: 4 }
-`;
-
-/** Imported files, an OpenAI-compatible server, no SFT (rollouts and RCE start from scratch), RCE validation answered by the VLM. */
-const OPENAI = `name: pin-openai
-data:
-  import:
-    train: { questions: /nowhere/q-train.json, annotations: /nowhere/a-train.json }
-    val: { questions: /nowhere/q-val.json, annotations: /nowhere/a-val.json, subset: "first:50" }
-    embeddings:
-      train: { joint: /nowhere/train.npy }
-      val: { joint: /nowhere/val.npy }
-pools: { sampler: random, k: 8 }
-vlm: { vlm: openai, baseUrls: ["http://a:8000"], model: m, answerSpan: decoded, timeoutMs: 1000 }
-beams: { anchors: "first:10", shots: 2 }
-rollouts: { queries: "first:10", shots: 2 }
-rce: { optim: { epochs: 1 }, validation: { answers: true } }
-grpo: { optim: { epochs: 1 } }
-eval: { queries: "first:10", shots: [1] }
-`;
-
-/** stage → [id, label, its inputs' stages] of each variant, and the evaluation's id. */
-function identities(file: string) {
-  return plan(loadExperiment(file)).variants.map((v) => ({
-    evalId: v.evalId,
-    stages: Object.fromEntries(v.stages.map((s) => [s.stage, [s.id, s.label, Object.keys(s.deps).sort()]])),
-  }));
-}
-
 describe("stage identities stay what earlier builds planned", () => {
   it("every stage of a synthetic β × seed sweep", () => {
-    const shared = {
-      data: ["5b381a23c1", "data", []],
-      pools: ["d851471d52", "pools", ["data"]],
-      beams: ["8f37736ecf", "beams", ["data", "pools"]],
-      sft: ["2d363a2be0", "sft", ["beams", "data", "pools"]],
-      rollouts: ["590acc20d1", "rollouts", ["data", "pools", "sft"]],
-      rce: ["aa1f6e1d60", "rce", ["data", "pools", "rollouts", "sft"]],
-      // Changed on purpose (issue 17): an online section without kl.beta / online.credit now trains with
-      // the online defaults (β 0.5, prefix credit; grpo-settings.ts MODE_DEFAULTS), so it is a new stage.
-      online: ["372fbed63b", "online", ["data", "pools", "rce"]],
-    };
-    const grpo = (id: string, label: string) => [id, label, ["data", "pools", "rce", "rollouts"]];
-    expect(identities(write("synth.yaml", SYNTH))).toEqual([
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("6d249c1d53", "grpo_beta-0.1_seed-1") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("93a34677f0", "grpo_beta-0.1_seed-2") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("e4dc340aa7", "grpo_beta-0.2_seed-1") } },
-      { evalId: "84757756ab", stages: { ...shared, grpo: grpo("326e0e31a6", "grpo_beta-0.2_seed-2") } },
-    ]);
+    expect(planned(write("synth.yaml", SYNTH))).toEqual(PINNED.synth);
   });
 
   it("imported data on an OpenAI-compatible server, without SFT", () => {
-    expect(identities(write("openai.yaml", OPENAI))).toEqual([
-      {
-        evalId: "84837eb3ff",
-        stages: {
-          data: ["8eca2d5ac7", "data", []],
-          pools: ["c14bb4c584", "pools", ["data"]],
-          beams: ["04bc50efa3", "beams", ["data", "pools"]],
-          rollouts: ["25a884db41", "rollouts", ["data", "pools"]],
-          rce: ["0e3addc0b7", "rce", ["data", "pools", "rollouts"]],
-          grpo: ["5d55741251", "grpo", ["data", "pools", "rce", "rollouts"]],
-        },
-      },
-    ]);
+    expect(planned(write("openai.yaml", OPENAI))).toEqual(PINNED.openai);
   });
 
   it("examples/demo.yaml (a workspace that ran `lever demo`)", () => {
-    const [demo] = identities("examples/demo.yaml");
-    expect(demo.evalId).toBe("35d9d3ffd9");
-    expect(Object.fromEntries(Object.entries(demo.stages).map(([stage, [id]]) => [stage, id]))).toEqual({
-      data: "e33c52d128",
-      pools: "fc0d2e2444",
-      beams: "132f4ceef8",
-      sft: "a13027d404",
-      rollouts: "da8aa1efa8",
-      // rce, grpo, online: the training default prior became the cosine prior (issue 23); they hash their model
-      // settings although they start from SFT's checkpoint, whose model wins (issue 26, point 1).
-      rce: "2376d43a98",
-      grpo: "2d0cb14d53",
-      online: "a7374bb424", // prefix credit by default since issue 17 (β 0.5 was already the demo's)
+    expect(planned("examples/demo.yaml")).toEqual(PINNED.demo);
+  });
+
+  it("labels and inputs of the sweep's stages", () => {
+    const [first, last] = [0, 3].map((i) => plan(loadExperiment(write("synth.yaml", SYNTH))).variants[i]);
+    const shape = (v: typeof first) =>
+      Object.fromEntries(v.stages.map((s) => [s.stage, [s.label, Object.keys(s.deps).sort()]]));
+    expect(shape(first)).toEqual({
+      data: ["data", []],
+      pools: ["pools", ["data"]],
+      beams: ["beams", ["data", "pools"]],
+      sft: ["sft", ["beams", "data", "pools"]],
+      rollouts: ["rollouts", ["data", "pools", "sft"]],
+      rce: ["rce", ["data", "pools", "rollouts", "sft"]],
+      grpo: ["grpo_beta-0.1_seed-1", ["data", "pools", "rce", "rollouts"]],
+      online: ["online", ["data", "pools", "rce"]],
     });
+    expect(shape(last).grpo).toEqual(["grpo_beta-0.2_seed-2", ["data", "pools", "rce", "rollouts"]]);
   });
 });
 

@@ -5,7 +5,7 @@ import { postprocessVqaAnswer } from "../../src/metrics/postprocess.js";
 import { CAPTION_TASK } from "../../src/task/caption.js";
 import { VQA_TASK } from "../../src/task/vqa.js";
 import { DEFAULT_SYSTEM_PROMPT, DEFAULT_ZERO_SHOT_SYSTEM_PROMPT, defaultLayout } from "../../src/vlm/layouts.js";
-import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
+import { openAiVlmConfigSchema } from "../../src/vlm/openai-settings.js";
 
 describe("the VQA task is what the chain did before tasks existed", () => {
   it("lists every reward mode of the rewards table but the caption task's", () => {

@@ -4,7 +4,7 @@ import { BeamsSettingsSchema } from "../../src/datagen/beams-stage.js";
 import { RolloutsSettingsSchema } from "../../src/datagen/rollouts-stage.js";
 import { EvalSettingsSchema } from "../../src/eval/config.js";
 import { isOperational, OPERATIONAL, operationalKeys, withoutOperational } from "../../src/util/operational.js";
-import { openAiVlmConfigSchema } from "../../src/vlm/openai.js";
+import { openAiVlmConfigSchema } from "../../src/vlm/openai-settings.js";
 import { VlmSettingsSchema } from "../../src/vlm/settings.js";
 
 describe("the operational mark", () => {

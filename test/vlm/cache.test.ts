@@ -13,7 +13,7 @@ import {
   requestKey,
   SqliteResponseCache,
 } from "../../src/vlm/cache.js";
-import { OpenAiVlm } from "../../src/vlm/openai.js";
+import { OpenAiVlm } from "../../src/vlm/openai-client.js";
 import {
   type GenerateResult,
   isFailure,

@@ -2,8 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { LeverError } from "../../src/util/errors.js";
-import { normalizeBaseUrl, OpenAiVlm, type OpenAiVlmOptions } from "../../src/vlm/openai.js";
+import { normalizeBaseUrl, OpenAiVlm } from "../../src/vlm/openai-client.js";
+import {
+  type OpenAiVlmConfig,
+  type OpenAiVlmOptions,
+  openAiVlmConfigSchema,
+  openAiVlmId,
+} from "../../src/vlm/openai-settings.js";
 import { describeActivity } from "../../src/vlm/stats.js";
 import {
   type GenerateResult,
@@ -580,5 +587,14 @@ describe("the OpenAI client's model id", () => {
         seed: 9,
       }),
     ).toBe("openai:Qwen/Qwen2.5-VL-3B-Instruct:857a9974680877c7");
+  });
+
+  it("stays the same when a setting is added with a default, until the setting is set (a build with one more setting)", () => {
+    const grown = openAiVlmConfigSchema.extend({ topP: z.number().default(1) });
+    const id = (options: Record<string, unknown>) =>
+      openAiVlmId(grown.parse({ baseUrls: ["http://a:1"], model: "m", ...options }) as OpenAiVlmConfig, "vqa", grown);
+    expect(id({})).toBe("openai:m:c587f2ec2872b622");
+    expect(id({ topP: 1 })).toBe("openai:m:c587f2ec2872b622");
+    expect(id({ topP: 0.9 })).not.toBe("openai:m:c587f2ec2872b622");
   });
 });

@@ -289,14 +289,21 @@ export async function train<G>(
  * `decayScope: matrices` a part holding both decayed and undecayed tensors (e.g. an attention layer's
  * weights and biases) becomes two optimiser groups, the undecayed one with weight decay 0.
  */
-export function selectorOptimizer(model: PointerSelector, optim: OptimConfig): { optimizer: AdamW; groupScales: number[] } {
+export function selectorOptimizer(
+  model: PointerSelector,
+  optim: OptimConfig,
+): { optimizer: AdamW; groupScales: number[] } {
   const unknown = optim.frozen.filter((g) => !model.specs.some((s) => s.group === g));
   if (unknown.length > 0)
     throw new LeverError(`unknown parameter group(s) to freeze: ${unknown.join(", ")}`, { field: "frozen" });
   const decays = (spec: ParamSpec) => optim.decayScope === "all" || isDecayedMatrix(spec);
   const groups = [...new Set(model.specs.map((s) => s.group))].flatMap((name) =>
     [true, false]
-      .map((decayed) => ({ name, decayed, specs: model.specs.filter((s) => s.group === name && decays(s) === decayed) }))
+      .map((decayed) => ({
+        name,
+        decayed,
+        specs: model.specs.filter((s) => s.group === name && decays(s) === decayed),
+      }))
       .filter((g) => g.specs.length > 0),
   );
   const optimizer = new AdamW(

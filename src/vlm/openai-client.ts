@@ -1,6 +1,6 @@
 /**
- * The `openai` backend: a vLLM (or other OpenAI-compatible) chat-completions server, one or many
- * replica base URLs. `generate` asks for the answer with the reference settings (greedy, 5 tokens);
+ * The `openai` backend's client: a vLLM (or other OpenAI-compatible) chat-completions server, one or
+ * many replica base URLs (its settings and model id: src/vlm/openai-settings.ts). `generate` asks for the answer with the reference settings (greedy, 5 tokens);
  * `scoreAnswer` sends the answer as the final, open assistant message with `prompt_logprobs: 0` and
  * sums the log-probabilities of the answer tokens only (docs/vlm.md, "Scoring a given answer").
  *
@@ -20,8 +20,6 @@
 import { z } from "zod";
 import { linkedSignal } from "../util/abort.js";
 import { LeverError } from "../util/errors.js";
-import { hashValue } from "../util/hash.js";
-import { OPERATIONAL, withoutOperational } from "../util/operational.js";
 import { splitUrlCredentials } from "../util/redact.js";
 import { Rng } from "../util/rng.js";
 import { EndpointPool, type EndpointSnapshot } from "./endpoints.js";
@@ -29,10 +27,7 @@ import { type PostContext, type PostResult, postJson } from "./http.js";
 import { ImageError, ImageStore } from "./images.js";
 import {
   type ChatMessage,
-  DEFAULT_SYSTEM_PROMPT,
-  DEFAULT_ZERO_SHOT_SYSTEM_PROMPT,
   type ImageRef,
-  LAYOUT_NAMES,
   type LayoutSpec,
   type PromptText,
   promptImages,
@@ -41,6 +36,7 @@ import {
   type TaskPromptText,
   VQA_PROMPT_TEXT,
 } from "./layouts.js";
+import { type OpenAiVlmConfig, type OpenAiVlmOptions, openAiVlmId, parseOpenAiVlmConfig } from "./openai-settings.js";
 import { preflightOpenAi } from "./preflight.js";
 import { type PromptLogprobsEntry, spanFromDecodedTokens, spanFromTokenIds } from "./span.js";
 import { StatsRecorder, type VlmActivity, type VlmRunStats } from "./stats.js";
@@ -58,163 +54,6 @@ import {
   vlmFailure,
 } from "./types.js";
 import { serializeChatBody } from "./wire.js";
-
-/** Request fields the client sets itself; `extraBody` may not override them. */
-const RESERVED_FIELDS = [
-  "model",
-  "use_beam_search",
-  "best_of",
-  "messages",
-  "max_tokens",
-  "max_completion_tokens",
-  "temperature",
-  "n",
-  "stream",
-  "prompt_logprobs",
-  "add_generation_prompt",
-  "continue_final_message",
-];
-
-/** Generated tokens per VQA answer (the reference used 5; the VQA task's generation setting). */
-export const VQA_MAX_TOKENS = 5;
-
-export const openAiVlmConfigSchema = z
-  .object({
-    backend: z.literal("openai").default("openai").describe("backend name"),
-    baseUrls: z
-      .array(z.string().regex(/^https?:\/\/[^\s]+$/, "expected an http(s) URL"))
-      .min(1)
-      .meta({
-        flag: "base-url",
-        description: "replica servers of the same model, with or without a trailing /v1",
-        ...OPERATIONAL,
-      }),
-    model: z.string().min(1).describe("served model name, as the server lists it under /v1/models"),
-    apiKeyEnv: z
-      .string()
-      .optional()
-      .describe("name of the environment variable holding the API key (keys never live in settings files)")
-      .meta(OPERATIONAL),
-    layout: z.enum(LAYOUT_NAMES).default("lever-plus").describe("prompt layout (docs/vlm.md)"),
-    systemPrompt: z.string().nullable().default(DEFAULT_SYSTEM_PROMPT).meta({
-      description: "system prompt of few-shot prompts",
-      defaultText: "the built-in few-shot prompt (docs/vlm.md)",
-    }),
-    zeroShotSystemPrompt: z.string().nullable().default(DEFAULT_ZERO_SHOT_SYSTEM_PROMPT).meta({
-      description: "system prompt of zero-shot prompts",
-      defaultText: "the built-in zero-shot prompt (docs/vlm.md)",
-    }),
-    imageUrl: z
-      .enum(["data", "file"])
-      .default("data")
-      .describe("how images are sent: data: URLs, or file:// paths (the server needs --allowed-local-media-path)"),
-    imageCacheBytes: z
-      .number()
-      .int()
-      .nonnegative()
-      .default(512 * 1024 * 1024)
-      .describe("bytes of encoded images kept in memory")
-      .meta(OPERATIONAL),
-    maxTokens: z
-      .number()
-      .int()
-      .positive()
-      .default(VQA_MAX_TOKENS)
-      .describe("generated tokens per answer (the reference used 5)"),
-    temperature: z
-      .number()
-      .min(0)
-      .default(0)
-      .meta({ flag: "gen-temperature", description: "sampling temperature of generation (0 = greedy)" }),
-    beamSearch: z
-      .number()
-      .int()
-      .min(2)
-      .max(16)
-      .optional()
-      .describe(
-        "vLLM beam search: sends use_beam_search with best_of = this width and returns the best beam (Lever-LM evaluates captions with 3); unset: greedy (or sampled at --gen-temperature)",
-      ),
-    extraBody: z
-      .record(z.string(), z.unknown())
-      .default({})
-      .refine((body) => RESERVED_FIELDS.every((key) => !(key in body)), {
-        message: `extraBody may not set ${RESERVED_FIELDS.join(", ")}`,
-      })
-      .describe('extra request fields for both operations, e.g. {"mm_processor_kwargs": {"max_pixels": 200704}}'),
-    answerSpan: z
-      .enum(["tokenize", "decoded"])
-      .default("tokenize")
-      .describe("how the answer tokens are located when scoring: /tokenize ids, or decoded tokens"),
-    includeEndOfTurn: z
-      .boolean()
-      .default(false)
-      .describe("also score the end-of-turn token after the answer (Lever-LM scored label + EOS)"),
-    endOfTurnToken: z.string().min(1).default("<|im_end|>").describe("the end-of-turn token text"),
-    concurrencyPerEndpoint: z
-      .number()
-      .int()
-      .positive()
-      .default(8)
-      .describe("requests in flight per base URL")
-      .meta(OPERATIONAL),
-    timeoutMs: z
-      .number()
-      .int()
-      .positive()
-      .default(60_000)
-      .describe("per-attempt timeout in milliseconds")
-      .meta(OPERATIONAL),
-    maxRetries: z.number().int().nonnegative().default(3).describe("retries of a failed request").meta(OPERATIONAL),
-    backoffBaseMs: z
-      .number()
-      .nonnegative()
-      .default(500)
-      .describe("first retry delay in milliseconds (doubles, with jitter)")
-      .meta(OPERATIONAL),
-    backoffMaxMs: z
-      .number()
-      .nonnegative()
-      .default(5_000)
-      .describe("largest retry delay in milliseconds")
-      .meta(OPERATIONAL),
-    maxRetryAfterMs: z
-      .number()
-      .nonnegative()
-      .default(60_000)
-      .describe("largest Retry-After the client honours, in milliseconds")
-      .meta(OPERATIONAL),
-    cooldownAfterFailures: z
-      .number()
-      .int()
-      .positive()
-      .default(3)
-      .describe("consecutive failures after which an endpoint cools down")
-      .meta(OPERATIONAL),
-    cooldownMs: z
-      .number()
-      .nonnegative()
-      .default(5_000)
-      .describe("how long a failing endpoint is left alone, in milliseconds")
-      .meta(OPERATIONAL),
-    breakerMs: z
-      .number()
-      .int()
-      .positive()
-      .default(20_000)
-      .describe("stop sending (and stop the run) when every endpoint has been failing this long, in milliseconds")
-      .meta(OPERATIONAL),
-    preflight: z
-      .boolean()
-      .default(true)
-      .describe("check the servers (model served, images accepted, prompt_logprobs when scoring) before any work")
-      .meta(OPERATIONAL),
-    seed: z.number().int().default(0).describe("seed of the retry jitter").meta(OPERATIONAL),
-  })
-  .strict();
-
-export type OpenAiVlmConfig = z.output<typeof openAiVlmConfigSchema>;
-export type OpenAiVlmOptions = z.input<typeof openAiVlmConfigSchema>;
 
 /** The server root: trailing slashes and a trailing `/v1` removed (chat is under /v1, /tokenize is not). */
 export function normalizeBaseUrl(url: string): string {
@@ -242,16 +81,6 @@ function withCredentials(
         : { ...headers, authorization: match.authorization };
     return transport(url, body, withAuth, signal);
   };
-}
-
-/** Parses a config value (from an experiment file) into options, naming the offending field. */
-export function parseOpenAiVlmConfig(value: unknown, file?: string): OpenAiVlmConfig {
-  const parsed = openAiVlmConfigSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new LeverError(issue.message, { file, field: issue.path.join(".") || undefined });
-  }
-  return parsed.data;
 }
 
 const usageSchema = z.looseObject({ prompt_tokens: z.number(), completion_tokens: z.number() });
@@ -607,36 +436,6 @@ export class OpenAiVlm implements Vlm {
       );
     return full.slice(prefix.length);
   }
-}
-
-/**
- * Identity of the backend + settings that change responses (part of every cache key): every setting
- * not marked operational (src/util/operational.ts; so not the replica URLs), in the grouping the id
- * has always had, so cached answers stay valid — but `answerSpan`: both ways locate the answer's
- * tokens in the same prompt or fail, and failures are never cached, so a cached score holds for either.
- */
-export function openAiVlmId(c: OpenAiVlmConfig, task?: string): string {
-  const {
-    layout,
-    systemPrompt,
-    zeroShotSystemPrompt,
-    maxTokens,
-    temperature,
-    beamSearch,
-    extraBody,
-    includeEndOfTurn,
-    endOfTurnToken,
-    answerSpan: _sameTokens,
-    ...rest // backend, model, imageUrl, and any setting added later
-  } = withoutOperational(openAiVlmConfigSchema, c);
-  const hash = hashValue({
-    ...rest,
-    layout: { name: layout, systemPrompt, zeroShotSystemPrompt },
-    generation: { maxTokens, temperature, extraBody, ...(beamSearch !== undefined ? { beamSearch } : {}) },
-    ...(task !== undefined && task !== "vqa" ? { task } : {}),
-    scoring: { includeEndOfTurn, endOfTurnToken: includeEndOfTurn ? endOfTurnToken : null },
-  });
-  return `openai:${c.model}:${hash.slice(0, 16)}`;
 }
 
 function describeIssue(error: z.ZodError): string {
