@@ -480,7 +480,13 @@ export const BASELINE_V1: Record<V1Section, SettingsNode> = {
  * each with its defaults tree when it was added (`settingsNode` of its schema then: `{ default: 0.1 }`
  * for a plain setting; never changed afterwards): the baseline of scheme 2 for them.
  */
-export const ADDED_SINCE_V1: readonly { path: string; node: SettingsNode }[] = [];
+export const ADDED_SINCE_V1: readonly { path: string; node: SettingsNode }[] = [
+  // optim.decayScope (issue 26, point 6): "all" is what every earlier build did.
+  ...(["sft", "rce", "grpo", "online"] as const).map((stage) => ({
+    path: `${stage}.optim.decayScope`,
+    node: { default: "all" },
+  })),
+];
 
 /** The baseline scheme 2 hashes relative to: BASELINE_V1 with the settings added since. */
 export const IDENTITY_BASELINE: Partial<Record<IdentitySection, SettingsNode>> = withAdded(BASELINE_V1, ADDED_SINCE_V1);
