@@ -94,30 +94,52 @@ const MODEL: SettingsNode = {
   defaulted: true,
 };
 
-const GRPO: SettingsNode = {
-  fields: {
+/**
+ * An optimiser section as scheme 1 saw it: what differs per stage given, the rest AdamW's and the loop's
+ * defaults of the time (weight decay 0.01 and the auto best-epoch metric unless given).
+ */
+function optimNode(d: {
+  epochs: number;
+  lr: number;
+  weightDecay?: number;
+  schedule: SettingsNode;
+  features: number;
+  earlyStopping?: SettingsNode;
+}): SettingsNode {
+  return {
+    fields: {
+      epochs: { default: d.epochs },
+      batchQueries: { default: 32 },
+      lr: { default: d.lr },
+      weightDecay: { default: d.weightDecay ?? 0.01 },
+      betas: { default: [0.9, 0.999] },
+      eps: { default: 1e-8 },
+      schedule: d.schedule,
+      clipNorm: { default: 1 },
+      groupLr: { default: { features: d.features } },
+      frozen: { default: [] },
+      earlyStopping: d.earlyStopping ?? AUTO_EARLY_STOPPING,
+    },
+    defaulted: true,
+  };
+}
+
+/** What the RL stages (RCE, GRPO, online) share: model, reward, data, validation, seed, dtype and their optimiser. */
+function rlCommon(optim: SettingsNode): Record<string, SettingsNode> {
+  return {
     model: MODEL,
     reward: REWARD,
     data: { fields: { valFraction: { default: 0.1 }, shots: {} }, defaulted: true },
     validation: { fields: { answers: { default: true } }, defaulted: true },
     seed: { default: 42 },
     dtype: { default: "float32" },
-    optim: {
-      fields: {
-        epochs: { default: 5 },
-        batchQueries: { default: 32 },
-        lr: { default: 0.00003 },
-        weightDecay: { default: 0.01 },
-        betas: { default: [0.9, 0.999] },
-        eps: { default: 1e-8 },
-        schedule: CONSTANT_SCHEDULE,
-        clipNorm: { default: 1 },
-        groupLr: { default: { features: 30 } },
-        frozen: { default: [] },
-        earlyStopping: AUTO_EARLY_STOPPING,
-      },
-      defaulted: true,
-    },
+    optim,
+  };
+}
+
+const GRPO: SettingsNode = {
+  fields: {
+    ...rlCommon(optimNode({ epochs: 5, lr: 0.00003, schedule: CONSTANT_SCHEDULE, features: 30 })),
     advantage: {
       fields: { kind: { default: "zscore" }, stdFloor: { default: 0.001 }, clip: { default: 5 } },
       defaulted: true,
@@ -360,33 +382,25 @@ export const BASELINE_V1: Record<V1Section, SettingsNode> = {
   sft: {
     fields: {
       model: MODEL,
-      optim: {
-        fields: {
-          epochs: { default: 20 },
-          batchQueries: { default: 32 },
-          lr: { default: 0.0001 },
-          weightDecay: { default: 0.001 },
-          betas: { default: [0.9, 0.999] },
-          eps: { default: 1e-8 },
-          schedule: {
-            fields: { kind: { default: "cosine" }, warmupRatio: { default: 0.05 }, minLrRatio: { default: 0 } },
-            defaulted: true,
-          },
-          clipNorm: { default: 1 },
-          groupLr: { default: { features: 100 } },
-          frozen: { default: [] },
-          earlyStopping: {
-            fields: {
-              metric: { default: "valLoss" },
-              mode: { default: "auto" },
-              patience: { default: 0 },
-              minDelta: { default: 0 },
-            },
-            defaulted: true,
-          },
+      optim: optimNode({
+        epochs: 20,
+        lr: 0.0001,
+        weightDecay: 0.001,
+        schedule: {
+          fields: { kind: { default: "cosine" }, warmupRatio: { default: 0.05 }, minLrRatio: { default: 0 } },
+          defaulted: true,
         },
-        defaulted: true,
-      },
+        features: 100,
+        earlyStopping: {
+          fields: {
+            metric: { default: "valLoss" },
+            mode: { default: "auto" },
+            patience: { default: 0 },
+            minDelta: { default: 0 },
+          },
+          defaulted: true,
+        },
+      }),
       loss: { fields: { labelSmoothing: { default: 0 } }, defaulted: true },
       data: {
         fields: {
@@ -424,28 +438,7 @@ export const BASELINE_V1: Record<V1Section, SettingsNode> = {
   },
   rce: {
     fields: {
-      model: MODEL,
-      reward: REWARD,
-      data: { fields: { valFraction: { default: 0.1 }, shots: {} }, defaulted: true },
-      validation: { fields: { answers: { default: true } }, defaulted: true },
-      seed: { default: 42 },
-      dtype: { default: "float32" },
-      optim: {
-        fields: {
-          epochs: { default: 5 },
-          batchQueries: { default: 32 },
-          lr: { default: 0.0001 },
-          weightDecay: { default: 0.01 },
-          betas: { default: [0.9, 0.999] },
-          eps: { default: 1e-8 },
-          schedule: CONSTANT_SCHEDULE,
-          clipNorm: { default: 1 },
-          groupLr: { default: { features: 100 } },
-          frozen: { default: [] },
-          earlyStopping: AUTO_EARLY_STOPPING,
-        },
-        defaulted: true,
-      },
+      ...rlCommon(optimNode({ epochs: 5, lr: 0.0001, schedule: CONSTANT_SCHEDULE, features: 100 })),
       temperature: {
         fields: { start: { default: 2 }, end: { default: 0.5 }, kind: { default: "linear" } },
         defaulted: true,
