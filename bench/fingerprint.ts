@@ -166,7 +166,13 @@ function fingerprintWorkspace(ws: string): Fingerprint {
     // latin1 keeps every byte, so a path inside a binary header (a checkpoint's metadata) is replaced too.
     // An evaluation summary is named by a hash of its retrievers, which name checkpoints by path.
     const key = norm(relative(ws, file).replace(/summary-[0-9a-f]+\.json$/, "summary.json"));
-    out.files[key] = sha(Buffer.from(norm(readFileSync(file).toString("latin1")), "latin1"));
+    const bytes = readFileSync(file);
+    if (file.endsWith(".safetensors")) {
+      // Weights and header apart: a setting recorded in a checkpoint's config changes only its header.
+      const end = 8 + Number(bytes.readBigUInt64LE(0));
+      out.files[`${key}#header`] = sha(norm(bytes.subarray(8, end).toString("latin1")));
+      out.files[`${key}#tensors`] = sha(bytes.subarray(end));
+    } else out.files[key] = sha(Buffer.from(norm(bytes.toString("latin1")), "latin1"));
   }
   const db = new Database(join(ws, "lever.db"), { readonly: true });
   for (const [table, order] of Object.entries(TABLES)) {
