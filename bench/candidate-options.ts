@@ -5,9 +5,15 @@
  * 9,009-row index, OKVQA train size) without options, with features [vote, agreement] + identity
  * (a 9,009-row item table), and with those + one pool-attention layer. The step is measured at the
  * model level (encode + teacher forcing + SFT loss + backward + clip + AdamW over all parameters,
- * the identity table included), with the features and items passed as `SelectorInput` fields.
+ * the identity table included), with the features (a column per CANDIDATE_FEATURES, as the data side
+ * packs them) and items passed as `SelectorInput` fields.
  */
-import { ModelOptionsSchema, type SelectorConfigInput, SelectorConfigSchema } from "../src/selector/config.js";
+import {
+  CANDIDATE_FEATURES,
+  ModelOptionsSchema,
+  type SelectorConfigInput,
+  SelectorConfigSchema,
+} from "../src/selector/config.js";
 import { predict } from "../src/selector/decode.js";
 import { PointerSelector, type SelectorInput, sftLoss } from "../src/selector/model.js";
 import { initParams } from "../src/selector/params.js";
@@ -70,7 +76,7 @@ function batch(Q: number, seed: number, index: Float32Array, compact: boolean): 
     table,
     slots: compact ? Int32Array.from({ length: Q * K }, (_, s) => s) : Int32Array.from(items),
     K,
-    features: Float32Array.from({ length: Q * K * 2 }, () => rng.next()),
+    features: Float32Array.from({ length: Q * K * CANDIDATE_FEATURES.length }, () => rng.next()),
     items,
   };
 }

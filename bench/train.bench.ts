@@ -22,11 +22,14 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { EmbeddingMatrix } from "../src/data/embeddings.js";
+import type { VqaItem } from "../src/data/item.js";
 import { createVlm } from "../src/icl/backend.js";
+import { candidateData, voteWeightingOf } from "../src/icl/candidates.js";
 import { buildPoolSet } from "../src/pools/artifact.js";
 import { renderTable } from "../src/report/table.js";
 import { SelectorConfigSchema } from "../src/selector/config.js";
-import { type EmbeddingTable, resolvePool, type SelectorSources, selectorSources } from "../src/selector/inputs.js";
+import { resolvePool, type SelectorSources, selectorSources } from "../src/selector/inputs.js";
 import { PointerSelector } from "../src/selector/model.js";
 import { importSynthSplit } from "../src/sim/ingest.js";
 import { writeSynthDataset } from "../src/sim/synth.js";
@@ -157,8 +160,41 @@ function weightsHash(model: PointerSelector): string {
   return hash.digest("hex").slice(0, 16);
 }
 
+/**
+ * What a training run shows the stage's model (src/train/inputs.ts): with the training defaults the
+ * candidates' answer features (vote, agreement) from the index items and the index's mean row (center
+ * "index-mean"). The vote feature weighs by max(0, cos) (ρ = 0) where a run first calibrates ρ on the
+ * index's answers: the same work per step.
+ */
+function trainingSources(query: EmbeddingMatrix, index: EmbeddingMatrix, items: readonly VqaItem[]): SelectorSources {
+  const model = stageConfig(32).model;
+  const weighting = voteWeightingOf({ voteScale: model.voteScale ?? 0 });
+  const candidates =
+    model.features.length > 0 ? candidateData("bench", index, items, weighting, model.features) : undefined;
+  return selectorSources(query, index, candidates, { center: model.center === "index-mean" });
+}
+
+/** Index items with 10 annotator answers each, drawn from a few words (the vote and agreement features read them). */
+function answeredItems(ids: readonly string[], seed: number): VqaItem[] {
+  const rng = new Rng(seed);
+  const words = ["yes", "no", "two", "red", "dog", "tennis"];
+  return ids.map((questionId) => {
+    const answers = Array.from({ length: 10 }, () => ({ answer: words[rng.int(words.length)] }));
+    return {
+      questionId,
+      imageId: questionId,
+      question: "",
+      answers,
+      answer: answers[0].answer,
+      questionType: "",
+      answerType: "other",
+      imagePath: null,
+    };
+  });
+}
+
 /** Unit rows named `id(row)`. */
-function randomTable(rows: number, seed: number, id: (row: number) => string): EmbeddingTable {
+function randomTable(rows: number, seed: number, id: (row: number) => string): EmbeddingMatrix {
   const rng = new Rng(seed);
   const data = new Float32Array(rows * D);
   for (let r = 0; r < rows; r++) {
@@ -170,7 +206,7 @@ function randomTable(rows: number, seed: number, id: (row: number) => string): E
     }
     for (let i = 0; i < D; i++) data[r * D + i] /= Math.sqrt(norm);
   }
-  return { dim: D, data, rowOf: new Map(Array.from({ length: rows }, (_, r) => [id(r), r])) };
+  return { dim: D, data, ids: Array.from({ length: rows }, (_, r) => id(r)) };
 }
 
 const queryId = (q: number) => String(100000 + q);
@@ -312,10 +348,12 @@ const rest = (whole: string, parts: string[]): [(p: Phases) => number, (p: Phase
 ];
 
 export async function offline(): Promise<void> {
-  const sources: SelectorSources = {
-    query: randomTable(Math.round(TRAIN_QUERIES / (1 - VAL_FRACTION)), 3, queryId),
-    index: randomTable(INDEX_ROWS, 5, String),
-  };
+  const index = randomTable(INDEX_ROWS, 5, String);
+  const sources = trainingSources(
+    randomTable(Math.round(TRAIN_QUERIES / (1 - VAL_FRACTION)), 3, queryId),
+    index,
+    answeredItems(index.ids, 6),
+  );
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-train-"));
   try {
     await offlineRun(96, 2, sources, dir); // warm-up (JIT, kernels)
@@ -397,7 +435,7 @@ function simSetup(dir: string) {
     queryEmbeddings: { joint },
     indexEmbeddings: { joint },
   });
-  return { ws, items, pools, sources: selectorSources(joint, joint), worldFile: join(out, "world.json") };
+  return { ws, items, pools, sources: trainingSources(joint, joint, items), worldFile: join(out, "world.json") };
 }
 
 interface OnlineRun {
