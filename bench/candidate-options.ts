@@ -19,13 +19,13 @@ import { PointerSelector, type SelectorInput, sftLoss } from "../src/selector/mo
 import { initParams } from "../src/selector/params.js";
 import { AdamW, clipGradNorm } from "../src/tensor/optim.js";
 import { Rng } from "../src/util/rng.js";
-import { median } from "./common.js";
+import { median, sized } from "./common.js";
 
-const D = 512;
-const H = 256;
+const D = sized(512, 32);
+const H = sized(256, 16);
 const SHOTS = 4;
-const K = 64;
-const INDEX_ROWS = 9009;
+const K = sized(64, 8);
+const INDEX_ROWS = sized(9009, 50);
 
 /** The features a training run gets by default (the schema's, so the bench measures what a run uses). */
 const FEATURES = ModelOptionsSchema.parse({}).features;

@@ -48,20 +48,20 @@ import { Rng } from "../src/util/rng.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
 import type { Vlm } from "../src/vlm/types.js";
 import { candidateStepMs, ratioTable } from "./candidate-options.js";
-import { loadAverage, median } from "./common.js";
+import { loadAverage, median, sized } from "./common.js";
 
-const D = 512;
-const H = 256;
+const D = sized(512, 32);
+const H = sized(256, 16);
 const SHOTS = 4;
-const K = 64;
-const TRAIN_QUERIES = 800;
-const TRAJECTORIES = 15;
+const K = sized(64, 8);
+const TRAIN_QUERIES = sized(800, 18);
+const TRAJECTORIES = sized(15, 4);
 const VAL_FRACTION = 0.1;
-const INDEX_ROWS = 9009; // OKVQA train size
-const ONLINE_QUERIES = 256;
+const INDEX_ROWS = sized(9009, 50); // OKVQA train size
+const ONLINE_QUERIES = sized(256, 8);
 const ONLINE_SAMPLES = 8;
 const TARGET_S = 8;
-const RUNS = Number(process.env.LEVER_BENCH_RUNS ?? 3);
+const RUNS = Number(process.env.LEVER_BENCH_RUNS ?? sized(3, 1));
 
 /** The stage's GRPO config (product defaults, best-epoch metric resolved as the stage does) with the benchmark's architecture and one epoch. */
 function stageConfig(batchQueries: number) {
@@ -356,7 +356,7 @@ export async function offline(): Promise<void> {
   );
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-train-"));
   try {
-    await offlineRun(96, 2, sources, dir); // warm-up (JIT, kernels)
+    await offlineRun(sized(96, TRAIN_QUERIES), 2, sources, dir); // warm-up (JIT, kernels)
     const runs: OfflineRun[] = [];
     for (let i = 0; i < RUNS; i++) runs.push(await offlineRun(TRAIN_QUERIES, 2, sources, dir));
     const steps = runs[0].steps;
@@ -419,7 +419,11 @@ export async function offline(): Promise<void> {
 function simSetup(dir: string) {
   const out = join(dir, "synth");
   const wsDir = join(dir, "ws");
-  writeSynthDataset({ out, params: { trainItems: 4000, embedding: { dim: D } }, images: true });
+  writeSynthDataset({
+    out,
+    params: { ...sized({ trainItems: 4000 }, { trainItems: 100, valItems: 10 }), embedding: { dim: D } },
+    images: true,
+  });
   const ws = Workspace.open(wsDir);
   importSynthSplit(ws, out, "train");
   const items = ws.loadItems("train");
@@ -540,7 +544,7 @@ export async function onlineBench(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-online-"));
   const sim = simSetup(dir);
   try {
-    await onlineRun(sim, 32); // warm-up
+    await onlineRun(sim, sized(32, ONLINE_QUERIES)); // warm-up
     const runs: OnlineRun[] = [];
     for (let i = 0; i < RUNS; i++) runs.push(await onlineRun(sim, ONLINE_QUERIES));
     const rows: [string, (p: Phases) => number, (p: Phases) => number][] = [
@@ -578,8 +582,8 @@ export async function onlineBench(): Promise<void> {
 
 /** (c) The candidate options' cost per training step (bench/candidate-options.ts); target ≤ 1.3× for the default features. */
 export function featuresBench(): void {
-  const B = 32;
-  const t = candidateStepMs(B, TRAJECTORIES);
+  const B = sized(32, 2);
+  const t = candidateStepMs(B, TRAJECTORIES, sized(10, 1));
   console.log(
     `\n(c) candidate options: one training step (encode + teacher forcing + SFT loss + backward + clip + AdamW), ` +
       `${B} queries × ${TRAJECTORIES} trajectories, K=${K}, ${SHOTS} shots, identity table of 9,009 items; ` +
