@@ -9,6 +9,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const SLOW_FIRST = [
   "test/cli/interrupt.test.ts",
   "test/serve/load.test.ts",
+  "test/bench.test.ts",
   "test/experiment/caption-chain.test.ts",
   "test/experiment/execute.test.ts",
   "test/cli/readonly.test.ts",
