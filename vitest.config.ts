@@ -49,6 +49,8 @@ const common = {
 
 export default defineConfig({
   test: {
+    // The pool reads this one (the projects' own copy is what each worker reads).
+    isolate: common.isolate,
     // Vitest's default is one worker fewer than the CPUs: one worker on a 2-core machine, which then
     // idles a core (the main process has little to do, and many tests wait for a child process).
     maxWorkers: Math.max(2, availableParallelism() - 1),
