@@ -5,21 +5,27 @@
  * 9,009-row index, OKVQA train size) without options, with features [vote, agreement] + identity
  * (a 9,009-row item table), and with those + one pool-attention layer. The step is measured at the
  * model level (encode + teacher forcing + SFT loss + backward + clip + AdamW over all parameters,
- * the identity table included), with the features and items passed as `SelectorInput` fields.
+ * the identity table included), with the features (a column per CANDIDATE_FEATURES, as the data side
+ * packs them) and items passed as `SelectorInput` fields.
  */
-import { ModelOptionsSchema, type SelectorConfigInput, SelectorConfigSchema } from "../src/selector/config.js";
+import {
+  CANDIDATE_FEATURES,
+  ModelOptionsSchema,
+  type SelectorConfigInput,
+  SelectorConfigSchema,
+} from "../src/selector/config.js";
 import { predict } from "../src/selector/decode.js";
 import { PointerSelector, type SelectorInput, sftLoss } from "../src/selector/model.js";
 import { initParams } from "../src/selector/params.js";
 import { AdamW, clipGradNorm } from "../src/tensor/optim.js";
 import { Rng } from "../src/util/rng.js";
-import { median } from "./common.js";
+import { median, sized } from "./common.js";
 
-const D = 512;
-const H = 256;
+const D = sized(512, 32);
+const H = sized(256, 16);
 const SHOTS = 4;
-const K = 64;
-const INDEX_ROWS = 9009;
+const K = sized(64, 8);
+const INDEX_ROWS = sized(9009, 50);
 
 /** The features a training run gets by default (the schema's, so the bench measures what a run uses). */
 const FEATURES = ModelOptionsSchema.parse({}).features;
@@ -70,7 +76,7 @@ function batch(Q: number, seed: number, index: Float32Array, compact: boolean): 
     table,
     slots: compact ? Int32Array.from({ length: Q * K }, (_, s) => s) : Int32Array.from(items),
     K,
-    features: Float32Array.from({ length: Q * K * 2 }, () => rng.next()),
+    features: Float32Array.from({ length: Q * K * CANDIDATE_FEATURES.length }, () => rng.next()),
     items,
   };
 }

@@ -27,6 +27,7 @@ import { writePoolSet } from "../src/store/sets.js";
 import { Workspace } from "../src/store/workspace.js";
 import { VlmSettingsSchema } from "../src/vlm/settings.js";
 import type { Vlm } from "../src/vlm/types.js";
+import { sized } from "./common.js";
 
 const LATENCY_MS = 5;
 const SLOTS = 8;
@@ -74,7 +75,7 @@ export async function run(): Promise<void> {
   try {
     const out = join(dir, "synth");
     const wsDir = join(dir, "ws");
-    writeSynthDataset({ out, params: { trainItems: 4000 }, images: true });
+    writeSynthDataset({ out, params: sized({ trainItems: 4000 }, { trainItems: 200, valItems: 10 }), images: true });
     const ws = Workspace.open(wsDir);
     try {
       importSynthSplit(ws, out, "train");
@@ -138,7 +139,7 @@ export async function run(): Promise<void> {
           BeamsSettingsSchema.parse({
             dataset: "train",
             pools: "k32",
-            anchors: "random:200",
+            anchors: sized("random:200", "random:2"),
             shots: 4,
             beamSize: 5,
             concurrency: 8,
@@ -155,7 +156,7 @@ export async function run(): Promise<void> {
           RolloutsSettingsSchema.parse({
             dataset: "train",
             pools: "k32",
-            queries: "random:800",
+            queries: sized("random:800", "random:4"),
             checkpoint,
             random: 5,
             concurrency: 16,

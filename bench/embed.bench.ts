@@ -17,8 +17,9 @@ import type { VqaItem } from "../src/data/item.js";
 import { computeEmbedding } from "../src/embed/compute.js";
 import { Workspace } from "../src/store/workspace.js";
 import { Rng } from "../src/util/rng.js";
+import { sized } from "./common.js";
 
-const IMAGES = Number(process.env.LEVER_BENCH_IMAGES ?? 1000);
+const IMAGES = Number(process.env.LEVER_BENCH_IMAGES ?? sized(1000, 4));
 const THREADS = process.env.LEVER_BENCH_THREADS === undefined ? undefined : Number(process.env.LEVER_BENCH_THREADS);
 const TINY = fileURLToPath(new URL("../../test/fixtures/tiny-clip/model", import.meta.url));
 const WORDS = "what is the color of this animal on table in picture how many people are there kind food".split(" ");

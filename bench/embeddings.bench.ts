@@ -13,8 +13,9 @@ import type { VqaItem } from "../src/data/item.js";
 import { encodeNpyHeader } from "../src/data/npy.js";
 import { Workspace } from "../src/store/workspace.js";
 import { Rng } from "../src/util/rng.js";
+import { sized } from "./common.js";
 
-const ROWS = Number(process.env.LEVER_BENCH_ROWS ?? 443_757);
+const ROWS = Number(process.env.LEVER_BENCH_ROWS ?? sized(443_757, 100));
 const DIM = 512;
 
 export async function run(): Promise<void> {

@@ -15,6 +15,7 @@ import { renderTable } from "../src/report/table.js";
 import { importSynthSplit } from "../src/sim/ingest.js";
 import { writeSynthDataset } from "../src/sim/synth.js";
 import { Workspace } from "../src/store/workspace.js";
+import { sized } from "./common.js";
 
 export async function run(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-eval-"));
@@ -30,7 +31,7 @@ export async function run(): Promise<void> {
     };
 
     await timed("synth (defaults: 4000 train, 1000 val)", () =>
-      writeSynthDataset({ out, params: { trainItems: 4000 }, images: true }),
+      writeSynthDataset({ out, params: sized({ trainItems: 4000 }, { trainItems: 100, valItems: 10 }), images: true }),
     );
     await timed("import both splits + 6 embeddings", () => {
       const ws = Workspace.open(wsDir);

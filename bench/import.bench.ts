@@ -12,6 +12,7 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Rng } from "../src/util/rng.js";
+import { sized } from "./common.js";
 
 const FULL_SIZE = 443_757;
 const QUESTIONS_PER_IMAGE = 5.36; // VQAv2 train: 443,757 questions over 82,783 images
@@ -151,7 +152,7 @@ function runCli(args: string[]): { seconds: number; cpuSeconds: number; maxRssMi
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 
 export async function run(): Promise<void> {
-  const count = Number(process.env.LEVER_BENCH_IMPORT_QUESTIONS ?? FULL_SIZE);
+  const count = Number(process.env.LEVER_BENCH_IMPORT_QUESTIONS ?? sized(FULL_SIZE, 100));
   const dir = mkdtempSync(join(tmpdir(), "lever-bench-import-"));
   try {
     const genStart = Date.now();

@@ -14,7 +14,7 @@ import type { VqaItem } from "../src/data/item.js";
 import { PoolBuilder, poolSampler, type SamplerName } from "../src/pools/samplers.js";
 import { cosineTopK, defaultGemm, defaultScanPath, type Gemm, type ScanPath } from "../src/pools/search.js";
 import { Rng } from "../src/util/rng.js";
-import { loadAverage } from "./common.js";
+import { loadAverage, sized } from "./common.js";
 
 function envInt(name: string, fallback: number): number {
   const value = process.env[name];
@@ -64,7 +64,7 @@ function unitEmbedding(list: readonly VqaItem[], dim: number, seed: number): Emb
  * heaps are full and almost nothing beats their worst entry, as deep into a real search).
  */
 function scanCost(scan: ScanPath, k: number): number {
-  const [queries, blockRows, blocks] = [512, 8192, 32];
+  const [queries, blockRows, blocks] = sized([512, 8192, 32], [16, 256, 2]);
   let x = new Rng(5).nextUint32() | 1;
   let filled = false;
   const gemm: Gemm = (_M, _N, _K, _A, _B, C) => {
@@ -105,12 +105,13 @@ function gemmFloor(gemm: Gemm, queries: Float32Array, index: Float32Array, dim: 
 }
 
 export async function run(): Promise<void> {
-  const nQueries = envInt("LEVER_BENCH_POOLS_QUERIES", 5000);
-  const nIndex = envInt("LEVER_BENCH_POOLS_INDEX", 443_757);
-  const dim = envInt("LEVER_BENCH_POOLS_DIM", 512);
-  const k = envInt("LEVER_BENCH_POOLS_K", 64);
+  const nQueries = envInt("LEVER_BENCH_POOLS_QUERIES", sized(5000, 20));
+  const nIndex = envInt("LEVER_BENCH_POOLS_INDEX", sized(443_757, 500));
+  const dim = envInt("LEVER_BENCH_POOLS_DIM", sized(512, 32));
+  const k = envInt("LEVER_BENCH_POOLS_K", sized(64, 8));
   const { gemm, path } = defaultGemm();
-  const simQueries = path === "typescript" ? Math.min(nQueries, envInt("LEVER_BENCH_POOLS_TS_QUERIES", 200)) : nQueries;
+  const simQueries =
+    path === "typescript" ? Math.min(nQueries, envInt("LEVER_BENCH_POOLS_TS_QUERIES", sized(200, 10))) : nQueries;
 
   let t = performance.now();
   const index = items("t", nIndex, 5);

@@ -22,11 +22,15 @@ import { OptimSchema, train } from "../src/train/loop/loop.js";
 import { sftObjective } from "../src/train/objective/sft.js";
 import { Rng } from "../src/util/rng.js";
 import { candidateInferenceS, ratioTable } from "./candidate-options.js";
-import { median } from "./common.js";
+import { median, SMOKE, sized } from "./common.js";
 
-const D = 512;
-const H = 256;
+const D = sized(512, 32);
+const H = sized(256, 16);
 const SHOTS = 4;
+/** Timed runs per measurement. */
+const RUNS = sized(10, 1);
+/** The key training configuration, also timed on the TypeScript-only fallback. */
+const KEY = sized({ B: 8, G: 16, K: 32, layers: 3 }, { B: 2, G: 2, K: 8, layers: 1 });
 
 function peakRssMb(): number {
   return process.resourceUsage().maxRSS / 1024;
@@ -46,7 +50,7 @@ function model(layers: number): PointerSelector {
 }
 
 /** Milliseconds per training step (median) for B queries × G trajectories. */
-export async function measureStep(B: number, G: number, K: number, layers: number, runs = 10): Promise<number> {
+export async function measureStep(B: number, G: number, K: number, layers: number, runs = RUNS): Promise<number> {
   const rng = new Rng(7);
   const emb = table(B * K + B, 3);
   const sources = { query: emb, index: emb };
@@ -78,10 +82,10 @@ export async function measureStep(B: number, G: number, K: number, layers: numbe
 }
 
 /** Seconds (median) to greedily decode 5,000 queries × K = 64 pools from a 9,009-row index. */
-export function measureInference(layers: number, runs = 10): number {
-  const Q = 5000;
-  const K = 64;
-  const N = 9009;
+export function measureInference(layers: number, runs = RUNS): number {
+  const Q = sized(5000, 20);
+  const K = sized(64, 8);
+  const N = sized(9009, 50);
   const rng = new Rng(11);
   const index = table(N, 5).data;
   const queries = table(Q, 6).data;
@@ -105,14 +109,17 @@ export async function run(): Promise<void> {
   console.log("| B×G | K | layers | step ms | rows/s | peak RSS MB |");
   console.log("|---|---|---|---|---|---|");
   const key = { ms: 0 };
-  for (const [B, G] of [
-    [8, 16],
-    [32, 32],
-  ]) {
-    for (const K of [32, 64]) {
-      for (const layers of [1, 3]) {
+  for (const [B, G] of sized(
+    [
+      [8, 16],
+      [32, 32],
+    ],
+    [[KEY.B, KEY.G]],
+  )) {
+    for (const K of sized([32, 64], [KEY.K])) {
+      for (const layers of sized([1, 3], [KEY.layers])) {
         const ms = await measureStep(B, G, K, layers);
-        if (B === 8 && K === 32 && layers === 3) key.ms = ms;
+        if (B === KEY.B && G === KEY.G && K === KEY.K && layers === KEY.layers) key.ms = ms;
         console.log(
           `| ${B}×${G} | ${K} | ${layers} | ${ms.toFixed(1)} | ${Math.round((B * G) / (ms / 1000))} | ${peakRssMb().toFixed(0)} |`,
         );
@@ -122,13 +129,13 @@ export async function run(): Promise<void> {
   console.log("\n| inference: 5,000 queries, K=64, greedy 4 shots | seconds | queries/s | peak RSS MB |");
   console.log("|---|---|---|---|");
   let inf3 = 0;
-  for (const layers of [1, 3]) {
+  for (const layers of sized([1, 3], [KEY.layers])) {
     const s = measureInference(layers);
-    if (layers === 3) inf3 = s;
+    if (layers === KEY.layers) inf3 = s;
     console.log(`| ${layers} layer(s) | ${s.toFixed(3)} | ${Math.round(5000 / s)} | ${peakRssMb().toFixed(0)} |`);
   }
   console.log("\ncandidate options: greedy 4-shot inference of 2,000 queries, K=64, 9,009-row index\n");
-  const options = candidateInferenceS();
+  const options = SMOKE ? candidateInferenceS(10, 1) : candidateInferenceS();
   console.log(ratioTable("s", options));
   const ratio = options.cpu[1] / options.cpu[0];
   console.log(
@@ -143,11 +150,12 @@ export async function run(): Promise<void> {
     [
       "--input-type=module",
       "-e",
-      `const m = await import(${JSON.stringify(`file://${here}`)}); console.log(JSON.stringify({ path: (await import(${JSON.stringify(`file://${here.replace(/bench\/selector\.bench\.js$/, "src/tensor/kernels.js")}`)})).kernelPath(), step: await m.measureStep(8, 16, 32, 3, 10), inference: m.measureInference(3, 3) }));`,
+      `const m = await import(${JSON.stringify(`file://${here}`)}); console.log(JSON.stringify({ path: (await import(${JSON.stringify(`file://${here.replace(/bench\/selector\.bench\.js$/, "src/tensor/kernels.js")}`)})).kernelPath(), step: await m.measureStep(${KEY.B}, ${KEY.G}, ${KEY.K}, ${KEY.layers}), inference: m.measureInference(${KEY.layers}, ${sized(3, 1)}) }));`,
     ],
     { env: { ...process.env, LEVER_NATIVE: "0" }, encoding: "utf8" },
   );
   if (child.status !== 0) {
+    if (SMOKE) throw new Error(`TS-only fallback run failed: ${child.stderr}`);
     console.log(`TS-only fallback run failed: ${child.stderr}`);
     return;
   }

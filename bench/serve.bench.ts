@@ -41,17 +41,17 @@ import { Rng } from "../src/util/rng.js";
 import { OpenAiVlm } from "../src/vlm/openai-client.js";
 // Imported so tsc compiles the mock next to this file; it runs in its own process (mockScript).
 import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
-import { loadAverage } from "./common.js";
+import { loadAverage, sized } from "./common.js";
 
-const INDEX = Number(process.env.LEVER_BENCH_SERVE_INDEX ?? 100_000);
-const DIM = 512;
+const INDEX = Number(process.env.LEVER_BENCH_SERVE_INDEX ?? sized(100_000, 500));
+const DIM = sized(512, 32);
 const K = 64;
 const SHOTS = 4;
 const IMAGES = 64;
 const IMAGE_BYTES = 30 * 1024;
-const REQUESTS = Number(process.env.LEVER_BENCH_SERVE_REQUESTS ?? 20_000);
+const REQUESTS = Number(process.env.LEVER_BENCH_SERVE_REQUESTS ?? sized(20_000, 8));
 /** Requests at 32 clients with in-process embedding (`LEVER_BENCH_SERVE_EMBED_REQUESTS`, at most REQUESTS). */
-const EMBED_REQUESTS = Math.min(REQUESTS, Number(process.env.LEVER_BENCH_SERVE_EMBED_REQUESTS ?? 1_000));
+const EMBED_REQUESTS = Math.min(REQUESTS, Number(process.env.LEVER_BENCH_SERVE_EMBED_REQUESTS ?? sized(1_000, 4)));
 /** The embedding model of the in-process runs: `LEVER_CLIP_B32` (a CLIP export, see bench/embed.bench.ts), else the tiny test fixture. */
 const EMBED_MODEL =
   process.env.LEVER_CLIP_B32 ?? fileURLToPath(new URL("../../test/fixtures/tiny-clip/model", import.meta.url));
@@ -281,7 +281,7 @@ async function inProcessRuns(dir: string, url: string, mock: ChildProcess): Prom
   const dim = (probe.joint as Float32Array).length;
   const app = await startServer(benchSetup(dir, url, { modelDir: EMBED_MODEL, embedder, dim }));
   try {
-    await clients(dir, { url: app.url, total: 64, width: 32, bodies }); // warm-up
+    await clients(dir, { url: app.url, total: sized(64, 8), width: 32, bodies }); // warm-up
     const one = await scenario(dir, app, mock, 1, Math.min(100, EMBED_REQUESTS), bodies);
     const many = await scenario(dir, app, mock, 32, EMBED_REQUESTS, bodies);
     return { dim, runs: [one, many] };
@@ -389,7 +389,7 @@ export async function run(): Promise<void> {
     const setup = benchSetup(dir, url);
     const app = await startServer(setup);
     const bodies = requestBodies();
-    await clients(dir, { url: app.url, total: 256, width: 32, bodies }); // warm-up: JIT, connections, image reads
+    await clients(dir, { url: app.url, total: sized(256, 8), width: 32, bodies }); // warm-up: JIT, connections, image reads
     const one = await scenario(dir, app, mock, 1, Math.min(300, REQUESTS), bodies);
     gc();
     const heap0 = process.memoryUsage().heapUsed;
@@ -400,7 +400,7 @@ export async function run(): Promise<void> {
     gc();
     const heapEnd = process.memoryUsage().heapUsed;
     await app.close();
-    const path = await upstreamPath(setup, mock, 1_000);
+    const path = await upstreamPath(setup, mock, sized(1_000, 8));
     const embedded = await inProcessRuns(dir, url, mock);
     report([one, warm, many], path, { heap0, heap2k, heapEnd, total: REQUESTS });
     console.log(

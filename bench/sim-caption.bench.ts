@@ -15,10 +15,11 @@ import type { CaptionWorldParamsInput } from "../src/sim/caption/params.js";
 import { SimCaptionVlm } from "../src/sim/caption/vlm.js";
 import { Rng } from "../src/util/rng.js";
 import type { VlmPrompt } from "../src/vlm/types.js";
+import { sized } from "./common.js";
 
 type Picker = (q: number, shots: number) => number[];
 
-export async function run(params: CaptionWorldParamsInput = {}): Promise<void> {
+export async function run(params: CaptionWorldParamsInput = sized({}, { trainItems: 40, valItems: 4 })): Promise<void> {
   const sim = SimCaptionVlm.fromParams(params);
   const world = sim.world;
   const train = world.itemsOf("train");
@@ -102,7 +103,7 @@ export async function run(params: CaptionWorldParamsInput = {}): Promise<void> {
 function speed(sim: SimCaptionVlm, train: number[], val: number[]): void {
   const world = sim.world;
   const rng = new Rng(99);
-  const prompts: VlmPrompt[] = Array.from({ length: 20_000 }, () => ({
+  const prompts: VlmPrompt[] = Array.from({ length: sized(20_000, 100) }, () => ({
     query: { questionId: world.itemIds[val[rng.int(val.length)]], imagePath: null, question: "" },
     demonstrations: Array.from({ length: rng.int(5) }, () => {
       const d = train[rng.int(train.length)];

@@ -8,14 +8,15 @@ import { SimOracle } from "../src/sim/oracle.js";
 import { SimVlm } from "../src/sim/vlm.js";
 import { Rng } from "../src/util/rng.js";
 import type { VlmPrompt } from "../src/vlm/types.js";
+import { sized } from "./common.js";
 
-const PROMPTS = 200_000;
+const PROMPTS = sized(200_000, 2048);
 const BATCH = 1024;
-const ORACLE_QUERIES = 200;
+const ORACLE_QUERIES = sized(200, 2);
 
 export async function run(): Promise<void> {
   const built = performance.now();
-  const sim = SimVlm.fromParams({});
+  const sim = SimVlm.fromParams(sized({}, { trainItems: 100, valItems: 20 }));
   const buildMs = performance.now() - built;
   const world = sim.world;
   const train = world.itemsOf("train");
@@ -78,7 +79,7 @@ function batchAt<T>(items: T[], start: number): T[] {
 
 /** Items per second over PROMPTS items, after a warm-up. */
 async function rate(step: (start: number) => Promise<void>): Promise<number> {
-  for (let i = 0; i < 20; i++) await step(i * BATCH);
+  for (let i = 0; i < sized(20, 1); i++) await step(i * BATCH);
   const started = performance.now();
   for (let done = 0; done < PROMPTS; done += BATCH) await step(done);
   return (Math.ceil(PROMPTS / BATCH) * BATCH) / ((performance.now() - started) / 1000);

@@ -11,18 +11,27 @@ import { fileURLToPath } from "node:url";
 import * as T from "../src/tensor/index.js";
 import { AdamW, gemm, gemmTypeScript, kernelPath, native, Tensor } from "../src/tensor/index.js";
 import { Rng } from "../src/util/rng.js";
+import { sized } from "./common.js";
 
 type Shape = [m: number, n: number, k: number, transB: boolean];
-const SHAPES: Shape[] = [
-  [256, 256, 512, false],
-  [2048, 256, 256, false],
-  [128, 256, 256, true],
-  [8, 256, 256, false],
-  [5000, 8192, 512, true], // cosine search: queries × index chunkᵀ
-];
+const SHAPES: Shape[] = sized(
+  [
+    [256, 256, 512, false],
+    [2048, 256, 256, false],
+    [128, 256, 256, true],
+    [8, 256, 256, false],
+    [5000, 8192, 512, true], // cosine search: queries × index chunkᵀ
+  ],
+  [
+    [16, 32, 24, false],
+    [8, 16, 32, true],
+  ],
+);
 
 /** Best-of timing in ms: repeats until `budgetMs` is spent (at least `minReps` runs). */
 function bestMs(run: () => void, budgetMs = 400, minReps = 3): number {
+  budgetMs = sized(budgetMs, 0);
+  minReps = sized(minReps, 1);
   run();
   let best = Number.POSITIVE_INFINITY;
   const start = performance.now();
@@ -76,7 +85,7 @@ function childMeasure(env: Record<string, string>): { path: string; results: Rec
  */
 export function trainingStepMs(): { ms: number; cpuMs: number; params: number } {
   const rng = new Rng(5);
-  const [Q, M, K, d, H, layers, S] = [8, 16, 32, 512, 256, 3, 4];
+  const [Q, M, K, d, H, layers, S] = sized([8, 16, 32, 512, 256, 3, 4], [2, 2, 4, 16, 8, 1, 2]);
   const w = (r: number, c: number) => T.xavierUniformParam([r, c], rng);
   const vec = (n: number, v: number) => Tensor.param(new Float32Array(n).fill(v), [n]);
   const params = {
@@ -150,7 +159,7 @@ export function trainingStepMs(): { ms: number; cpuMs: number; params: number } 
   const count = all.reduce((s, p) => s + p.size, 0);
   step();
   const cpu0 = process.cpuUsage();
-  const reps = 5;
+  const reps = sized(5, 1);
   for (let r = 0; r < reps; r++) step();
   const cpu = process.cpuUsage(cpu0);
   return { ms: bestMs(step, 4000, 10), cpuMs: (cpu.user + cpu.system) / 1000 / reps, params: count };

@@ -17,8 +17,9 @@ import { OpenAiVlm } from "../src/vlm/openai-client.js";
 import { isFailure, type Vlm, type VlmPrompt } from "../src/vlm/types.js";
 // Imported so tsc compiles the mock next to this file; it runs in a worker thread (see MOCK_MODULE).
 import type { MockVllmOptions } from "../test/helpers/mock-vllm.js";
+import { sized } from "./common.js";
 
-const REQUESTS = 400;
+const REQUESTS = sized(400, 8);
 const IMAGE_BYTES = 100 * 1024;
 const MOCK_MODULE = fileURLToPath(new URL("../test/helpers/mock-vllm.js", import.meta.url));
 

@@ -15,6 +15,7 @@ import { Workspace } from "../../src/store/workspace.js";
 import { runCliOk } from "../helpers/cli.js";
 
 const CLI = resolve("dist/src/cli/main.js");
+const BATCH = resolve("test/helpers/cli-batch.mjs");
 const FIXTURES = resolve("test/fixtures/vqa/okvqa");
 
 /** setpriv's arguments that drop the capabilities overriding file permissions. */
@@ -66,34 +67,38 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function lever(...args: string[]) {
-  return node([CLI, "--workspace", ws, ...args]);
+/** Runs `lever --workspace WS ARGS` for each ARGS, unprivileged, in one process (Node starts once). */
+function levers(...commands: string[][]): { status: number; stdout: string; stderr: string }[] {
+  const run = node([BATCH, JSON.stringify(commands.map((args) => ["--workspace", ws, ...args]))]);
+  expect(run.status, run.stderr).toBe(0);
+  return JSON.parse(run.stdout);
 }
 
 describe("a read-only workspace", () => {
   it("can still be read: data list, data inspect, cache stats, compare", () => {
-    const list = lever("data", "list");
+    const [list, inspect, stats, compare] = levers(
+      ["data", "list"],
+      ["data", "inspect", "ok"],
+      ["cache", "stats"],
+      ["compare", "eval-0001"],
+    );
     expect(list.status, list.stderr).toBe(0);
     expect(list.stdout).toMatch(/^name\s+split.*\nok\s+train\s+vqa\s+6\s/);
-    const inspect = lever("data", "inspect", "ok");
     expect(inspect.status, inspect.stderr).toBe(0);
     expect(inspect.stdout).toContain("items 6, images 5");
-    const stats = lever("cache", "stats");
     expect(stats.status, stats.stderr).toBe(0);
     expect(stats.stdout).toMatch(/sim:w\s+generate\s+1/);
     // compare only reads: it gets as far as looking the run up (there is none here), not "read-only".
-    const compare = lever("compare", "eval-0001");
     expect(compare.status).toBe(2);
     expect(compare.stderr).not.toContain("read-only");
     expect(compare.stderr).toMatch(/^error: .*eval-0001/);
   });
 
   it("refuses writes saying it is read-only (not 'not a usable workspace'), in one line", () => {
-    for (const args of [
+    for (const result of levers(
       ["cache", "prune", "--all"],
       ["pools", "--queries", "ok", "--index", "ok", "--sampler", "random"],
-    ]) {
-      const result = lever(...args);
+    )) {
       expect(result.status).toBe(2);
       expect(result.stderr).toMatch(
         /^error: \S+ws\/lever\.db: the workspace is read-only \(no write permission[^\n]*\n$/,

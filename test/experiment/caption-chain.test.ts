@@ -18,7 +18,7 @@ import { experimentFiles } from "./helpers.js";
 const { dir } = experimentFiles("lever-caption-chain-");
 const example = new URL("../../examples/caption-demo.yaml", import.meta.url).pathname;
 const TINY = [
-  "data.captionSynth.trainItems=240",
+  "data.captionSynth.trainItems=120",
   "data.captionSynth.valItems=40",
   "data.captionSynth.embedding.dim=16",
   "pools.k=8",

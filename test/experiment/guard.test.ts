@@ -26,6 +26,7 @@ online:
 guard: { queries: "random:120" }
 eval: { queries: all, shots: [1, 2], baselines: [random, topk-joint], resamples: 200 }
 compare: { baseline: topk-joint, subsets: ["all"], resamples: 200 }
+report: { enabled: false }
 `,
 );
 

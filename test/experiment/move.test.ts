@@ -31,6 +31,7 @@ online:
   optim: { epochs: 1, batchQueries: 8 }
   online: { queries: "first:16", samples: 2 }
 eval: { queries: all, shots: [1], baselines: [zero, random], resamples: 100 }
+guard: { queries: "random:30" }
 report: { enabled: false }
 `,
 );
