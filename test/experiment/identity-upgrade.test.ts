@@ -7,61 +7,93 @@
  * is the same as unset; set to another value, it changes the identities it reaches and only those; and
  * the workspace the build at 9255aa3 made is still reused in full.
  */
-import { describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { loadExperiment } from "../../src/experiment/load.js";
 import { experimentFiles } from "./helpers.js";
-import { OPENAI, PINNED, type Pinned, planned, SYNTH } from "./pinned-identities.js";
-import { expectReusedInFull, runOnFixtureCopy } from "./upgrade-fixture.js";
+import type { Pinned } from "./pinned-identities.js";
 
-vi.mock("../../src/sim/params.js", async (original) => {
-  const m = await original<typeof import("../../src/sim/params.js")>();
-  return { ...m, WorldParamsSchema: m.WorldParamsSchema.extend({ addedWorld: z.number().default(0.5) }) };
+type Pinning = typeof import("./pinned-identities.js");
+let loadExperiment: typeof import("../../src/experiment/load.js").loadExperiment;
+let planned: Pinning["planned"];
+let PINNED: Pinning["PINNED"];
+let fixture: typeof import("./upgrade-fixture.js");
+let synth: string;
+let openai: string;
+
+/** The modules this file replaces, each with its added setting. */
+const MOCKED: string[] = [];
+const mock = (path: string, factory: (original: <T>() => Promise<T>) => Promise<unknown>) => {
+  MOCKED.push(path);
+  vi.doMock(path, factory as never);
+};
+
+// Test files share their worker's module cache (vitest.config.ts: isolate false), so the experiment
+// schemas may already be loaded unmocked: drop the cache, mock, and load them afresh; the files after
+// this one in the worker load the real modules again.
+beforeAll(async () => {
+  vi.resetModules();
+  mockAddedSettings();
+  ({ loadExperiment } = await import("../../src/experiment/load.js"));
+  const pinning = await import("./pinned-identities.js");
+  ({ planned, PINNED } = pinning);
+  fixture = await import("./upgrade-fixture.js");
+  synth = write("synth.yaml", pinning.SYNTH);
+  openai = write("openai.yaml", pinning.OPENAI);
 });
-vi.mock("../../src/pools/stage.js", async (original) => {
-  const m = await original<typeof import("../../src/pools/stage.js")>();
-  return { ...m, PoolsFieldsSchema: m.PoolsFieldsSchema.extend({ addedPools: z.boolean().default(false) }) };
+
+afterAll(() => {
+  for (const path of MOCKED) vi.doUnmock(path);
+  vi.resetModules();
 });
-vi.mock("../../src/datagen/beams-stage.js", async (original) => {
-  const m = await original<typeof import("../../src/datagen/beams-stage.js")>();
-  return { ...m, BeamsSettingsSchema: m.BeamsSettingsSchema.extend({ addedBeams: z.number().default(1) }) };
-});
-vi.mock("../../src/datagen/rollouts-stage.js", async (original) => {
-  const m = await original<typeof import("../../src/datagen/rollouts-stage.js")>();
-  return {
-    ...m,
-    RolloutsSettingsSchema: m.RolloutsSettingsSchema.extend({ addedRollouts: z.string().default("same") }),
-  };
-});
-vi.mock("../../src/selector/config.js", async (original) => {
-  const m = await original<typeof import("../../src/selector/config.js")>();
-  const block = z.object({ size: z.number().default(3), on: z.boolean().default(true) }).strict();
-  return { ...m, ModelOptionsSchema: m.ModelOptionsSchema.safeExtend({ addedBlock: block.prefault({}) }) };
-});
-vi.mock("../../src/icl/rewards.js", async (original) => {
-  const m = await original<typeof import("../../src/icl/rewards.js")>();
-  return { ...m, RewardSchema: m.RewardSchema.extend({ addedReward: z.number().default(0) }) };
-});
-vi.mock("../../src/vlm/openai-settings.js", async (original) => {
-  const m = await original<typeof import("../../src/vlm/openai-settings.js")>();
-  return { ...m, openAiVlmConfigSchema: m.openAiVlmConfigSchema.extend({ topP: z.number().default(1) }) };
-});
-vi.mock("../../src/eval/config.js", async (original) => {
-  const m = await original<typeof import("../../src/eval/config.js")>();
-  const { parseFlags } = await import("../../src/util/validate.js");
-  const added = { addedEval: z.number().default(2) };
-  const options = m.EvalOptionsSchema.safeExtend(added);
-  return {
-    ...m,
-    EvalSettingsSchema: m.EvalSettingsSchema.extend(added),
-    EvalOptionsSchema: options,
-    parseEvalOptions: (raw: unknown) => parseFlags(options, raw),
-  };
-});
+
+function mockAddedSettings(): void {
+  mock("../../src/sim/params.js", async (original) => {
+    const m = await original<typeof import("../../src/sim/params.js")>();
+    return { ...m, WorldParamsSchema: m.WorldParamsSchema.extend({ addedWorld: z.number().default(0.5) }) };
+  });
+  mock("../../src/pools/stage.js", async (original) => {
+    const m = await original<typeof import("../../src/pools/stage.js")>();
+    return { ...m, PoolsFieldsSchema: m.PoolsFieldsSchema.extend({ addedPools: z.boolean().default(false) }) };
+  });
+  mock("../../src/datagen/beams-stage.js", async (original) => {
+    const m = await original<typeof import("../../src/datagen/beams-stage.js")>();
+    return { ...m, BeamsSettingsSchema: m.BeamsSettingsSchema.extend({ addedBeams: z.number().default(1) }) };
+  });
+  mock("../../src/datagen/rollouts-stage.js", async (original) => {
+    const m = await original<typeof import("../../src/datagen/rollouts-stage.js")>();
+    return {
+      ...m,
+      RolloutsSettingsSchema: m.RolloutsSettingsSchema.extend({ addedRollouts: z.string().default("same") }),
+    };
+  });
+  mock("../../src/selector/config.js", async (original) => {
+    const m = await original<typeof import("../../src/selector/config.js")>();
+    const block = z.object({ size: z.number().default(3), on: z.boolean().default(true) }).strict();
+    return { ...m, ModelOptionsSchema: m.ModelOptionsSchema.safeExtend({ addedBlock: block.prefault({}) }) };
+  });
+  mock("../../src/icl/rewards.js", async (original) => {
+    const m = await original<typeof import("../../src/icl/rewards.js")>();
+    return { ...m, RewardSchema: m.RewardSchema.extend({ addedReward: z.number().default(0) }) };
+  });
+  mock("../../src/vlm/openai-settings.js", async (original) => {
+    const m = await original<typeof import("../../src/vlm/openai-settings.js")>();
+    return { ...m, openAiVlmConfigSchema: m.openAiVlmConfigSchema.extend({ topP: z.number().default(1) }) };
+  });
+  mock("../../src/eval/config.js", async (original) => {
+    const m = await original<typeof import("../../src/eval/config.js")>();
+    const { parseFlags } = await import("../../src/util/validate.js");
+    const added = { addedEval: z.number().default(2) };
+    const options = m.EvalOptionsSchema.safeExtend(added);
+    return {
+      ...m,
+      EvalSettingsSchema: m.EvalSettingsSchema.extend(added),
+      EvalOptionsSchema: options,
+      parseEvalOptions: (raw: unknown) => parseFlags(options, raw),
+    };
+  });
+}
 
 const { write } = experimentFiles("lever-identity-upgrade-");
-const synth = write("synth.yaml", SYNTH);
-const openai = write("openai.yaml", OPENAI);
 
 /** The explicit defaults of the added settings, as `--set`s. */
 const DEFAULTS = [
@@ -125,6 +157,6 @@ describe("a build with settings added (each with a default)", () => {
   });
 
   it("reuses the workspace the build at 9255aa3 made in full", async () => {
-    expectReusedInFull(await runOnFixtureCopy());
+    fixture.expectReusedInFull(await fixture.runOnFixtureCopy());
   }, 120_000);
 });
