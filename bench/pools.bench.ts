@@ -12,7 +12,15 @@
 import type { EmbeddingMatrix } from "../src/data/embeddings.js";
 import type { VqaItem } from "../src/data/item.js";
 import { PoolBuilder, poolSampler, type SamplerName } from "../src/pools/samplers.js";
-import { cosineTopK, defaultGemm, defaultScanPath, type Gemm, type ScanPath } from "../src/pools/search.js";
+import {
+  cosineTopK,
+  defaultGemm,
+  defaultScanPath,
+  type Gemm,
+  INDEX_BLOCK,
+  QUERY_BLOCK,
+  type ScanPath,
+} from "../src/pools/search.js";
 import { Rng } from "../src/util/rng.js";
 import { loadAverage, sized } from "./common.js";
 
@@ -89,7 +97,7 @@ function scanCost(scan: ScanPath, k: number): number {
 
 /** Seconds of the search's GEMMs alone: every query block × index block product, the result discarded. */
 function gemmFloor(gemm: Gemm, queries: Float32Array, index: Float32Array, dim: number): number {
-  const [qBlock, nBlock] = [512, 8192]; // cosineTopK's defaults
+  const [qBlock, nBlock] = [QUERY_BLOCK, INDEX_BLOCK];
   const nQ = queries.length / dim;
   const nI = index.length / dim;
   const c = new Float32Array(qBlock * nBlock);

@@ -52,15 +52,13 @@ export type EmbeddingSet = Partial<Record<EmbeddingKind, EmbeddingMatrix>>;
 export type PoolSampler = { sampler: Exclude<SamplerName, "mix"> } | { sampler: "mix"; ratios: MixRatios };
 
 /**
- * A sampler name and its settings' shares ([random, text, image], absent: the defaults) as a
+ * A sampler name and its settings' shares ([random, text, image] or as recorded in a pool set; absent: the defaults) as a
  * PoolSampler: the one place the mix shares get their default, called where settings are read.
  */
-export function poolSampler(sampler: SamplerName, ratios?: readonly number[]): PoolSampler {
+export function poolSampler(sampler: SamplerName, ratios?: readonly number[] | MixRatios): PoolSampler {
   if (sampler !== "mix") return { sampler };
-  return {
-    sampler,
-    ratios: ratios === undefined ? DEFAULT_MIX_RATIOS : { random: ratios[0], text: ratios[1], image: ratios[2] },
-  };
+  if (ratios === undefined) return { sampler, ratios: DEFAULT_MIX_RATIOS };
+  return { sampler, ratios: "random" in ratios ? ratios : { random: ratios[0], text: ratios[1], image: ratios[2] } };
 }
 
 export type PoolRequest = PoolSampler & {

@@ -148,6 +148,10 @@ export interface TopKResult {
  * For each of the Q query rows (Q×dim) its k most similar index rows (N×dim), best first,
  * never an excluded row. Throws when a query has fewer than k eligible rows.
  */
+/** Default block sizes of the search's products: query rows and index rows per GEMM. */
+export const QUERY_BLOCK = 512;
+export const INDEX_BLOCK = 8192;
+
 export function cosineTopK(queries: Float32Array, index: Float32Array, dim: number, options: TopKOptions): TopKResult {
   const { k } = options;
   const Q = queries.length / dim;
@@ -168,8 +172,8 @@ export function cosineTopK(queries: Float32Array, index: Float32Array, dim: numb
   const scan = options.scan === "typescript" ? scanBlockTypeScript : (nativeScan() ?? scanBlockTypeScript);
   if (options.scan === "native" && scan === scanBlockTypeScript)
     throw new LeverError("the native top-K scan is not available (the native addon did not load)");
-  const qBlock = options.queryBlock ?? 512;
-  const nBlock = options.indexBlock ?? 8192;
+  const qBlock = options.queryBlock ?? QUERY_BLOCK;
+  const nBlock = options.indexBlock ?? INDEX_BLOCK;
   const cap = Math.min(k + (options.margin ?? 8), N);
   const excludeStart = new Int32Array(Q + 1);
   for (let q = 0; q < Q; q++) excludeStart[q + 1] = excludeStart[q] + (exclude[q]?.length ?? 0);

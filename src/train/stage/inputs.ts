@@ -212,7 +212,7 @@ function ownVoteScale(ws: Workspace, refs: TrainingInputRefs, items: readonly Vq
     items,
     embedding: (kind) => loadDatasetEmbedding(ws, refs.indexDataset, kind),
     kind: refs.embedding as EmbeddingKind,
-    pool: poolSampler(sampler, ratios && [ratios.random, ratios.text, ratios.image]),
+    pool: poolSampler(sampler, ratios),
     k: set?.k ?? DEFAULT_POOL.k,
   }).scale;
 }
